@@ -1,0 +1,5 @@
+"""nsysdiff: diff two Nsight Systems traces and point at the change that is abnormal."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

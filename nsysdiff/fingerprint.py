@@ -1,0 +1,199 @@
+"""Reduce what the reader returns to a :class:`~nsysdiff.model.Fingerprint` (pure numpy).
+
+Loops here run per kernel name or per device, never per launch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from nsysdiff.categories import categorize
+from nsysdiff.families import family
+from nsysdiff.model import (
+    QUANTILE_GRID,
+    ApiStats,
+    CopyStats,
+    DeviceShare,
+    DeviceStats,
+    Fingerprint,
+    GroupStats,
+    KernelStats,
+    LaunchConfig,
+    RangeStats,
+    Scope,
+    TraceMeta,
+)
+from nsysdiff.trace.reader import (
+    ApiRow,
+    CopyRow,
+    IntArray,
+    KernelGroups,
+    Metadata,
+    RangeRow,
+)
+
+# PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
+# op_id = 345, sizes = [...]"); without folding every call is its own range name.
+_NVTX_SUFFIX = re.compile(r",\s*(seq|op_id|stashed seq|sizes|input_op_ids)\s*=.*$")
+
+
+def fold_nvtx(name: str) -> str:
+    return _NVTX_SUFFIX.sub("", name)
+
+
+def busy_ns(start: IntArray, end: IntArray) -> int:
+    """Length of the union of intervals ``[start, end)``."""
+    if not len(start):
+        return 0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    # A new busy segment begins wherever a launch starts after everything before it ended.
+    new = np.empty(len(s), dtype=np.bool_)
+    new[0] = True
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return int(np.sum(reach[last] - s[first]))
+
+
+def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for i, name in enumerate(groups.demangled):
+        by_name[name].append(i)
+    configs: dict[str, set[LaunchConfig]] = defaultdict(set)
+    for name, cfg in groups.configs:
+        configs[name].add(cfg)
+    dur = groups.end - groups.start
+    out = []
+    for name, idx in by_name.items():
+        parts = [dur[groups.offsets[i] : groups.offsets[i + 1]] for i in idx]
+        d = np.concatenate(parts)
+        if not len(d):
+            continue
+        short = groups.short[idx[0]]
+        shares = sorted(
+            (DeviceShare(int(groups.device[i]), len(p), int(p.sum())) for i, p in zip(idx, parts)),
+            key=lambda x: x.device,
+        )
+        out.append(
+            KernelStats(
+                name=short,
+                demangled=name,
+                family=family(short),
+                category=categorize(short, name),
+                calls=len(d),
+                total_ns=int(d.sum()),
+                quantiles_ns=tuple(float(q) for q in np.percentile(d, QUANTILE_GRID)),
+                devices=tuple(shares),
+                configs=tuple(sorted(configs.get(name, ()), key=_config_key)),
+            )
+        )
+    return tuple(sorted(out, key=lambda k: (-k.total_ns, k.demangled)))
+
+
+def _config_key(c: LaunchConfig) -> tuple[int, ...]:
+    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem)
+
+
+def reduce_devices(groups: KernelGroups) -> tuple[DeviceStats, ...]:
+    sizes = np.diff(groups.offsets)
+    device_of_row = np.repeat(groups.device, sizes)
+    out = []
+    for dev in np.unique(groups.device):
+        mask = device_of_row == dev
+        s, e = groups.start[mask], groups.end[mask]
+        if not len(s):
+            continue
+        out.append(
+            DeviceStats(
+                device=int(dev),
+                kernels=len(s),
+                kernel_ns=int((e - s).sum()),
+                busy_ns=busy_ns(s, e),
+                span_ns=int(e.max() - s.min()),
+            )
+        )
+    return tuple(out)
+
+
+def group_by(kernels: Iterable[KernelStats], key: str) -> tuple[GroupStats, ...]:
+    """Sum kernels by ``category`` or ``family``, largest first."""
+    acc: dict[str, list[int]] = {}
+    for k in kernels:
+        a = acc.setdefault(getattr(k, key), [0, 0, 0])
+        a[0] += k.calls
+        a[1] += k.total_ns
+        a[2] += 1
+    return tuple(
+        sorted(
+            (GroupStats(n, c, t, m) for n, (c, t, m) in acc.items()),
+            key=lambda g: (-g.total_ns, g.name),
+        )
+    )
+
+
+def reduce_copies(rows: Sequence[CopyRow]) -> tuple[CopyStats, ...]:
+    return tuple(CopyStats(r.kind, r.ops, r.bytes, r.total_ns) for r in rows)
+
+
+def reduce_sync(rows: Sequence[ApiRow]) -> tuple[ApiStats, ...]:
+    return tuple(ApiStats(r.name, r.calls, r.total_ns) for r in rows)
+
+
+def reduce_nvtx(rows: Sequence[RangeRow]) -> tuple[RangeStats, ...]:
+    acc: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        a = acc.setdefault((fold_nvtx(r.name), r.domain), [0, 0])
+        a[0] += r.count
+        a[1] += r.total_ns
+    return tuple(
+        sorted(
+            (RangeStats(n, d, c, t) for (n, d), (c, t) in acc.items()),
+            key=lambda r: (-r.total_ns, r.name, r.domain),
+        )
+    )
+
+
+def assemble(
+    source: str | Path,
+    meta: Metadata,
+    groups: KernelGroups,
+    has_kernels: bool,
+    memcpy: Sequence[CopyRow],
+    memset: Sequence[CopyRow],
+    sync: Sequence[ApiRow],
+    nvtx: Sequence[RangeRow],
+    scope: Scope = Scope(),
+) -> Fingerprint:
+    kernels = reduce_kernels(groups)
+    start, end = meta.capture_start_ns, meta.capture_end_ns
+    if start is None and len(groups.start):
+        start, end = int(groups.start.min()), int(groups.end.max())
+    return Fingerprint(
+        meta=TraceMeta(
+            source=Path(source).name,
+            nsys_version=meta.nsys_version,
+            schema_version=meta.schema_version,
+            gpus=meta.gpus,
+            capture_start_ns=start,
+            capture_end_ns=end,
+            has_kernels=has_kernels,
+            graph_mode=meta.graph_mode,
+            graph_launches=meta.graph_launches,
+            graph_total_ns=meta.graph_total_ns,
+        ),
+        kernels=kernels,
+        categories=group_by(kernels, "category"),
+        memcpy=reduce_copies(memcpy),
+        memset=reduce_copies(memset),
+        sync=reduce_sync(sync),
+        nvtx=reduce_nvtx(nvtx),
+        devices=reduce_devices(groups),
+        scope=scope,
+    )

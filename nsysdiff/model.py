@@ -1,0 +1,316 @@
+"""The fingerprint: one trace reduced to plain, typed, frozen data.
+
+A fingerprint is the artifact CI keeps instead of a multi-gigabyte trace. It round-trips
+through JSON (``to_json`` / ``from_json``) with a format version, and a diff of two
+fingerprints is identical to a diff of the traces they came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+from nsysdiff.errors import FingerprintError
+
+FORMAT = "nsysdiff-fingerprint"
+FORMAT_VERSION = 1
+
+# Percentiles kept per kernel. Enough to give p50/p90/p99 exactly and to compare two
+# per-call distributions without storing every launch (a 1M-kernel trace stays small).
+QUANTILE_GRID: tuple[float, ...] = (
+    0.0, 1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 100.0,
+)  # fmt: skip
+
+
+class GraphMode(str, enum.Enum):
+    """How the capture recorded CUDA graph launches (``--cuda-graph-trace``)."""
+
+    NONE = "none"  # no graph launches seen
+    NODE = "node"  # kernels inside graphs are ordinary kernel rows carrying graphNodeId
+    GRAPH = "graph"  # one GRAPH_TRACE row per launch, no per-kernel rows for replays
+    MIXED = "mixed"  # both: some graphs traced whole, some per node
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    id: int
+    name: str
+    sm_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMeta:
+    source: str
+    nsys_version: str | None
+    schema_version: str | None
+    gpus: tuple[GpuInfo, ...]
+    capture_start_ns: int | None
+    capture_end_ns: int | None
+    has_kernels: bool
+    graph_mode: GraphMode = GraphMode.NONE
+    graph_launches: int = 0
+    graph_total_ns: int = 0
+
+    @property
+    def capture_ns(self) -> int | None:
+        if self.capture_start_ns is None or self.capture_end_ns is None:
+            return None
+        return self.capture_end_ns - self.capture_start_ns
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers: int
+    static_smem: int
+    dynamic_smem: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceShare:
+    device: int
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStats:
+    """All launches of one kernel, keyed by its demangled name (as ``nsys stats`` does)."""
+
+    name: str
+    demangled: str
+    family: str
+    category: str
+    calls: int
+    total_ns: int
+    quantiles_ns: tuple[float, ...]  # on QUANTILE_GRID, linear interpolation
+    devices: tuple[DeviceShare, ...]
+    configs: tuple[LaunchConfig, ...]
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
+
+    @property
+    def min_ns(self) -> float:
+        return self.quantiles_ns[0]
+
+    @property
+    def max_ns(self) -> float:
+        return self.quantiles_ns[-1]
+
+    def quantile(self, pct: float) -> float:
+        return self.quantiles_ns[QUANTILE_GRID.index(pct)]
+
+    @property
+    def p50_ns(self) -> float:
+        return self.quantile(50.0)
+
+    @property
+    def p90_ns(self) -> float:
+        return self.quantile(90.0)
+
+    @property
+    def p99_ns(self) -> float:
+        return self.quantile(99.0)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    """A sum over kernels: a category or a family."""
+
+    name: str
+    calls: int
+    total_ns: int
+    kernels: int
+
+
+@dataclass(frozen=True, slots=True)
+class CopyStats:
+    """Memcpy of one kind (``HtoD``, ``DtoD``, ...) or memset (kind ``memset``)."""
+
+    kind: str
+    ops: int
+    bytes: int
+    total_ns: int
+
+    @property
+    def gbps(self) -> float | None:
+        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
+
+
+@dataclass(frozen=True, slots=True)
+class ApiStats:
+    """A synchronising CUDA API call, version suffix stripped."""
+
+    name: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RangeStats:
+    """NVTX ranges with one (folded) name in one domain."""
+
+    name: str
+    domain: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStats:
+    device: int
+    kernels: int
+    kernel_ns: int
+    busy_ns: int  # union of kernel intervals
+    span_ns: int  # first kernel start to last kernel end on this device
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * (1.0 - self.busy_ns / self.span_ns) if self.span_ns else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What part of the trace a fingerprint covers (whole capture, a window, NVTX ranges)."""
+
+    window: str | None = None
+    nvtx: str | None = None
+    per: str | None = None
+    steps: int | None = None
+    coverage: float | None = None  # attributed GPU time / all GPU time, when filtered
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    meta: TraceMeta
+    kernels: tuple[KernelStats, ...]
+    categories: tuple[GroupStats, ...]
+    memcpy: tuple[CopyStats, ...]
+    memset: tuple[CopyStats, ...]
+    sync: tuple[ApiStats, ...]
+    nvtx: tuple[RangeStats, ...]
+    devices: tuple[DeviceStats, ...]
+    scope: Scope = field(default_factory=Scope)
+    phases: tuple[Phase, ...] = ()
+
+    @property
+    def kernel_calls(self) -> int:
+        return sum(k.calls for k in self.kernels)
+
+    @property
+    def kernel_ns(self) -> int:
+        return sum(k.total_ns for k in self.kernels)
+
+    @property
+    def busy_ns(self) -> int:
+        return sum(d.busy_ns for d in self.devices)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """The GPU work attributed to one named phase (NVTX ranges mapped by a phases map)."""
+
+    name: str
+    ranges: int  # instances of the phase's ranges
+    fingerprint: Fingerprint
+
+
+# --- JSON round trip -------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def to_data(obj: Any) -> Any:
+    """Plain JSON-able data: dataclasses become dicts, tuples lists, enums their values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (tuple, list)):
+        return [to_data(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_data(v) for k, v in obj.items()}
+    return obj
+
+
+def from_data(cls: type[T], data: Any, where: str = "$") -> T:
+    """Rebuild ``cls`` from :func:`to_data` output, checking shapes as it goes."""
+    return typing.cast(T, _build(cls, data, where))
+
+
+def _build(tp: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        real = [a for a in args if a is not type(None)]
+        return _build(real[0], data, where)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(data, list):
+            raise FingerprintError(f"{where}: expected a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_build(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
+        if len(args) != len(data):
+            raise FingerprintError(f"{where}: expected {len(args)} items")
+        return tuple(_build(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data)))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise FingerprintError(f"{where}: expected an object")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif (
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ):
+                raise FingerprintError(f"{where}: missing field {f.name!r}")
+        return tp(**kwargs)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            raise FingerprintError(f"{where}: unknown value {data!r}") from None
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise FingerprintError(f"{where}: expected a number")
+        return float(data)
+    if tp in (int, str, bool):
+        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
+            raise FingerprintError(f"{where}: expected {tp.__name__}")
+        return data
+    raise TypeError(f"unsupported type {tp!r} at {where}")
+
+
+def fingerprint_to_json(fp: Fingerprint) -> str:
+    doc = {"format": FORMAT, "version": FORMAT_VERSION, **to_data(fp)}
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def fingerprint_from_json(text: str, source: str) -> Fingerprint:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise FingerprintError(f"{source}: not an nsysdiff fingerprint (no \"format\": \"{FORMAT}\")")
+    if doc.get("version") != FORMAT_VERSION:
+        raise FingerprintError(
+            f"{source}: fingerprint format version {doc.get('version')!r} is not supported "
+            f"(this nsysdiff reads version {FORMAT_VERSION}); re-create it with `nsysdiff fingerprint`"
+        )
+    body = {k: v for k, v in doc.items() if k not in ("format", "version")}
+    try:
+        return from_data(Fingerprint, body)
+    except FingerprintError as e:
+        raise FingerprintError(f"{source}: malformed fingerprint at {e}") from None

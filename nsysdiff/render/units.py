@@ -1,0 +1,51 @@
+"""Human-readable numbers, shared by every text-like renderer."""
+
+from __future__ import annotations
+
+
+def ns(value: float | None) -> str:
+    """A duration in the largest unit that keeps it >= 1: ``1.20 ms``, ``877.38 ms``."""
+    if value is None:
+        return "-"
+    v = float(value)
+    a = abs(v)
+    if a >= 1e9:
+        return f"{v / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{v / 1e6:.2f} ms"
+    if a >= 1e3:
+        return f"{v / 1e3:.2f} us"
+    return f"{v:.0f} ns"
+
+
+def nbytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    v = float(value)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.2f} {unit}"
+    return f"{v:.0f} B"
+
+
+def ratio(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}x"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def signed_ns(value: float) -> str:
+    return ("+" if value > 0 else "") + ns(value) if value else "0"
+
+
+def shorten(name: str, width: int = 60) -> str:
+    """Keep the start and the end of a long kernel name: both tend to carry meaning."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) * 2 // 3
+    tail = width - 1 - head
+    return name[:head] + "…" + name[-tail:]

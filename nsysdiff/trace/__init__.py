@@ -1,0 +1,1 @@
+"""Reading Nsight Systems SQLite exports: the only package that speaks SQL."""

@@ -1,0 +1,504 @@
+"""Read an export: the only module that writes SQL against a trace.
+
+Everything is aggregated in SQLite or moved into numpy arrays in bulk: per kernel the
+launch intervals arrive as one ``group_concat`` string per (kernel, device) and are
+parsed by numpy in C, so no Python object is made per row and a million-kernel trace
+reads in about the time of a bare ``GROUP BY`` scan.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from nsysdiff.errors import TraceError
+from nsysdiff.model import GpuInfo, GraphMode, LaunchConfig
+from nsysdiff.trace import schema as s
+from nsysdiff.trace.schema import Schema
+
+IntArray = npt.NDArray[np.int64]
+
+# copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
+_COPY_KINDS_BUILTIN = {
+    0: "CUDA_MEMCPY_KIND_UNKNOWN",
+    1: "CUDA_MEMCPY_KIND_HTOD",
+    2: "CUDA_MEMCPY_KIND_DTOH",
+    3: "CUDA_MEMCPY_KIND_HTOA",
+    4: "CUDA_MEMCPY_KIND_ATOH",
+    5: "CUDA_MEMCPY_KIND_ATOA",
+    6: "CUDA_MEMCPY_KIND_ATOD",
+    7: "CUDA_MEMCPY_KIND_DTOA",
+    8: "CUDA_MEMCPY_KIND_DTOD",
+    9: "CUDA_MEMCPY_KIND_HTOH",
+    10: "CUDA_MEMCPY_KIND_PTOP",
+    11: "CUDA_MEMCPY_KIND_UVM_HTOD",
+    12: "CUDA_MEMCPY_KIND_UVM_DTOH",
+    13: "CUDA_MEMCPY_KIND_UVM_DTOD",
+}
+# The labels nsys stats prints ("[CUDA memcpy DtoH]").
+_COPY_LABELS = {
+    "UNKNOWN": "Unknown",
+    "HTOD": "HtoD",
+    "DTOH": "DtoH",
+    "HTOA": "HtoA",
+    "ATOH": "AtoH",
+    "ATOA": "AtoA",
+    "ATOD": "AtoD",
+    "DTOA": "DtoA",
+    "DTOD": "DtoD",
+    "HTOH": "HtoH",
+    "PTOP": "PtoP",
+    "UVM_HTOD": "Unified HtoD",
+    "UVM_DTOH": "Unified DtoH",
+    "UVM_DTOD": "Unified DtoD",
+}
+
+# NVTX event types when ENUM_NSYS_EVENT_TYPE is absent (values from the export docs).
+_NVTX_RANGE_TYPES_BUILTIN = {
+    "NvtxPushPopRange": 59,
+    "NvtxStartEndRange": 60,
+    "NvtxtPushPopRange": 70,
+    "NvtxtStartEndRange": 71,
+}
+_NVTX_DOMAIN_CREATE_BUILTIN = 75
+
+# Runtime and driver calls that make the CPU (or a stream) wait for the GPU.
+_SYNC_API = re.compile(
+    r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cudaStreamWaitEvent|cudaStreamQuery|"
+    r"cu(Ctx|Stream|Event)Synchronize|cuStreamWaitEvent)(_v\d+|_ptsz|_ptds)*$"
+)
+_VERSION_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Absolute session-clock bounds: keep GPU work that starts in ``[start, end)``."""
+
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What part of a trace to read. Empty: everything."""
+
+    window: Window | None = None
+    # A temp table ``(pid INTEGER, corr INTEGER)`` of the launches to keep, made by
+    # :meth:`TraceReader.select_launches`; correlation ids are unique only per process.
+    launches_table: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGroups:
+    """Kernel launch intervals grouped by (demangled name, device).
+
+    Group ``i`` owns ``start[offsets[i]:offsets[i+1]]`` (and ``end`` likewise).
+    """
+
+    short: tuple[str, ...]
+    demangled: tuple[str, ...]
+    device: IntArray
+    offsets: IntArray
+    start: IntArray
+    end: IntArray
+    configs: tuple[tuple[str, LaunchConfig], ...]  # distinct (demangled, config) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRow:
+    kind: str
+    ops: int
+    bytes: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRow:
+    name: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRow:
+    name: str
+    domain: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    nsys_version: str | None
+    schema_version: str | None
+    gpus: tuple[GpuInfo, ...]
+    capture_start_ns: int | None
+    capture_end_ns: int | None
+    graph_mode: GraphMode
+    graph_launches: int
+    graph_total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class NvtxRanges:
+    """Raw NVTX range instances (push/pop and start/end), names unfolded."""
+
+    name: tuple[str, ...]
+    domain: tuple[str, ...]
+    push_pop: npt.NDArray[np.bool_]
+    start: IntArray
+    end: IntArray
+    tid: IntArray  # the thread that opened the range (globalTid)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCalls:
+    """Runtime API calls that launched GPU work: when, on which thread, which launch."""
+
+    start: IntArray
+    end: IntArray
+    tid: IntArray
+    pid: IntArray
+    corr: IntArray
+
+
+def _ints(text: str | None) -> IntArray:
+    if not text:
+        return np.empty(0, dtype=np.int64)
+    return np.fromstring(text, sep=",", dtype=np.int64)
+
+
+class TraceReader:
+    """Read-only access to one export, through its probed schema."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection, schema: Schema) -> None:
+        self.path = path
+        self.con = con
+        self.schema = schema
+        self._strings: dict[int, str] = {}
+
+    # --- plumbing ------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        try:
+            return self.con.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+
+    def strings(self, ids: Sequence[int]) -> dict[int, str]:
+        """Resolve StringIds ids, fetching each at most once."""
+        missing = sorted({int(i) for i in ids if i is not None} - self._strings.keys())
+        if missing and self.schema.has("StringIds", "id", "value"):
+            for chunk in range(0, len(missing), 500):
+                part = missing[chunk : chunk + 500]
+                marks = ",".join("?" * len(part))
+                for key, value in self._query(
+                    f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part
+                ):
+                    self._strings[int(key)] = str(value)  # type: ignore[call-overload]
+        for i in missing:
+            self._strings.setdefault(i, f"<string {i}>")
+        return self._strings
+
+    def _where(self, table: str, sel: Selection, alias: str = "") -> str:
+        """SQL conditions that apply ``sel`` to an activity table (kernel, memcpy...)."""
+        a = f"{alias}." if alias else ""
+        conds = [f'{a}start IS NOT NULL', f'{a}"end" IS NOT NULL']
+        if sel.window is not None:
+            conds.append(f"{a}start >= {int(sel.window.start_ns)}")
+            conds.append(f"{a}start < {int(sel.window.end_ns)}")
+        if sel.launches_table is not None and self.schema.has(table, "correlationId", "globalPid"):
+            conds.append(
+                f"(({a}globalPid >> 24) & 16777215, {a}correlationId) IN "
+                f"(SELECT pid, corr FROM temp.{sel.launches_table})"
+            )
+        return " AND ".join(conds)
+
+    def _enum(self, table: str) -> dict[str, int]:
+        if not self.schema.has(table, "id", "name"):
+            return {}
+        return {str(n): int(i) for i, n in self._query(f"SELECT id, name FROM {table}")}  # type: ignore[call-overload]
+
+    # --- metadata ------------------------------------------------------------------
+
+    def metadata(self) -> Metadata:
+        meta: dict[str, str] = {}
+        for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+            if self.schema.has(table, "name", "value"):
+                meta.update({str(k): str(v) for k, v in self._query(f"SELECT name, value FROM {table}")})
+                break
+        start = end = None
+        if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
+            rows = self._query("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS")
+            if rows and rows[0][0] is not None:
+                start, end = int(rows[0][0]), int(rows[0][1])  # type: ignore[call-overload]
+        mode, launches, total = self._graph_mode()
+        return Metadata(
+            nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
+            schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+            gpus=self._gpus(),
+            capture_start_ns=start,
+            capture_end_ns=end,
+            graph_mode=mode,
+            graph_launches=launches,
+            graph_total_ns=total,
+        )
+
+    def _gpus(self) -> tuple[GpuInfo, ...]:
+        for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
+            cols = self.schema.tables.get(table)
+            if not cols or "name" not in cols:
+                continue
+            key = next((c for c in ("id", "deviceId", "cudaId") if c in cols), None)
+            sms = next((c for c in ("smCount", "numMultiprocessors", "multiProcessorCount") if c in cols), None)
+            if key is None:
+                continue
+            sm_sql = sms if sms else "NULL"
+            rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
+            seen: dict[int, GpuInfo] = {}
+            for gid, name, sm in rows:
+                seen.setdefault(int(gid), GpuInfo(int(gid), str(name), None if sm is None else int(sm)))  # type: ignore[call-overload]
+            return tuple(seen.values())
+        return ()
+
+    def _graph_mode(self) -> tuple[GraphMode, int, int]:
+        launches = total = 0
+        if self.schema.has(s.GRAPH_TRACE, "start", "end"):
+            row = self._query(f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE}')[0]
+            launches, total = int(row[0]), int(row[1])  # type: ignore[call-overload]
+        node = False
+        if self.schema.has(s.KERNEL, "graphNodeId"):
+            # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
+            node = bool(
+                self._query(f"SELECT 1 FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 LIMIT 1")
+            )
+        if launches and node:
+            return GraphMode.MIXED, launches, total
+        if launches:
+            return GraphMode.GRAPH, launches, total
+        return (GraphMode.NODE if node else GraphMode.NONE), launches, total
+
+    # --- GPU activity --------------------------------------------------------------
+
+    def has_kernels(self) -> bool:
+        return self.schema.has(s.KERNEL, "start", "end")
+
+    def kernels(self, sel: Selection = Selection()) -> KernelGroups:
+        if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
+            empty = np.empty(0, dtype=np.int64)
+            return KernelGroups((), (), empty, np.zeros(1, dtype=np.int64), empty, empty, ())
+        cols = self.schema.tables[s.KERNEL]
+        name_col = "demangledName" if "demangledName" in cols else "shortName"
+        short_col = "shortName" if "shortName" in cols else name_col
+        where = self._where(s.KERNEL, sel)
+        rows = self._query(
+            f'SELECT {name_col}, {short_col}, deviceId, group_concat(start), group_concat("end") '
+            f"FROM {s.KERNEL} WHERE {where} GROUP BY {name_col}, deviceId"
+        )
+        strings = self.strings([r[0] for r in rows] + [r[1] for r in rows])  # type: ignore[misc]
+        starts = [_ints(r[3]) for r in rows]  # type: ignore[arg-type]
+        ends = [_ints(r[4]) for r in rows]  # type: ignore[arg-type]
+        sizes = np.array([len(x) for x in starts], dtype=np.int64)
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        cat = (lambda xs: np.concatenate(xs) if xs else np.empty(0, dtype=np.int64))
+        return KernelGroups(
+            short=tuple(strings[int(r[1])] for r in rows),  # type: ignore[call-overload]
+            demangled=tuple(strings[int(r[0])] for r in rows),  # type: ignore[call-overload]
+            device=np.array([int(r[2]) for r in rows], dtype=np.int64),  # type: ignore[call-overload]
+            offsets=offsets,
+            start=cat(starts),
+            end=cat(ends),
+            configs=self._configs(name_col, where),
+        )
+
+    def _configs(self, name_col: str, where: str) -> tuple[tuple[str, LaunchConfig], ...]:
+        cols = self.schema.tables[s.KERNEL]
+        wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                  "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
+        exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in wanted]
+        # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
+        rows = self._query(f"SELECT DISTINCT {name_col}, {', '.join(exprs)} FROM {s.KERNEL} WHERE {where}")
+        strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
+        out = []
+        for r in rows:
+            v = [int(x) for x in r[1:]]  # type: ignore[call-overload]
+            out.append((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
+        return tuple(out)
+
+    def memcpy(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
+        if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
+            return ()
+        enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
+        rows = self._query(
+            f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start) '
+            f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+        )
+        out: dict[str, CopyRow] = {}
+        for kind, ops, nbytes, total in rows:
+            name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
+            label = _COPY_LABELS.get(name.removeprefix("CUDA_MEMCPY_KIND_"), name)
+            prev = out.get(label, CopyRow(label, 0, 0, 0))
+            out[label] = CopyRow(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
+        return tuple(sorted(out.values(), key=lambda r: r.kind))
+
+    def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
+        if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
+            return ()
+        (ops, nbytes, total), = self._query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0) '
+            f"FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
+        )
+        if not ops:
+            return ()
+        return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
+
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+        if not self.schema.has("StringIds", "id", "value"):
+            return ()
+        ids = {
+            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
+            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
+            if _SYNC_API.match(str(v))
+        }
+        if not ids:
+            return ()
+        totals: dict[str, tuple[int, int]] = {}
+        marks = ",".join(str(i) for i in ids)
+        cond = ""
+        if window is not None:
+            cond = f" AND start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
+        for table in (s.RUNTIME, s.DRIVER):
+            if not self.schema.has(table, "nameId", "start", "end"):
+                continue
+            for nid, calls, total in self._query(
+                f'SELECT nameId, count(*), sum("end" - start) FROM {table} '
+                f'WHERE nameId IN ({marks}) AND "end" IS NOT NULL{cond} GROUP BY nameId'
+            ):
+                name = ids[int(nid)]  # type: ignore[call-overload]
+                c, t = totals.get(name, (0, 0))
+                totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
+        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    # --- NVTX ----------------------------------------------------------------------
+
+    def _nvtx_types(self) -> tuple[dict[str, int], int]:
+        enum = self._enum("ENUM_NSYS_EVENT_TYPE")
+        types = {n: enum.get(n, v) for n, v in _NVTX_RANGE_TYPES_BUILTIN.items()}
+        return types, enum.get("NvtxDomainCreate", _NVTX_DOMAIN_CREATE_BUILTIN)
+
+    def _nvtx_name_sql(self) -> tuple[str, str]:
+        cols = self.schema.tables[s.NVTX]
+        if "textId" in cols and self.schema.has("StringIds", "id", "value"):
+            return "coalesce(n.text, st.value, '')", " LEFT JOIN StringIds st ON st.id = n.textId"
+        return "coalesce(n.text, '')", ""
+
+    def _nvtx_domains(self, create: int) -> dict[int, str]:
+        if not self.schema.has(s.NVTX, "domainId"):
+            return {}
+        name, join = self._nvtx_name_sql()
+        return {
+            int(d): str(t)  # type: ignore[call-overload]
+            for d, t in self._query(
+                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} WHERE n.eventType = ?", (create,)
+            )
+        }
+
+    def nvtx_summary(self, window: Window | None = None) -> tuple[RangeRow, ...]:
+        """Range instances grouped by raw name and domain (SQL does the grouping)."""
+        if not self.schema.has(s.NVTX, "start", "end", "eventType"):
+            return ()
+        types, create = self._nvtx_types()
+        name, join = self._nvtx_name_sql()
+        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
+        cond = ""
+        if window is not None:
+            cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
+        rows = self._query(
+            f'SELECT {name}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
+            f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
+            f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+        )
+        domains = self._nvtx_domains(create)
+        return tuple(
+            RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
+            for n, d, c, t in rows
+        )
+
+    def nvtx_ranges(self) -> NvtxRanges:
+        """Every closed range instance, for attribution of GPU work to ranges."""
+        if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
+            e = np.empty(0, dtype=np.int64)
+            return NvtxRanges((), (), np.empty(0, dtype=np.bool_), e, e, e)
+        types, create = self._nvtx_types()
+        name, join = self._nvtx_name_sql()
+        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
+        push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
+        rows = self._query(
+            f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
+            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
+            f'AND n."end" IS NOT NULL ORDER BY n.start'
+        )
+        domains = self._nvtx_domains(create)
+        return NvtxRanges(
+            name=tuple(str(r[0]) for r in rows),
+            domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
+            push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
+            start=np.array([r[3] for r in rows], dtype=np.int64),
+            end=np.array([r[4] for r in rows], dtype=np.int64),
+            tid=np.array([r[5] for r in rows], dtype=np.int64),
+        )
+
+    def launch_calls(self) -> RuntimeCalls:
+        """Runtime/driver calls that carry a correlation id to GPU work."""
+        parts = []
+        for table in (s.RUNTIME, s.DRIVER):
+            if self.schema.has(table, "start", "end", "globalTid", "correlationId"):
+                parts.append(
+                    f'SELECT start, "end", globalTid, correlationId FROM {table} '
+                    "WHERE correlationId IS NOT NULL AND correlationId != 0"
+                )
+        if not parts:
+            e = np.empty(0, dtype=np.int64)
+            return RuntimeCalls(e, e, e, e, e)
+        sql = " UNION ALL ".join(parts)
+        rows = self._query(
+            f"SELECT group_concat(start), group_concat(\"end\"), group_concat(globalTid), "
+            f"group_concat(correlationId) FROM ({sql})"
+        )
+        start, end, tid, corr = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
+        return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
+
+    def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
+        """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
+        self.con.execute("PRAGMA temp_store = MEMORY")
+        self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self.con.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr))")
+        self.con.executemany(
+            f"INSERT OR IGNORE INTO temp.{name} VALUES (?, ?)",
+            zip(pids.tolist(), corrs.tolist()),
+        )
+        return Selection(launches_table=name)
+
+    def first_kernel_ns(self) -> int | None:
+        if not self.has_kernels():
+            return None
+        (v,), = self._query(f"SELECT min(start) FROM {s.KERNEL}")
+        return None if v is None else int(v)  # type: ignore[call-overload]
+
+
+@contextmanager
+def open_trace(path: str | Path) -> Iterator[TraceReader]:
+    p = Path(path)
+    con = s.connect(p)
+    try:
+        yield TraceReader(p, con, s.probe(con, p))
+    finally:
+        con.close()
