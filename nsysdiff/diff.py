@@ -1,0 +1,434 @@
+"""Fingerprint x Fingerprint -> Diff: an outer join with named verdicts per row.
+
+The statistics (documented in ``docs/diff.md``):
+
+* **Overall scale**: the time-weighted median of per-kernel log ratios of total time over
+  kernels present on both sides (weight: base + candidate time). "Everything got 1.10x
+  slower" sets the baseline against which one kernel is judged.
+* **Outlier score**: a modified z-score (Iglewicz & Hoaglin),
+  ``0.6745 * (log ratio - log scale) / MAD``, MAD being the median absolute deviation of
+  the log ratios around the scale, floored at ``mad_floor`` (5% in log space) so that a
+  run where every other kernel scaled identically does not turn noise into infinity.
+* A kernel is an **outlier** only if all three hold: ``|score| >= z_threshold`` (3.5),
+  its ratio differs from the scale by at least ``min_deviation`` (1.25x) either way, and
+  it is material: at least ``min_share`` of either side's total kernel time.
+* **Distribution evidence** (supporting, never gating): the per-call quantile sketches of
+  both sides compared with Mann-Whitney's U (reported as the probability that a
+  candidate launch is slower than a base launch) and the Kolmogorov-Smirnov distance.
+  No p-value is reported: thousands of launches of one kernel are not independent
+  samples, so a p-value would claim a certainty the trace can't give.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nsysdiff import stats
+from nsysdiff.fingerprint import group_by
+from nsysdiff.model import (
+    ApiStats,
+    CopyStats,
+    Fingerprint,
+    GroupStats,
+    KernelStats,
+    RangeStats,
+    TraceMeta,
+)
+
+
+class Verdict(str, enum.Enum):
+    OUTLIER = "outlier"  # scaled abnormally against the overall scale
+    REGRESSED = "regressed"  # slower beyond the noise band
+    IMPROVED = "improved"  # faster beyond the noise band
+    UNCHANGED = "unchanged"
+    NEW = "new"  # only in the candidate
+    REMOVED = "removed"  # only in the base
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Thresholds of the diff; every one is a CLI option."""
+
+    z_threshold: float = 3.5
+    min_deviation: float = 1.25  # ratio beyond the overall scale, either way
+    min_share: float = 0.001  # of either side's kernel time (0.1%)
+    mad_floor: float = math.log(1.05)
+    noise: float = 1.05  # total-time ratio within [1/noise, noise] is "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a row. ``p50_ns``/``p90_ns`` only for single kernels."""
+
+    calls: int
+    total_ns: int
+    mean_ns: float
+    p50_ns: float | None = None
+    p90_ns: float | None = None
+    share: float = 0.0  # of that side's total kernel time
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    method: str
+    prob_slower: float  # P(candidate launch > base launch), 0.5 = no shift
+    ks_distance: float
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One key (kernel, family, category, NVTX range, sync call) on both sides."""
+
+    key: str
+    name: str
+    family: str | None
+    category: str | None
+    base: Side | None
+    candidate: Side | None
+    delta_ns: int
+    ratio: float | None  # total time, candidate / base
+    calls_ratio: float | None
+    mean_ratio: float | None
+    p50_ratio: float | None
+    count_effect_ns: float  # (calls change) x base mean
+    per_call_effect_ns: float  # candidate calls x (mean change)
+    outlier_score: float | None
+    deviation: float | None  # ratio / overall scale
+    is_outlier: bool
+    verdict: Verdict
+    distribution: Distribution | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyDelta:
+    kind: str
+    base: CopyStats | None
+    candidate: CopyStats | None
+    ratio: float | None  # time
+    ops_ratio: float | None
+    bytes_ratio: float | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    name: str
+    demangled: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class VariantDrift:
+    """Within one family present on both sides: which variants came and went."""
+
+    family: str
+    category: str
+    appeared: tuple[Variant, ...]
+    disappeared: tuple[Variant, ...]
+    kept: tuple[str, ...]
+
+    @property
+    def appeared_ns(self) -> int:
+        return sum(v.total_ns for v in self.appeared)
+
+    @property
+    def disappeared_ns(self) -> int:
+        return sum(v.total_ns for v in self.disappeared)
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    base_total_ns: int
+    candidate_total_ns: int
+    ratio: float | None
+    scale: float  # robust time-weighted centre of per-kernel ratios
+    base_launches: int
+    candidate_launches: int
+    base_kernels: int  # distinct kernels
+    candidate_kernels: int
+    common_kernels: int
+    same_count_different_kernels: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    base: Fingerprint
+    candidate: Fingerprint
+    settings: Settings
+    headline: Headline
+    kernels: tuple[Row, ...]
+    families: tuple[Row, ...]
+    categories: tuple[Row, ...]
+    memcpy: tuple[CopyDelta, ...]
+    memset: tuple[CopyDelta, ...]
+    sync: tuple[Row, ...]
+    nvtx: tuple[Row, ...]
+    variants: tuple[VariantDrift, ...]
+
+    @property
+    def outliers(self) -> tuple[Row, ...]:
+        """Outlier kernels, most abnormal first."""
+        rows = [r for r in self.kernels if r.is_outlier]
+        return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
+
+    @property
+    def base_meta(self) -> TraceMeta:
+        return self.base.meta
+
+    @property
+    def candidate_meta(self) -> TraceMeta:
+        return self.candidate.meta
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """b / a, or None when undefined."""
+    return b / a if a > 0 and b >= 0 else None
+
+
+def _verdict(base: object, cand: object, ratio: float | None, noise: float) -> Verdict:
+    if base is None:
+        return Verdict.NEW
+    if cand is None:
+        return Verdict.REMOVED
+    if ratio is None:
+        return Verdict.UNCHANGED
+    if ratio > noise:
+        return Verdict.REGRESSED
+    if ratio < 1 / noise:
+        return Verdict.IMPROVED
+    return Verdict.UNCHANGED
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """What the row builder needs from any summable thing on one side."""
+
+    key: str
+    name: str
+    calls: int
+    total_ns: int
+    p50_ns: float | None = None
+    p90_ns: float | None = None
+    family: str | None = None
+    category: str | None = None
+    kernel: KernelStats | None = None
+
+
+def _side(item: _Item | None, total: int) -> Side | None:
+    if item is None:
+        return None
+    mean = item.total_ns / item.calls if item.calls else 0.0
+    return Side(item.calls, item.total_ns, mean, item.p50_ns, item.p90_ns, item.total_ns / total if total else 0.0)
+
+
+def _rows(
+    base: Sequence[_Item],
+    cand: Sequence[_Item],
+    base_total: int,
+    cand_total: int,
+    settings: Settings,
+    scale: float,
+    spread: float,
+    score: bool,
+) -> tuple[Row, ...]:
+    b = {i.key: i for i in base}
+    c = {i.key: i for i in cand}
+    rows = []
+    for key in sorted(b.keys() | c.keys()):
+        bi, ci = b.get(key), c.get(key)
+        any_i = bi or ci
+        assert any_i is not None
+        bs, cs = _side(bi, base_total), _side(ci, cand_total)
+        b_calls, b_ns = (bs.calls, bs.total_ns) if bs else (0, 0)
+        c_calls, c_ns = (cs.calls, cs.total_ns) if cs else (0, 0)
+        b_mean = bs.mean_ns if bs else 0.0
+        c_mean = cs.mean_ns if cs else 0.0
+        ratio = _ratio(b_ns, c_ns) if bs and cs else None
+        count_effect = (c_calls - b_calls) * b_mean if bs else 0.0
+        per_call = c_calls * (c_mean - b_mean) if bs else float(c_ns)
+        z = dev = None
+        outlier = False
+        if score and ratio:
+            lr = math.log(ratio) if ratio > 0 else -math.inf
+            z = 0.6745 * (lr - math.log(scale)) / spread if math.isfinite(lr) else None
+            dev = ratio / scale
+            share = max(bs.share if bs else 0.0, cs.share if cs else 0.0)
+            outlier = (
+                z is not None
+                and abs(z) >= settings.z_threshold
+                and max(dev, 1 / dev) >= settings.min_deviation
+                and share >= settings.min_share
+            )
+        verdict = Verdict.OUTLIER if outlier else _verdict(bi, ci, ratio, settings.noise)
+        dist = None
+        if bi and ci and bi.kernel and ci.kernel:
+            dist = stats.compare_sketches(bi.kernel.quantiles_ns, ci.kernel.quantiles_ns)
+        p50r = None
+        if bs and cs and bs.p50_ns is not None and cs.p50_ns is not None:
+            p50r = _ratio(bs.p50_ns, cs.p50_ns)
+        rows.append(
+            Row(
+                key=key,
+                name=any_i.name,
+                family=any_i.family,
+                category=any_i.category,
+                base=bs,
+                candidate=cs,
+                delta_ns=c_ns - b_ns,
+                ratio=ratio,
+                calls_ratio=_ratio(b_calls, c_calls) if bs and cs else None,
+                mean_ratio=_ratio(b_mean, c_mean) if bs and cs else None,
+                p50_ratio=p50r,
+                count_effect_ns=count_effect,
+                per_call_effect_ns=per_call,
+                outlier_score=z,
+                deviation=dev,
+                is_outlier=outlier,
+                verdict=verdict,
+                distribution=Distribution(stats.DISTRIBUTION_METHOD, *dist) if dist else None,
+            )
+        )
+    return tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.key)))
+
+
+def _kernel_items(fp: Fingerprint) -> list[_Item]:
+    return [
+        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k)
+        for k in fp.kernels
+    ]
+
+
+def _group_items(groups: Iterable[GroupStats], kind: str) -> list[_Item]:
+    return [
+        _Item(g.name, g.name, g.calls, g.total_ns, family=g.name if kind == "family" else None,
+              category=g.name if kind == "category" else None)
+        for g in groups
+    ]  # fmt: skip
+
+
+def _api_items(apis: Iterable[ApiStats]) -> list[_Item]:
+    return [_Item(a.name, a.name, a.calls, a.total_ns) for a in apis]
+
+
+def _nvtx_items(ranges: Iterable[RangeStats]) -> list[_Item]:
+    return [
+        _Item(f"{r.domain}::{r.name}" if r.domain else r.name, r.name, r.count, r.total_ns)
+        for r in ranges
+    ]
+
+
+def overall_scale(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple[float, float]:
+    """(scale, spread): weighted median of log ratios and their floored MAD."""
+    c = {k.demangled: k for k in cand}
+    logs, weights = [], []
+    for k in base:
+        o = c.get(k.demangled)
+        if o is not None and k.total_ns > 0 and o.total_ns > 0:
+            logs.append(math.log(o.total_ns / k.total_ns))
+            weights.append(float(k.total_ns + o.total_ns))
+    if not logs:
+        return 1.0, 1.0
+    arr, w = np.array(logs), np.array(weights)
+    centre = stats.weighted_median(arr, w)
+    mad = float(np.median(np.abs(arr - centre)))
+    return math.exp(centre), mad
+
+
+def _copies(base: Sequence[CopyStats], cand: Sequence[CopyStats], noise: float) -> tuple[CopyDelta, ...]:
+    b = {x.kind: x for x in base}
+    c = {x.kind: x for x in cand}
+    out = []
+    for kind in sorted(b.keys() | c.keys()):
+        bx, cx = b.get(kind), c.get(kind)
+        ratio = _ratio(bx.total_ns, cx.total_ns) if bx and cx else None
+        out.append(
+            CopyDelta(
+                kind=kind,
+                base=bx,
+                candidate=cx,
+                ratio=ratio,
+                ops_ratio=_ratio(bx.ops, cx.ops) if bx and cx else None,
+                bytes_ratio=_ratio(bx.bytes, cx.bytes) if bx and cx else None,
+                verdict=_verdict(bx, cx, ratio, noise),
+            )
+        )
+    return tuple(out)
+
+
+def _variants(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple[VariantDrift, ...]:
+    def by_family(ks: Sequence[KernelStats]) -> dict[str, dict[str, KernelStats]]:
+        out: dict[str, dict[str, KernelStats]] = {}
+        for k in ks:
+            out.setdefault(k.family, {})[k.demangled] = k
+        return out
+
+    bf, cf = by_family(base), by_family(cand)
+    drifts = []
+    variant: Callable[[KernelStats], Variant] = lambda k: Variant(k.name, k.demangled, k.calls, k.total_ns)  # noqa: E731
+    for fam in sorted(bf.keys() & cf.keys()):
+        b, c = bf[fam], cf[fam]
+        appeared = [variant(c[n]) for n in sorted(c.keys() - b.keys())]
+        gone = [variant(b[n]) for n in sorted(b.keys() - c.keys())]
+        if appeared or gone:
+            any_k = next(iter(b.values()))
+            drifts.append(
+                VariantDrift(
+                    family=fam,
+                    category=any_k.category,
+                    appeared=tuple(sorted(appeared, key=lambda v: (-v.total_ns, v.demangled))),
+                    disappeared=tuple(sorted(gone, key=lambda v: (-v.total_ns, v.demangled))),
+                    kept=tuple(sorted(b.keys() & c.keys())),
+                )
+            )
+    return tuple(sorted(drifts, key=lambda d: (-(d.appeared_ns + d.disappeared_ns), d.family)))
+
+
+def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings()) -> Diff:
+    bt, ct = base.kernel_ns, cand.kernel_ns
+    scale, mad = overall_scale(base.kernels, cand.kernels)
+    spread = max(mad, settings.mad_floor)
+    kernels = _rows(_kernel_items(base), _kernel_items(cand), bt, ct, settings, scale, spread, True)
+    fam = _rows(
+        _group_items(group_by(base.kernels, "family"), "family"),
+        _group_items(group_by(cand.kernels, "family"), "family"),
+        bt, ct, settings, scale, spread, True,
+    )  # fmt: skip
+    cats = _rows(
+        _group_items(group_by(base.kernels, "category"), "category"),
+        _group_items(group_by(cand.kernels, "category"), "category"),
+        bt, ct, settings, scale, spread, True,
+    )  # fmt: skip
+    b_names = {k.demangled for k in base.kernels}
+    c_names = {k.demangled for k in cand.kernels}
+    headline = Headline(
+        base_total_ns=bt,
+        candidate_total_ns=ct,
+        ratio=_ratio(bt, ct),
+        scale=scale,
+        base_launches=base.kernel_calls,
+        candidate_launches=cand.kernel_calls,
+        base_kernels=len(b_names),
+        candidate_kernels=len(c_names),
+        common_kernels=len(b_names & c_names),
+        same_count_different_kernels=base.kernel_calls == cand.kernel_calls and b_names != c_names,
+    )
+    return Diff(
+        base=base,
+        candidate=cand,
+        settings=settings,
+        headline=headline,
+        kernels=kernels,
+        families=fam,
+        categories=cats,
+        memcpy=_copies(base.memcpy, cand.memcpy, settings.noise),
+        memset=_copies(base.memset, cand.memset, settings.noise),
+        sync=_rows(_api_items(base.sync), _api_items(cand.sync), bt, ct, settings, 1.0, 1.0, False),
+        nvtx=_rows(_nvtx_items(base.nvtx), _nvtx_items(cand.nvtx), bt, ct, settings, 1.0, 1.0, False),
+        variants=_variants(base.kernels, cand.kernels),
+    )

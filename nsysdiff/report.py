@@ -1,0 +1,74 @@
+"""What a run concludes: the diff, the findings of the rules, the verdict and exit code.
+
+Every renderer takes a :class:`Report`; nothing downstream recomputes a verdict.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from nsysdiff.diff import Diff
+from nsysdiff.errors import ExitCode
+
+
+class Level(str, enum.Enum):
+    ERROR = "error"  # fails the build
+    WARNING = "warning"  # reported; fails only with --strict
+    INFO = "info"  # reported
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    UNJUDGED = "unjudged"  # --no-rules: a report without a verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    level: Level
+    rule_id: str
+    kind: str  # the rule kind: budget, outlier, danger-zone, structure, waiver
+    subject: str  # what the finding is about: a kernel, family, category, copy kind...
+    observed: str  # the measured value, with units
+    limit: str  # the limit it broke, with units
+    evidence: str  # the numbers behind it, one line
+    message: str = ""  # the rule's message, or the kind's explanation
+    waived: bool = False
+    waiver_reason: str | None = None
+    statistical: bool = True  # False for structure checks: facts, not statistics
+
+
+@dataclass(frozen=True, slots=True)
+class RuleResult:
+    """One rule that ran, for reports that list every rule (JUnit)."""
+
+    rule_id: str
+    kind: str
+    level: Level
+    description: str
+    findings: int  # active (unwaived) findings
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    diff: Diff
+    findings: tuple[Finding, ...]  # errors first, then warnings, then info
+    rules: tuple[RuleResult, ...]
+    outcome: Outcome
+    exit_code: ExitCode
+    reasons: tuple[str, ...] = ()  # why the outcome is inconclusive
+    notes: tuple[str, ...] = ()  # comparability notes that do not change the outcome
+    strict: bool = False
+    packs: tuple[str, ...] = ()  # the rule packs and files applied
+
+    @property
+    def active(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if not f.waived)
+
+    @property
+    def failed(self) -> tuple[Finding, ...]:
+        """The findings that decide a FAIL."""
+        levels = {Level.ERROR, Level.WARNING} if self.strict else {Level.ERROR}
+        return tuple(f for f in self.active if f.level in levels)
