@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from nsysdiff.errors import FingerprintError
+from nsysdiff.diff import Diff
+from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.trace.reader import open_trace
 
 
@@ -41,3 +44,48 @@ def load(path: str | Path) -> Fingerprint:
     except (OSError, UnicodeDecodeError) as e:
         raise FingerprintError(f"{p}: can't be read ({e})") from None
     return fingerprint_from_json(text, str(p))
+
+
+def inconclusive_reasons(base: Fingerprint, cand: Fingerprint) -> tuple[str, ...]:
+    """Why two fingerprints can't be compared at kernel level, if they can't."""
+    reasons = []
+    for side, fp in (("base", base), ("candidate", cand)):
+        if not fp.meta.has_kernels or not fp.kernels:
+            reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
+    return tuple(reasons)
+
+
+def judge(
+    diff: Diff,
+    findings: Sequence[Finding],
+    rules: Sequence[RuleResult],
+    *,
+    strict: bool = False,
+    judged: bool = True,
+    reasons: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    packs: Sequence[str] = (),
+) -> Report:
+    """The outcome and exit code of a diff and its findings."""
+    order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
+    ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
+    provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
+    if reasons:
+        outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
+    elif not judged:
+        outcome, code = Outcome.UNJUDGED, ExitCode.PASS
+    elif provisional.failed:
+        outcome, code = Outcome.FAIL, ExitCode.REGRESSION
+    else:
+        outcome, code = Outcome.PASS, ExitCode.PASS
+    return Report(
+        diff=diff,
+        findings=ordered,
+        rules=tuple(rules),
+        outcome=outcome,
+        exit_code=code,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        strict=strict,
+        packs=tuple(packs),
+    )

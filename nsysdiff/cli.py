@@ -7,7 +7,9 @@ to ``nsysdiff diff A B``.
 from __future__ import annotations
 
 import functools
+import os
 import sys
+from datetime import date
 import traceback
 from collections.abc import Callable
 from enum import Enum
@@ -20,7 +22,9 @@ from rich.console import Console
 
 from nsysdiff import __version__, api
 from nsysdiff.errors import ExitCode, NsysdiffError
+from nsysdiff.diff import Settings, compare
 from nsysdiff.model import fingerprint_to_json
+from nsysdiff.render import Format, format_for, render
 from nsysdiff.render import summary as summary_render
 
 app = typer.Typer(
@@ -111,6 +115,60 @@ def fingerprint(
 ) -> None:
     """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
     _write(fingerprint_to_json(api.load(trace)), output)
+
+
+@app.command()
+@handled
+def diff(
+    base: Annotated[Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")],
+    rules: Annotated[
+        list[str] | None,
+        typer.Option("--rules", "-r", help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack."),
+    ] = None,
+    no_rules: Annotated[bool, typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad).")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Format printed to stdout.")] = Format.text,
+    output: Annotated[
+        list[Path] | None,
+        typer.Option("--output", "-o", help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable."),
+    ] = None,
+    z_threshold: Annotated[float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")] = Settings.z_threshold,
+    min_deviation: Annotated[float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")] = Settings.min_deviation,
+    min_share: Annotated[float, typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%).")] = Settings.min_share,
+    noise: Annotated[float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")] = Settings.noise,
+    width: Annotated[int, typer.Option(help="Text report width in columns.")] = 120,
+) -> None:
+    """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
+    from nsysdiff import rules as rule_engine
+
+    settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
+    for bad in (o for o in output or () if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")):
+        format_for(bad)
+    # Rule files are validated before any trace is read: a typo fails in milliseconds.
+    ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
+    b, c = api.load(base), api.load(candidate)
+    d = compare(b, c, settings)
+    findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
+    report = api.judge(
+        d,
+        findings,
+        results,
+        strict=strict,
+        judged=ruleset is not None,
+        reasons=api.inconclusive_reasons(b, c),
+        packs=ruleset.sources if ruleset else (),
+    )
+    sys.stdout.write(render(report, fmt, width=width))
+    for path in output or ():
+        _write(render(report, format_for(path), width=width), path)
+    if os.environ.get("GITHUB_ACTIONS") == "true" or fmt is Format.github:
+        from nsysdiff.render import github
+
+        if fmt is not Format.github:
+            sys.stdout.write(github.render(report))
+        github.publish(report, os.environ)
+    raise typer.Exit(int(report.exit_code))
 
 
 def route(argv: list[str]) -> list[str]:
