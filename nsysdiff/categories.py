@@ -60,7 +60,7 @@ TAXONOMY: tuple[Category, ...] = (
     ),
     _c(
         "memory",
-        r"memcpy|memset|copy|cat_|CatArray|gather|scatter|index_|fill|transpose",
+        r"memcpy|memset|copy|cat_|CatArray|gather|scatter|index_?select|index_|fill|transpose",
         "kernel-based copies, gathers, scatters and fills",
     ),
     _c(

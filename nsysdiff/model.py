@@ -186,6 +186,8 @@ class Scope:
     per: str | None = None
     steps: int | None = None
     coverage: float | None = None  # attributed GPU time / all GPU time, when filtered
+    window_origin: str | None = None  # "kernel" (first kernel start) or "capture"
+    skip_first: int = 0  # instances of the --per (else --nvtx) range dropped as warm-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +223,7 @@ class Phase:
     name: str
     ranges: int  # instances of the phase's ranges
     fingerprint: Fingerprint
+    patterns: tuple[str, ...] = ()  # the NVTX patterns that define the phase
 
 
 # --- JSON round trip -------------------------------------------------------------------

@@ -169,6 +169,17 @@ class RuntimeCalls:
     corr: IntArray
 
 
+@dataclass(frozen=True, slots=True)
+class SyncCalls:
+    """Every synchronising API call: ``names[code[i]]`` is call ``i``'s name, suffix stripped."""
+
+    names: tuple[str, ...]
+    code: IntArray
+    start: IntArray
+    end: IntArray
+    tid: IntArray
+
+
 def _ints(text: str | None) -> IntArray:
     if not text:
         return np.empty(0, dtype=np.int64)
@@ -386,6 +397,56 @@ class TraceReader:
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    def sync_events(self) -> SyncCalls:
+        """The individual synchronising calls, for scoping them like launches."""
+        e = np.empty(0, dtype=np.int64)
+        if not self.schema.has("StringIds", "id", "value"):
+            return SyncCalls((), e, e, e, e)
+        ids = {
+            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
+            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
+            if _SYNC_API.match(str(v))
+        }
+        parts = [
+            f'SELECT nameId, start, "end", globalTid FROM {table} '
+            f'WHERE nameId IN ({",".join(str(i) for i in ids)}) AND "end" IS NOT NULL'
+            for table in (s.RUNTIME, s.DRIVER)
+            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
+        ]
+        if not parts:
+            return SyncCalls((), e, e, e, e)
+        rows = self._query(
+            "SELECT group_concat(nameId), group_concat(start), group_concat(\"end\"), "
+            f"group_concat(globalTid) FROM ({' UNION ALL '.join(parts)})"
+        )
+        nid, start, end, tid = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
+        names = tuple(sorted(set(ids.values())))
+        lookup = {i: names.index(n) for i, n in ids.items()}
+        uniq, inverse = np.unique(nid, return_inverse=True)
+        code = np.array([lookup[int(i)] for i in uniq], dtype=np.int64)[inverse]
+        return SyncCalls(names, code, start, end, tid)
+
+    def kernel_time_ns(self, sel: Selection = Selection()) -> int:
+        """Summed kernel duration of the selection (the denominator of coverage)."""
+        if not self.schema.has(s.KERNEL, "start", "end"):
+            return 0
+        (v,), = self._query(f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} WHERE {self._where(s.KERNEL, sel)}')
+        return int(v)  # type: ignore[call-overload]
+
+    def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
+        """(launches, total ns) of whole-graph GRAPH_TRACE rows in the selection.
+
+        A graph launch's runtime row shares its correlationId with the GRAPH_TRACE row;
+        counting rows of this table alone counts every launch once.
+        """
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
+            return 0, 0
+        (n, total), = self._query(
+            f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
+            f"WHERE {self._where(s.GRAPH_TRACE, sel)}"
+        )
+        return int(n), int(total)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
 

@@ -1,0 +1,437 @@
+"""The Markdown report: a GitHub step summary or PR comment that fails loudly on line one.
+
+Layout, most important first, so that the verdict, the failed rules and the outlier are
+visible without scrolling: a one-line verdict with the exit status; failed rules; the
+outlier table; categories with ratios and a Mermaid bar chart GitHub renders natively;
+then copies, variant drift, top changes and the other findings in ``<details>`` blocks.
+
+Every string that comes from a trace or a rule file (kernel names above all) goes
+through :func:`cell` or :func:`code`, which neutralise what could break a table row or
+inject markup: ``|``, ``<``, ``>``, ``&``, backticks, newlines and emphasis characters.
+
+The plain-text verdict helpers here (:func:`status_word`, :func:`verdict_line`) are
+shared with the text, GitHub and JUnit renderers; this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+
+from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.report import Finding, Level, Outcome, Report
+from nsysdiff.render import units as u
+
+NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
+TOP_CHANGES = 10
+CHART_BARS = 12
+CHART_LABEL = 14
+
+_STATUS = {
+    Outcome.PASS: "PASS",
+    Outcome.FAIL: "FAIL",
+    Outcome.INCONCLUSIVE: "INCONCLUSIVE",
+    Outcome.UNJUDGED: "UNJUDGED",
+}
+
+
+# --- shared plain-text helpers -----------------------------------------------------------
+
+
+def status_word(report: Report) -> str:
+    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``UNJUDGED``."""
+    return _STATUS[report.outcome]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def failed_rules(report: Report) -> tuple[str, ...]:
+    """Rule ids with at least one finding that decides a FAIL, in report order."""
+    return tuple(dict.fromkeys(f.rule_id for f in report.failed))
+
+
+def finding_counts(report: Report) -> str:
+    """``2 errors, 1 warning, 1 waived`` (active findings by level, then waived)."""
+    return finding_counts_of(report.findings) if report.findings else "no findings"
+
+
+def finding_counts_of(findings: Sequence[Finding]) -> str:
+    """The same count for any list of findings."""
+    parts = []
+    for level, word in ((Level.ERROR, "error"), (Level.WARNING, "warning")):
+        n = sum(1 for f in findings if f.level is level and not f.waived)
+        if n:
+            parts.append(plural(n, word))
+    n_info = sum(1 for f in findings if f.level is Level.INFO and not f.waived)
+    if n_info:
+        parts.append(f"{n_info:,} info")
+    waived = sum(1 for f in findings if f.waived)
+    if waived:
+        parts.append(f"{waived:,} waived")
+    return ", ".join(parts) or "none"
+
+
+def scale_phrase(scale: float) -> str:
+    return f"everything scaled ~{scale:.2f}x"
+
+
+def kernel_time_phrase(diff: Diff) -> str:
+    h = diff.headline
+    return f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
+
+
+def kernel_count_phrase(diff: Diff) -> str | None:
+    """The "same count, different kernels" call-out, when it applies."""
+    h = diff.headline
+    if not h.same_count_different_kernels:
+        return None
+    only_b = h.base_kernels - h.common_kernels
+    only_c = h.candidate_kernels - h.common_kernels
+    return (
+        f"identical kernel count ({h.base_launches:,}), different kernels: "
+        f"{only_b:,} only in base, {only_c:,} only in candidate"
+    )
+
+
+def verdict_details(report: Report, name: Callable[[str], str] = u.shorten) -> list[str]:
+    """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
+    time and the top outlier. ``name`` formats the outlier's kernel name."""
+    parts = []
+    if report.outcome is Outcome.UNJUDGED:
+        parts.append("not judged (--no-rules)")
+    elif report.outcome is Outcome.INCONCLUSIVE:
+        parts.append("can't compare: " + "; ".join(report.reasons))
+    else:
+        parts.append(plural(len(failed_rules(report)), "failed rule"))
+        parts.append(finding_counts(report))
+    parts.append(kernel_time_phrase(report.diff))
+    outliers = report.diff.outliers
+    if outliers:
+        top = outliers[0]
+        parts.append(f"top outlier {name(top.name)} {u.ratio(top.ratio)}")
+    return parts
+
+
+def verdict_line(report: Report) -> str:
+    """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
+    head = f"{status_word(report)} (exit {int(report.exit_code)})"
+    return " · ".join([head, *verdict_details(report)])
+
+
+def finding_text(f: Finding) -> str:
+    """``observed vs limit — evidence``: the one-line body of a finding."""
+    body = f"{f.observed} vs {f.limit}" if f.limit else f.observed
+    return f"{body} — {f.evidence}" if f.evidence else body
+
+
+def per_call_pair(r: Row) -> str:
+    """``5.15x mean / 5.14x p50``."""
+    return f"{u.ratio(r.mean_ratio)} mean / {u.ratio(r.p50_ratio)} p50"
+
+
+def calls_pair(r: Row) -> str:
+    b = f"{r.base.calls:,}" if r.base else "-"
+    c = f"{r.candidate.calls:,}" if r.candidate else "-"
+    return f"{b} → {c}"
+
+
+def side_ns(r: Row) -> tuple[str, str]:
+    return (
+        u.ns(r.base.total_ns) if r.base else "-",
+        u.ns(r.candidate.total_ns) if r.candidate else "-",
+    )
+
+
+def copy_pair(d: CopyDelta, field: str, fmt: Callable[[float], str]) -> str:
+    b = fmt(getattr(d.base, field)) if d.base else "-"
+    c = fmt(getattr(d.candidate, field)) if d.candidate else "-"
+    return f"{b} → {c}"
+
+
+def drift_totals(v: VariantDrift) -> str:
+    """``7 appeared (88.00 ms), 7 disappeared (18.00 ms)``."""
+    return (
+        f"{len(v.appeared):,} appeared ({u.ns(v.appeared_ns)}), "
+        f"{len(v.disappeared):,} disappeared ({u.ns(v.disappeared_ns)})"
+    )
+
+
+def finding_mark(f: Finding) -> str:
+    """The level, with ``waived`` and ``fact`` marks."""
+    marks = [f.level.value]
+    if not f.statistical:
+        marks.append("fact")
+    if f.waived:
+        marks.append("waived")
+    return ", ".join(marks)
+
+
+# --- escaping ------------------------------------------------------------------------------
+
+# Underscores open emphasis only at a word boundary; intraword ones stay readable.
+_BOUNDARY_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_MD_ENTITIES = {
+    "|": "&#124;",
+    "`": "&#96;",
+    "*": "&#42;",
+    "[": "&#91;",
+    "]": "&#93;",
+    "\\": "&#92;",
+    "~": "&#126;",
+    "@": "&#64;",  # no @mentions from a kernel name in a PR comment
+}
+_MD_TABLE = str.maketrans(_MD_ENTITIES)
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (and anywhere in inline Markdown)."""
+    flat = " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+    escaped = html.escape(flat, quote=True).translate(_MD_TABLE)
+    return _BOUNDARY_UNDERSCORE.sub("&#95;", escaped)
+
+
+def attr(text: str) -> str:
+    """Text safe in a double-quoted HTML attribute inside a table cell."""
+    flat = " ".join(text.splitlines())
+    return html.escape(flat, quote=True).replace("|", "&#124;")
+
+
+def code(name: str, width: int = NAME_WIDTH) -> str:
+    """A kernel name as ``<code>``, shortened, with the full name as its title (tooltip)."""
+    short = u.shorten(name, width)
+    if short == name and "\n" not in name and "\r" not in name:
+        return f"<code>{cell(name)}</code>"
+    return f'<code title="{attr(name)}">{cell(short)}</code>'
+
+
+def _label(text: str) -> str:
+    """A Mermaid axis label: a short, quote-free, fence-free string."""
+    clean = re.sub(r"[^0-9A-Za-z_.+/ -]", "", text).strip() or "?"
+    return '"' + u.shorten(clean, CHART_LABEL) + '"'
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    marks = {"l": ":--", "r": "--:", "c": ":-:"}
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(marks[a] for a in align) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def _findings_table(findings: Sequence[Finding]) -> list[str]:
+    rows = [
+        [
+            finding_mark(f),
+            f"<code>{cell(f.rule_id)}</code>",
+            code(f.subject),
+            cell(f.observed),
+            cell(f.limit),
+            cell(f.evidence) + (" · " + cell(f.waiver_reason) if f.waived and f.waiver_reason else ""),
+        ]
+        for f in findings
+    ]
+    return _table(("level", "rule", "subject", "observed", "limit", "evidence"), rows, "llllll")
+
+
+def _outliers(diff: Diff) -> list[str]:
+    rows = []
+    for r in diff.outliers:
+        b, c = side_ns(r)
+        dist = r.distribution
+        rows.append(
+            [
+                code(r.name),
+                cell(r.category or "-"),
+                f"{b} → {c}",
+                f"**{u.ratio(r.ratio)}**",
+                per_call_pair(r),
+                calls_pair(r),
+                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                u.ratio(r.deviation),
+                "-" if r.outlier_score is None else f"{r.outlier_score:.1f}",
+                "-" if dist is None else f"{dist.prob_slower:.2f} / {dist.ks_distance:.2f}",
+            ]
+        )
+    header = (
+        "kernel", "category", "base → candidate", "ratio", "per call", "calls",
+        "count / per-call effect", "vs scale", "score", "P(slower) / KS",
+    )  # fmt: skip
+    return _table(header, rows, "llrrrrrrrr")
+
+
+def _categories(diff: Diff) -> list[str]:
+    rows = []
+    for r in diff.categories:
+        b, c = side_ns(r)
+        rows.append(
+            [
+                cell(r.name),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.mean_ratio),
+                u.ratio(r.deviation),
+                ("**outlier**" if r.is_outlier else r.verdict.value),
+            ]
+        )
+    header = ("category", "base", "candidate", "Δ", "ratio", "mean per call", "vs scale", "verdict")
+    return _table(header, rows, "lrrrrrrl")
+
+
+def _chart(diff: Diff) -> list[str]:
+    bars = [r for r in diff.categories if r.ratio is not None][:CHART_BARS]
+    if not bars:
+        return []
+    ratios = [r.ratio or 0.0 for r in bars]
+    top = max(max(ratios), diff.headline.scale, 1.0)
+    ceiling = round(top * 1.1 + 0.05, 1)
+    labels = ", ".join(_label(r.name) for r in bars)
+    return [
+        "```mermaid",
+        "xychart-beta",
+        '    title "Kernel time by category, candidate / base (line: overall scale)"',
+        f"    x-axis [{labels}]",
+        f'    y-axis "ratio" 0 --> {ceiling}',
+        "    bar [" + ", ".join(f"{x:.2f}" for x in ratios) + "]",
+        "    line [" + ", ".join(f"{diff.headline.scale:.2f}" for _ in bars) + "]",
+        "```",
+    ]
+
+
+def _copies(deltas: Sequence[CopyDelta]) -> list[str]:
+    rows = [
+        [
+            cell(d.kind),
+            copy_pair(d, "ops", lambda x: f"{int(x):,}"),
+            copy_pair(d, "bytes", u.nbytes),
+            copy_pair(d, "total_ns", u.ns),
+            u.ratio(d.ops_ratio),
+            u.ratio(d.bytes_ratio),
+            u.ratio(d.ratio),
+            d.verdict.value,
+        ]
+        for d in deltas
+    ]
+    header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
+    return _table(header, rows, "lrrrrrrl")
+
+
+def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
+    out: list[str] = []
+    for v in drifts:
+        out.append(
+            f"**{cell(v.family)}** ({cell(v.category)}): {drift_totals(v)}, "
+            f"{plural(len(v.kept), 'variant')} kept"
+        )
+        out.append("")
+        rows = [["appeared", code(x.name), f"{x.calls:,}", u.ns(x.total_ns)] for x in v.appeared]
+        rows += [["disappeared", code(x.name), f"{x.calls:,}", u.ns(x.total_ns)] for x in v.disappeared]
+        out += _table(("", "variant", "calls", "time"), rows, "llrr")
+        out.append("")
+    return out
+
+
+def _top_changes(diff: Diff) -> list[str]:
+    rows = []
+    for r in diff.kernels[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        rows.append(
+            [
+                code(r.name),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                calls_pair(r),
+                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                ("**outlier**" if r.is_outlier else r.verdict.value),
+            ]
+        )
+    header = ("kernel", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect", "verdict")
+    return _table(header, rows, "lrrrrrrl")
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def render(report: Report) -> str:
+    d = report.diff
+    h = d.headline
+    first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
+    out = [" · ".join([first, *verdict_details(report, code)]), ""]
+    if report.reasons:
+        out += ["> [!WARNING]", "> The traces can't be compared meaningfully:"]
+        out += [f"> - {cell(r)}" for r in report.reasons]
+        out.append("")
+    context = [
+        f"base <code>{cell(d.base_meta.source)}</code> → candidate <code>{cell(d.candidate_meta.source)}</code>",
+        scale_phrase(h.scale),
+        f"launches {h.base_launches:,} → {h.candidate_launches:,}",
+        f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)",
+    ]
+    same = kernel_count_phrase(d)
+    if same:
+        context.append(f"**{same}**")
+    out += [" · ".join(context), ""]
+    if report.notes:
+        out += [f"- {cell(n)}" for n in report.notes]
+        out.append("")
+
+    failed = report.failed
+    if failed:
+        out += [f"### Failed rules ({len(failed_rules(report))})", ""]
+        out += _findings_table(failed)
+        out.append("")
+    if d.outliers:
+        out += [
+            f"### Outliers ({len(d.outliers)}): scaled abnormally against the overall "
+            f"{h.scale:.2f}x",
+            "",
+        ]
+        out += _outliers(d)
+        out.append("")
+    else:
+        out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+    if d.categories:
+        out += ["### Categories", ""]
+        out += _categories(d)
+        out.append("")
+        out += _chart(d)
+        out.append("")
+    others = [f for f in report.findings if f not in failed]
+    if others:
+        out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
+    if d.memcpy or d.memset:
+        kinds = len(d.memcpy) + len(d.memset)
+        out += _details(f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset)))
+    if d.variants:
+        appeared = sum(len(v.appeared) for v in d.variants)
+        gone = sum(len(v.disappeared) for v in d.variants)
+        out += _details(
+            f"Variant drift: {plural(len(d.variants), 'family', 'families')}, "
+            f"{appeared:,} variants appeared, {gone:,} disappeared",
+            _variants(d.variants),
+        )
+    if d.kernels:
+        out += _details(
+            f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of {len(d.kernels):,} kernels)",
+            _top_changes(d),
+        )
+    s = d.settings
+    out.append(
+        f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
+        f"(time-weighted median), ≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
+        f"either side's kernel time; unchanged within {s.noise:g}x. One trace per side: "
+        f"ratios are not confidence intervals.</sub>"
+    )
+    return "\n".join(out) + "\n"
+

@@ -1,0 +1,116 @@
+"""The plain data of the rule engine: option and kind declarations, rules, waivers, rule sets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from nsysdiff.diff import Diff
+from nsysdiff.report import Finding, Level
+
+
+class OptionError(Exception):
+    """A kind's cross-option check failed; the loader adds file, line and rule id."""
+
+    def __init__(self, key: str | None, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option of a rule kind, as documented and as validated."""
+
+    name: str
+    type: str  # for the docs: "regex", "time", "ratio", ...
+    parse: Callable[[Any], Any]  # raises ValueError with the user's message
+    doc: str
+    default: Any = None
+    required: bool = False
+    default_doc: str | None = None  # how the default reads in the docs, when not its repr
+
+    @property
+    def shown_default(self) -> str:
+        if self.required:
+            return "required"
+        if self.default_doc is not None:
+            return self.default_doc
+        return "none" if self.default is None else str(self.default)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A rule kind: its id, options, defaults, documentation and check."""
+
+    name: str
+    summary: str  # one line
+    doc: str  # paragraphs
+    options: tuple[Option, ...]
+    # Validated option values (defaults filled in) and the keys the user gave -> the kind's
+    # own frozen options object; raises OptionError for problems spanning options.
+    build: Callable[[Mapping[str, Any], frozenset[str]], Any]
+    check: Callable[[Diff, Rule], Iterable[Finding]]
+    statistical: bool = True
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    kind: str
+    level: Level
+    message: str
+    description: str
+    options: Any  # the kind's options object
+    settings: tuple[tuple[str, str], ...]  # the options as written, for `rules explain`
+    source: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Waiver:
+    """Silences the findings of one rule on matching subjects, until ``expires`` (inclusive)."""
+
+    rule: str
+    subject: str | None
+    subject_regex: re.Pattern[str] | None
+    reason: str
+    expires: date
+    source: str
+    line: int
+
+    def matches(self, finding: Finding) -> bool:
+        if finding.rule_id != self.rule:
+            return False
+        if self.subject is not None:
+            return finding.subject == self.subject
+        assert self.subject_regex is not None
+        return self.subject_regex.search(finding.subject) is not None
+
+    def expired(self, today: date) -> bool:
+        return today > self.expires
+
+    @property
+    def subject_text(self) -> str:
+        if self.subject is not None:
+            return self.subject
+        assert self.subject_regex is not None
+        return f"/{self.subject_regex.pattern}/"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    sources: tuple[str, ...]  # the packs and files asked for, as given
+    rules: tuple[Rule, ...]
+    waivers: tuple[Waiver, ...]
+    phases: Mapping[str, tuple[str, ...]]  # phase name -> NVTX regex patterns (read-only)
+    files: tuple[str, ...] = ()  # every file read, extends included, in load order
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)

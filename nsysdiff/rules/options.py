@@ -1,0 +1,137 @@
+"""Option value parsers shared by the rule kinds.
+
+Each takes what YAML produced and returns a validated value, or raises ``ValueError``
+with the text that follows ``key 'KEY': `` in the error message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from nsysdiff.rules import units
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, date):
+        return f"a date ({value.isoformat()})"
+    return type(value).__name__
+
+
+def string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type_name(value)}")
+    return value
+
+
+def nonempty_string(value: Any) -> str:
+    s = string(value)
+    if not s.strip():
+        raise ValueError("must not be empty")
+    return s
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {type_name(value)}")
+    return value
+
+
+def regex(value: Any) -> re.Pattern[str]:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a regex string, got {type_name(value)}")
+    if not value:
+        raise ValueError("the regex is empty (it would match everything; use '.*' to mean that)")
+    try:
+        return re.compile(value)
+    except re.error as e:
+        raise ValueError(f"bad regex {value!r}: {e}") from None
+
+
+def regex_list(value: Any) -> tuple[re.Pattern[str], ...]:
+    """One regex or a non-empty list of them."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ValueError("expected a regex or a non-empty list of regexes, got an empty list")
+    return tuple(regex(v) for v in items)
+
+
+def choice(choices: Sequence[str]) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected one of {', '.join(choices)}; got {type_name(value)}")
+        if value not in choices:
+            raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def choice_list(choices: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
+    """One choice or a non-empty list of distinct choices, in the order given."""
+    one = choice(choices)
+
+    def parse(value: Any) -> tuple[str, ...]:
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise ValueError(f"expected one or more of {', '.join(choices)}; got an empty list")
+        out: list[str] = []
+        for v in items:
+            c = one(v)
+            if c in out:
+                raise ValueError(f"{c!r} is listed twice")
+            out.append(c)
+        return tuple(out)
+
+    return parse
+
+
+def _unit(parse: Callable[[Any], float]) -> Callable[[Any], float]:
+    def wrapped(value: Any) -> float:
+        if isinstance(value, (list, dict, bool)) or value is None:
+            raise ValueError(f"expected a quantity, got {type_name(value)}")
+        return parse(value)
+
+    return wrapped
+
+
+time = _unit(units.parse_time)
+size = _unit(units.parse_size)
+ratio = _unit(units.parse_ratio)
+percent = _unit(units.parse_percent)
+count = _unit(units.parse_count)
+
+
+def number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {type_name(value)}")
+    if value <= 0:
+        raise ValueError(f"must be positive, got {value}")
+    return float(value)
+
+
+def iso_date(value: Any) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise ValueError(f"expected a date YYYY-MM-DD, got {type_name(value)}")

@@ -1,0 +1,124 @@
+"""Quantities with units in rule files: times, sizes, ratios, percentages, counts.
+
+Every parser takes the value YAML produced (a str, int, float or bool) and returns a plain
+number, or raises :class:`ValueError` with the message the user sees after
+``key 'KEY': ``. Sizes are decimal (1 KB = 1000 B), like ``nsys stats``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+SIZE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+_NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_QUANTITY = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[A-Za-zµ%]*)\s*$")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _split(value: Any) -> tuple[float, str] | None:
+    if _is_number(value):
+        return float(value), ""
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.match(value)
+    if not m:
+        return None
+    return float(m.group("num")), m.group("unit")
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def parse_time(value: Any) -> float:
+    """``5ms`` -> 5e6 (nanoseconds). A bare ``0`` is allowed; other numbers need a unit."""
+    q = _split(value)
+    if q is not None:
+        num, unit = q
+        if unit in TIME_UNITS:
+            return num * TIME_UNITS[unit]
+        if unit == "" and num == 0:
+            return 0.0
+    raise ValueError(f"{_show(value)} is not a time (a number with ns, us, ms or s, e.g. '1.5ms')")
+
+
+def parse_size(value: Any) -> float:
+    """``64MB`` -> 64e6 (bytes, decimal units). A bare number is bytes."""
+    q = _split(value)
+    if q is not None:
+        num, unit = q
+        if unit == "":
+            return num
+        if unit in SIZE_UNITS:
+            return num * SIZE_UNITS[unit]
+    raise ValueError(f"{_show(value)} is not a size (a number with B, KB, MB or GB, e.g. '64MB')")
+
+
+def parse_ratio(value: Any) -> float:
+    """``1.10x`` (or a bare ``1.1``) -> 1.1. Must be positive."""
+    q = _split(value)
+    if q is not None:
+        num, unit = q
+        if unit in ("", "x") and num > 0:
+            return num
+    raise ValueError(f"{_show(value)} is not a ratio (a positive number with x, e.g. '1.10x')")
+
+
+def parse_percent(value: Any) -> float:
+    """``5%`` -> 0.05. The ``%`` is required: a bare 0.1 could mean 10% or 0.1%."""
+    q = _split(value)
+    if q is not None:
+        num, unit = q
+        if unit == "%":
+            return num / 100.0
+    raise ValueError(f"{_show(value)} is not a percentage (a number with %, e.g. '5%')")
+
+
+def parse_count(value: Any) -> float:
+    """A plain non-negative number of calls or operations."""
+    if _is_number(value) and value >= 0:
+        return float(value)
+    raise ValueError(f"{_show(value)} is not a count (a non-negative number, e.g. 100)")
+
+
+def parse_number(value: Any) -> float:
+    if _is_number(value):
+        return float(value)
+    raise ValueError(f"{_show(value)} is not a number")
+
+
+def fmt_time(ns: float) -> str:
+    """A duration in the largest unit that keeps it >= 1."""
+    a = abs(ns)
+    if a >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if a >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.0f} ns"
+
+
+def fmt_size(b: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.2f} {unit}"
+    return f"{b:.0f} B"
+
+
+def fmt_ratio(r: float) -> str:
+    return f"{r:.2f}x"
+
+
+def fmt_percent(f: float) -> str:
+    return f"{100 * f:.2f}%"
+
+
+def fmt_count(c: float) -> str:
+    return f"{c:.0f}" if float(c).is_integer() else f"{c:.1f}"
