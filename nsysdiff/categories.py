@@ -17,10 +17,18 @@ class Category:
     name: str
     pattern: re.Pattern[str]
     description: str
+    # A demangled name that matches this is not in the category even if the short
+    # name is: CUTLASS's kernels are also called ``device_kernel``.
+    exclude: re.Pattern[str] | None = None
 
 
-def _c(name: str, pattern: str, description: str) -> Category:
-    return Category(name, re.compile(pattern, re.IGNORECASE), description)
+def _c(name: str, pattern: str, description: str, exclude: str | None = None) -> Category:
+    return Category(
+        name,
+        re.compile(pattern, re.IGNORECASE),
+        description,
+        re.compile(exclude, re.IGNORECASE) if exclude else None,
+    )
 
 
 TAXONOMY: tuple[Category, ...] = (
@@ -40,8 +48,9 @@ TAXONOMY: tuple[Category, ...] = (
     ),
     _c(
         "torch.compile",
-        r"^device_kernel$|^triton_|^triton|^fused_",
+        r"^device_kernel$|^triton",
         "torch.compile / Inductor and Triton generated kernels",
+        exclude=r"cutlass",
     ),
     _c(
         "normalization",
@@ -76,7 +85,7 @@ OTHER = "other"
 def categorize(short: str, demangled: str) -> str:
     """Name of the first category whose pattern matches the short, then demangled, name."""
     for cat in TAXONOMY:
-        if cat.pattern.search(short):
+        if cat.pattern.search(short) and not (cat.exclude and cat.exclude.search(demangled)):
             return cat.name
     for cat in TAXONOMY:
         if cat.pattern.search(demangled):
