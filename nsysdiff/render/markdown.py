@@ -96,9 +96,13 @@ def kernel_count_phrase(diff: Diff) -> str | None:
     )
 
 
-def verdict_details(report: Report, name: Callable[[str], str] = u.shorten) -> list[str]:
+def _short_name(r: Row) -> str:
+    return u.shorten(r.name)
+
+
+def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) -> list[str]:
     """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
-    time and the top outlier. ``name`` formats the outlier's kernel name."""
+    time and the top outlier. ``name`` formats the outlier's row (its kernel name)."""
     parts = []
     if report.outcome is Outcome.UNJUDGED:
         parts.append("not judged (--no-rules)")
@@ -111,7 +115,7 @@ def verdict_details(report: Report, name: Callable[[str], str] = u.shorten) -> l
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]
-        parts.append(f"top outlier {name(top.name)} {u.ratio(top.ratio)}")
+        parts.append(f"top outlier {name(top)} {u.ratio(top.ratio)}")
     return parts
 
 
@@ -199,12 +203,20 @@ def attr(text: str) -> str:
     return html.escape(flat, quote=True).replace("|", "&#124;")
 
 
-def code(name: str, width: int = NAME_WIDTH) -> str:
-    """A kernel name as ``<code>``, shortened, with the full name as its title (tooltip)."""
+def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
+    """A name as ``<code>``, shortened to ``width``; when the shown text is not the whole
+    story (shortened, or ``full``, e.g. the demangled name, differs) the full name is the
+    element's title, which GitHub shows as a tooltip."""
     short = u.shorten(name, width)
-    if short == name and "\n" not in name and "\r" not in name:
-        return f"<code>{cell(name)}</code>"
-    return f'<code title="{attr(name)}">{cell(short)}</code>'
+    whole = full if full is not None else name
+    if short == whole and "\n" not in whole and "\r" not in whole:
+        return f"<code>{cell(short)}</code>"
+    return f'<code title="{attr(whole)}">{cell(short)}</code>'
+
+
+def kernel_code(r: Row) -> str:
+    """A kernel row's short name, with its demangled name (the row key) as the title."""
+    return code(r.name, full=r.key)
 
 
 def _label(text: str) -> str:
@@ -247,7 +259,7 @@ def _outliers(diff: Diff) -> list[str]:
         dist = r.distribution
         rows.append(
             [
-                code(r.name),
+                kernel_code(r),
                 cell(r.category or "-"),
                 f"{b} → {c}",
                 f"**{u.ratio(r.ratio)}**",
@@ -332,8 +344,11 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
             f"{plural(len(v.kept), 'variant')} kept"
         )
         out.append("")
-        rows = [["appeared", code(x.name), f"{x.calls:,}", u.ns(x.total_ns)] for x in v.appeared]
-        rows += [["disappeared", code(x.name), f"{x.calls:,}", u.ns(x.total_ns)] for x in v.disappeared]
+        rows = [
+            [mark, code(x.name, full=x.demangled), f"{x.calls:,}", u.ns(x.total_ns)]
+            for mark, variants in (("appeared", v.appeared), ("disappeared", v.disappeared))
+            for x in variants
+        ]
         out += _table(("", "variant", "calls", "time"), rows, "llrr")
         out.append("")
     return out
@@ -345,7 +360,7 @@ def _top_changes(diff: Diff) -> list[str]:
         b, c = side_ns(r)
         rows.append(
             [
-                code(r.name),
+                kernel_code(r),
                 b,
                 c,
                 u.signed_ns(r.delta_ns),
@@ -367,7 +382,7 @@ def render(report: Report) -> str:
     d = report.diff
     h = d.headline
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
-    out = [" · ".join([first, *verdict_details(report, code)]), ""]
+    out = [" · ".join([first, *verdict_details(report, kernel_code)]), ""]
     if report.reasons:
         out += ["> [!WARNING]", "> The traces can't be compared meaningfully:"]
         out += [f"> - {cell(r)}" for r in report.reasons]
@@ -418,7 +433,7 @@ def render(report: Report) -> str:
         gone = sum(len(v.disappeared) for v in d.variants)
         out += _details(
             f"Variant drift: {plural(len(d.variants), 'family', 'families')}, "
-            f"{appeared:,} variants appeared, {gone:,} disappeared",
+            f"{plural(appeared, 'variant')} appeared, {gone:,} disappeared",
             _variants(d.variants),
         )
     if d.kernels:

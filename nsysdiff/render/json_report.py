@@ -1,0 +1,221 @@
+"""The JSON report of ``nsysdiff diff --format json``, documented field by field in
+``docs/json.md``.
+
+The shape is built explicitly here (not dumped from the dataclasses) so that renaming a
+field in the engine can't silently change a documented key. Keys keep the order written
+below; collections keep the diff's order (kernels: largest absolute change first).
+Durations are integer or fractional nanoseconds (``*_ns``), sizes bytes; a ratio is
+candidate / base. Values that don't exist (a side that is absent, a ratio over zero, a
+non-finite number) are ``null``, never ``NaN`` or ``Infinity``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from nsysdiff import stats
+from nsysdiff.diff import CopyDelta, Diff, Row, Side, Variant, VariantDrift
+from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.report import Finding, Report, RuleResult
+
+FORMAT = "nsysdiff-diff"
+VERSION = 1
+
+
+def _side(s: Side | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "calls": s.calls,
+        "total_ns": s.total_ns,
+        "mean_ns": s.mean_ns,
+        "p50_ns": s.p50_ns,
+        "p90_ns": s.p90_ns,
+        "share": s.share,
+    }
+
+
+def _stats(r: Row) -> dict[str, Any]:
+    """The comparison fields every row carries, after its identifying fields."""
+    dist = r.distribution
+    return {
+        "base": _side(r.base),
+        "candidate": _side(r.candidate),
+        "delta_ns": r.delta_ns,
+        "ratio": r.ratio,
+        "calls_ratio": r.calls_ratio,
+        "mean_ratio": r.mean_ratio,
+        "p50_ratio": r.p50_ratio,
+        "count_effect_ns": r.count_effect_ns,
+        "per_call_effect_ns": r.per_call_effect_ns,
+        "verdict": r.verdict.value,
+        "outlier_score": r.outlier_score,
+        "deviation": r.deviation,
+        "is_outlier": r.is_outlier,
+        "distribution": (
+            None if dist is None else {"prob_slower": dist.prob_slower, "ks_distance": dist.ks_distance}
+        ),
+    }
+
+
+def kernel_row(r: Row) -> dict[str, Any]:
+    return {"name": r.name, "demangled": r.key, "family": r.family, "category": r.category, **_stats(r)}
+
+
+def named_row(r: Row) -> dict[str, Any]:
+    return {"name": r.name, **_stats(r)}
+
+
+def nvtx_row(r: Row) -> dict[str, Any]:
+    # The diff keys an NVTX range as "domain::name" (or just "name" without a domain).
+    domain = r.key[: -len(r.name) - 2] if r.key != r.name else ""
+    return {"name": r.name, "domain": domain, **_stats(r)}
+
+
+def _copy(c: CopyStats | None) -> dict[str, Any] | None:
+    return None if c is None else {"ops": c.ops, "bytes": c.bytes, "total_ns": c.total_ns}
+
+
+def copy_row(d: CopyDelta) -> dict[str, Any]:
+    b, c = d.base, d.candidate
+    return {
+        "kind": d.kind,
+        "base": _copy(b),
+        "candidate": _copy(c),
+        "delta_ns": (c.total_ns if c else 0) - (b.total_ns if b else 0),
+        "delta_bytes": (c.bytes if c else 0) - (b.bytes if b else 0),
+        "ratio": d.ratio,
+        "ops_ratio": d.ops_ratio,
+        "bytes_ratio": d.bytes_ratio,
+        "verdict": d.verdict.value,
+    }
+
+
+def _variant(v: Variant) -> dict[str, Any]:
+    return {"name": v.name, "demangled": v.demangled, "calls": v.calls, "total_ns": v.total_ns}
+
+
+def variant_row(v: VariantDrift) -> dict[str, Any]:
+    return {
+        "family": v.family,
+        "category": v.category,
+        "appeared": [_variant(x) for x in v.appeared],
+        "disappeared": [_variant(x) for x in v.disappeared],
+        "kept": list(v.kept),
+        "appeared_count": len(v.appeared),
+        "appeared_ns": v.appeared_ns,
+        "disappeared_count": len(v.disappeared),
+        "disappeared_ns": v.disappeared_ns,
+    }
+
+
+def finding_row(f: Finding, failing: bool) -> dict[str, Any]:
+    return {
+        "level": f.level.value,
+        "rule_id": f.rule_id,
+        "kind": f.kind,
+        "subject": f.subject,
+        "observed": f.observed,
+        "limit": f.limit,
+        "evidence": f.evidence,
+        "message": f.message,
+        "waived": f.waived,
+        "waiver_reason": f.waiver_reason,
+        "statistical": f.statistical,
+        "fails": failing,
+    }
+
+
+def rule_row(r: RuleResult, failed: set[str]) -> dict[str, Any]:
+    return {
+        "rule_id": r.rule_id,
+        "kind": r.kind,
+        "level": r.level.value,
+        "description": r.description,
+        "findings": r.findings,
+        "failed": r.rule_id in failed,
+    }
+
+
+def meta_data(m: TraceMeta) -> dict[str, Any]:
+    return {**to_data(m), "capture_ns": m.capture_ns}
+
+
+def overall(d: Diff) -> dict[str, Any]:
+    h = d.headline
+    return {
+        "base_total_ns": h.base_total_ns,
+        "candidate_total_ns": h.candidate_total_ns,
+        "delta_ns": h.candidate_total_ns - h.base_total_ns,
+        "ratio": h.ratio,
+        "scale": h.scale,
+        "base_launches": h.base_launches,
+        "candidate_launches": h.candidate_launches,
+        "base_kernels": h.base_kernels,
+        "candidate_kernels": h.candidate_kernels,
+        "common_kernels": h.common_kernels,
+        "only_base_kernels": h.base_kernels - h.common_kernels,
+        "only_candidate_kernels": h.candidate_kernels - h.common_kernels,
+        "same_count_different_kernels": h.same_count_different_kernels,
+    }
+
+
+def _scope(fp: Fingerprint) -> Any:
+    return to_data(fp.scope)
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    """The whole report as plain data, in the documented key order."""
+    d = report.diff
+    failing = set(report.failed)
+    failed_rules = {f.rule_id for f in failing}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "outcome": report.outcome.value,
+        "exit_code": int(report.exit_code),
+        "strict": report.strict,
+        "packs": list(report.packs),
+        "reasons": list(report.reasons),
+        "notes": list(report.notes),
+        "settings": {
+            "z_threshold": d.settings.z_threshold,
+            "min_deviation": d.settings.min_deviation,
+            "min_share": d.settings.min_share,
+            "mad_floor": d.settings.mad_floor,
+            "noise": d.settings.noise,
+            "distribution_method": stats.DISTRIBUTION_METHOD,
+        },
+        "overall": overall(d),
+        "outliers": [r.key for r in d.outliers],
+        "kernels": [kernel_row(r) for r in d.kernels],
+        "families": [named_row(r) for r in d.families],
+        "categories": [named_row(r) for r in d.categories],
+        "memcpy": [copy_row(x) for x in d.memcpy],
+        "memset": [copy_row(x) for x in d.memset],
+        "sync": [named_row(r) for r in d.sync],
+        "nvtx": [nvtx_row(r) for r in d.nvtx],
+        "variants": [variant_row(v) for v in d.variants],
+        "findings": [finding_row(f, f in failing) for f in report.findings],
+        "rules": [rule_row(r, failed_rules) for r in report.rules],
+        "base_meta": meta_data(d.base_meta),
+        "candidate_meta": meta_data(d.candidate_meta),
+        "scope": {"base": _scope(d.base), "candidate": _scope(d.candidate)},
+    }
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity replaced by ``None``."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def render(report: Report) -> str:
+    return json.dumps(finite(report_data(report)), indent=1, allow_nan=False) + "\n"

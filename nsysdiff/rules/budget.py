@@ -1,0 +1,434 @@
+"""Rule kind ``budget``: a limit on one metric of a selection of the trace."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nsysdiff import categories
+from nsysdiff.diff import Diff
+from nsysdiff.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.report import Finding
+from nsysdiff.rules import options as opt
+from nsysdiff.rules import units
+from nsysdiff.rules.model import Kind, Option, OptionError, Rule
+
+SELECTORS = ("kernel", "family", "category", "memcpy", "memset", "nvtx", "sync", "whole")
+KERNEL_SELECTORS = ("kernel", "family", "category", "whole")
+METRICS = ("total_time", "calls", "mean", "p50", "p90", "bytes", "ops", "share")
+LIMITS = ("max_ratio", "max_increase", "max_value", "max_share")
+
+# Which metrics each selector can measure.
+_METRICS_FOR: dict[str, tuple[str, ...]] = {
+    "kernel": ("total_time", "calls", "mean", "p50", "p90", "share"),
+    "family": ("total_time", "calls", "mean", "p50", "p90", "share"),
+    "category": ("total_time", "calls", "mean", "p50", "p90", "share"),
+    "whole": ("total_time", "calls", "mean", "p50", "p90"),
+    "memcpy": ("total_time", "mean", "ops", "bytes"),
+    "memset": ("total_time", "mean", "ops", "bytes"),
+    "nvtx": ("total_time", "calls", "mean"),
+    "sync": ("total_time", "calls", "mean"),
+}
+_ADDITIVE = ("total_time", "calls", "ops", "bytes")  # divided by steps under `per:`
+
+
+def _category(value: Any) -> re.Pattern[str]:
+    pattern = opt.regex(value)
+    known = categories.names()
+    if not any(pattern.search(n) for n in known):
+        raise ValueError(f"{pattern.pattern!r} matches no category (categories: {', '.join(known)})")
+    return pattern
+
+
+def _memset(value: Any) -> bool:
+    if value is not True:
+        raise ValueError(f"expected true (memset has one kind), got {opt.type_name(value)}")
+    return True
+
+
+def _scalar(value: Any) -> Any:
+    """Checked against the metric's unit once the metric is known (in :func:`build`)."""
+    if isinstance(value, (list, dict, bool)) or value is None:
+        raise ValueError(f"expected a quantity, got {opt.type_name(value)}")
+    return value
+
+
+def _per(value: Any) -> str:
+    return opt.nonempty_string(value)
+
+
+OPTIONS = (
+    Option("kernel", "regex", opt.regex, "Select kernels whose short or demangled name matches."),
+    Option("family", "regex", opt.regex, "Select kernels whose family key matches."),
+    Option(
+        "category",
+        "regex",
+        _category,
+        "Select kernels whose category matches (`attention`, `^gemm` for every GEMM "
+        "category); must match at least one known category.",
+    ),
+    Option("memcpy", "regex", opt.regex, "Select memcpy kinds that match (`HtoD`, `DtoD`, `.*`)."),
+    Option("memset", "true", _memset, "Select memsets (`memset: true`)."),
+    Option("nvtx", "regex", opt.regex, "Select NVTX ranges whose name (or `domain::name`) matches."),
+    Option("sync", "regex", opt.regex, "Select synchronising CUDA API calls whose name matches."),
+    Option("whole", "`trace`", opt.choice(("trace",)), "Select every kernel (`whole: trace`)."),
+    Option(
+        "metric",
+        "choice",
+        opt.choice(METRICS),
+        "What to measure: " + ", ".join(METRICS) + ". `mean`, `p50`, `p90` are per call; "
+        "`share` is the selection's share of the side's kernel time.",
+        default="total_time",
+    ),
+    Option("max_ratio", "ratio", opt.ratio, "Fail when candidate / base exceeds this (`1.10x`)."),
+    Option(
+        "max_increase",
+        "metric unit",
+        _scalar,
+        "Fail when candidate - base exceeds this, in the metric's unit (time, count, size, %).",
+    ),
+    Option("max_value", "metric unit", _scalar, "Fail when the candidate value exceeds this."),
+    Option(
+        "max_share",
+        "percent",
+        opt.percent,
+        "Fail when the selection takes more than this share of the candidate's kernel time.",
+    ),
+    Option(
+        "min_time",
+        "time",
+        opt.time,
+        "Floor: a selection under this total time on both sides is too small to judge.",
+        default=0.0,
+        default_doc="0ns",
+    ),
+    Option(
+        "each",
+        "boolean",
+        opt.boolean,
+        "Judge each matched item (kernel, family, category, copy kind, range, call) on its "
+        "own instead of their sum.",
+        default=False,
+        default_doc="false",
+    ),
+    Option(
+        "per",
+        "string",
+        _per,
+        "Normalise total_time, calls, ops and bytes per step of this NVTX range, when the "
+        "fingerprints carry step counts (see docs).",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetOptions:
+    selector: str
+    pattern: re.Pattern[str] | None  # None for memset and whole
+    metric: str
+    max_ratio: float | None
+    max_increase: float | None
+    max_value: float | None
+    max_share: float | None
+    min_time_ns: float
+    each: bool
+    per: str | None
+
+    @property
+    def selection(self) -> str:
+        if self.selector == "whole":
+            return "whole trace"
+        if self.pattern is None:
+            return self.selector
+        return f"{self.selector}:{self.pattern.pattern}"
+
+
+def _metric_parser(metric: str) -> Callable[[Any], float]:
+    if metric in ("calls", "ops"):
+        return opt.count
+    if metric == "bytes":
+        return opt.size
+    if metric == "share":
+        return opt.percent
+    return opt.time
+
+
+def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
+    chosen = [s for s in SELECTORS if s in given]
+    if not chosen:
+        raise OptionError(None, f"a budget needs a selector: one of {', '.join(SELECTORS)}")
+    if len(chosen) > 1:
+        raise OptionError(chosen[1], f"a budget has one selector; this one also has {chosen[0]!r}")
+    selector = chosen[0]
+    metric: str = values["metric"]
+    if metric not in _METRICS_FOR[selector]:
+        allowed = ", ".join(_METRICS_FOR[selector])
+        raise OptionError("metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})")
+    if not any(lim in given for lim in LIMITS):
+        raise OptionError(None, f"a budget needs a limit: one of {', '.join(LIMITS)}")
+    if "max_share" in given and selector not in ("kernel", "family", "category"):
+        raise OptionError("max_share", f"a share of kernel time needs a kernel, family or category selection, not {selector}")
+    if values["each"] and selector == "whole":
+        raise OptionError("each", "'whole: trace' is one item; 'each' needs another selector")
+    parse = _metric_parser(metric)
+    bounds: dict[str, float | None] = {}
+    for key in ("max_increase", "max_value"):
+        if key in given:
+            try:
+                bounds[key] = parse(values[key])
+            except ValueError as e:
+                raise OptionError(key, f"{e} (the unit of metric {metric!r})") from None
+        else:
+            bounds[key] = None
+    raw = values[selector]
+    return BudgetOptions(
+        selector=selector,
+        pattern=raw if isinstance(raw, re.Pattern) else None,
+        metric=metric,
+        max_ratio=values["max_ratio"],
+        max_increase=bounds["max_increase"],
+        max_value=bounds["max_value"],
+        max_share=values["max_share"],
+        min_time_ns=values["min_time"],
+        each=values["each"],
+        per=values["per"],
+    )
+
+
+# --- measuring ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """The summed selection (or one item of it) on one side."""
+
+    calls: int
+    total_ns: int
+    bytes: int
+    kernels: tuple[KernelStats, ...]
+
+
+def mixture_quantile(kernels: Sequence[KernelStats], pct: float) -> float | None:
+    """The ``pct`` percentile of the per-call times of several kernels pooled together.
+
+    Exact for one kernel. For several, the call-weighted mixture of their quantile
+    sketches (linear between the sketch's grid points), solved by bisection.
+    """
+    ks = [k for k in kernels if k.calls > 0]
+    if not ks:
+        return None
+    if len(ks) == 1:
+        return ks[0].quantile(pct)
+    grid = np.array(QUANTILE_GRID) / 100.0
+    weights = np.array([k.calls for k in ks], dtype=float)
+    weights /= weights.sum()
+    sketches = [np.array(k.quantiles_ns) for k in ks]
+    target = pct / 100.0
+
+    def cdf(x: float) -> float:
+        return float(sum(w * np.interp(x, q, grid, left=0.0, right=1.0) for w, q in zip(weights, sketches)))
+
+    lo, hi = min(k.min_ns for k in ks), max(k.max_ns for k in ks)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if cdf(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _sum(kernels: Sequence[KernelStats]) -> Group:
+    return Group(sum(k.calls for k in kernels), sum(k.total_ns for k in kernels), 0, tuple(kernels))
+
+
+def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
+    """Subject -> group on one side; a subject absent from the side is absent here."""
+    p = o.pattern
+    items: list[tuple[str, Group]] = []
+    if o.selector in KERNEL_SELECTORS:
+        key_of: Callable[[KernelStats], str]
+        if o.selector == "kernel":
+            assert p is not None
+            ks = [k for k in fp.kernels if p.search(k.name) or p.search(k.demangled)]
+            key_of = lambda k: k.demangled  # noqa: E731
+        elif o.selector == "family":
+            assert p is not None
+            ks = [k for k in fp.kernels if p.search(k.family)]
+            key_of = lambda k: k.family  # noqa: E731
+        elif o.selector == "category":
+            assert p is not None
+            ks = [k for k in fp.kernels if p.search(k.category)]
+            key_of = lambda k: k.category  # noqa: E731
+        else:
+            ks = list(fp.kernels)
+            key_of = lambda k: "whole trace"  # noqa: E731
+        if o.each:
+            by: dict[str, list[KernelStats]] = {}
+            for k in ks:
+                by.setdefault(key_of(k), []).append(k)
+            return {key: _sum(v) for key, v in by.items()}
+        return {o.selection: _sum(ks)} if ks else {}
+    if o.selector in ("memcpy", "memset"):
+        copies = fp.memcpy if o.selector == "memcpy" else fp.memset
+        for c in copies:
+            if p is None or p.search(c.kind):
+                items.append((c.kind, Group(c.ops, c.total_ns, c.bytes, ())))
+    elif o.selector == "nvtx":
+        assert p is not None
+        for r in fp.nvtx:
+            key = f"{r.domain}::{r.name}" if r.domain else r.name
+            if p.search(r.name) or p.search(key):
+                items.append((key, Group(r.count, r.total_ns, 0, ())))
+    else:
+        assert p is not None
+        for a in fp.sync:
+            if p.search(a.name):
+                items.append((a.name, Group(a.calls, a.total_ns, 0, ())))
+    if o.each:
+        return dict(items)
+    if not items:
+        return {}
+    gs = [g for _, g in items]
+    return {o.selection: Group(sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ())}
+
+
+def steps(fp: Fingerprint, per: str | None) -> int | None:
+    """Step count to normalise by: only when the fingerprint counted steps of that range."""
+    sc = fp.scope
+    if per is None or not sc.steps:
+        return None
+    if sc.per is not None and sc.per != per:
+        return None
+    return sc.steps
+
+
+def value(g: Group, fp: Fingerprint, metric: str, n_steps: int | None) -> float | None:
+    div = float(n_steps) if n_steps and metric in _ADDITIVE else 1.0
+    if metric == "total_time":
+        return g.total_ns / div
+    if metric in ("calls", "ops"):
+        return g.calls / div
+    if metric == "bytes":
+        return g.bytes / div
+    if metric == "mean":
+        return g.total_ns / g.calls if g.calls else None
+    if metric == "share":
+        return g.total_ns / fp.kernel_ns if fp.kernel_ns else None
+    return mixture_quantile(g.kernels, 50.0 if metric == "p50" else 90.0)
+
+
+def formatter(metric: str) -> Callable[[float], str]:
+    if metric in ("calls", "ops"):
+        return units.fmt_count
+    if metric == "bytes":
+        return units.fmt_size
+    if metric == "share":
+        return units.fmt_percent
+    return units.fmt_time
+
+
+def _show(v: float | None, fmt: Callable[[float], str]) -> str:
+    return "-" if v is None else fmt(v)
+
+
+def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    o: BudgetOptions = rule.options
+    bg, cg = groups(diff.base, o), groups(diff.candidate, o)
+    bs, cs = steps(diff.base, o.per), steps(diff.candidate, o.per)
+    normalised = bs is not None and cs is not None
+    fmt = formatter(o.metric)
+    for subject in sorted(bg.keys() | cg.keys()):
+        b, c = bg.get(subject), cg.get(subject)
+        if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
+            continue
+        if c is None:
+            continue  # gone from the candidate: nothing left to exceed a limit
+        bv = value(b, diff.base, o.metric, bs if normalised else None) if b else None
+        cv = value(c, diff.candidate, o.metric, cs if normalised else None)
+        if cv is None:
+            continue
+        evidence = (
+            f"{o.metric} {_show(bv, fmt)} -> {fmt(cv)}; total time "
+            f"{units.fmt_time(b.total_ns) if b else '-'} -> {units.fmt_time(c.total_ns)}, "
+            f"{'ops' if o.selector in ('memcpy', 'memset') else 'calls'} "
+            f"{b.calls if b else '-'} -> {c.calls}"
+        )
+        if o.per is not None:
+            evidence += (
+                f"; per {o.per} step ({bs} -> {cs} steps)"
+                if normalised
+                else f"; per {o.per}: no step counts in the fingerprints, whole-scope values compared"
+            )
+        if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
+            evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
+        new = b is None or bv is None
+        message = rule.message or f"{o.metric} of {subject} is over budget"
+        breaches: list[tuple[str, str]] = []
+        if o.max_ratio is not None:
+            if new:
+                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+            elif bv is not None and bv > 0 and cv / bv > o.max_ratio * (1 + 1e-9):
+                breaches.append((units.fmt_ratio(cv / bv), f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+            elif bv == 0 and cv > 0:
+                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+        if o.max_increase is not None:
+            inc = cv - (bv or 0.0)
+            if inc > o.max_increase + 1e-9:
+                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}"))
+        if o.max_value is not None and cv > o.max_value + 1e-9:
+            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}"))
+        if o.max_share is not None and diff.candidate.kernel_ns:
+            share = c.total_ns / diff.candidate.kernel_ns
+            if share > o.max_share + 1e-12:
+                breaches.append((units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}"))
+        for observed, limit in breaches:
+            yield Finding(
+                level=rule.level,
+                rule_id=rule.id,
+                kind="budget",
+                subject=subject,
+                observed=observed,
+                limit=limit,
+                evidence=evidence,
+                message=message,
+            )
+
+
+KIND = Kind(
+    name="budget",
+    summary="A limit on one metric (time, calls, per-call time, bytes, share) of a selection.",
+    doc="""\
+Selects part of the trace with exactly one selector (kernel, family, category, memcpy,
+memset, nvtx, sync, or whole: trace), measures one metric on both sides, and fails when
+a limit is exceeded. Name selectors are Python regexes, searched (not anchored) and
+case-sensitive: write `(?i)` for case-insensitive, `^...$` to anchor.
+
+By default the matched items are summed and judged as one subject (`category:attention`);
+with `each: true` every matched item is judged on its own and the subject is its name.
+
+Metrics: total_time, calls, ops and bytes are sums; mean is total time / calls; p50 and
+p90 are per-call percentiles: exact for one kernel, and for several kernels the
+percentile of all their launches pooled (the call-weighted mixture of their quantile
+sketches). share is the selection's share of the side's total kernel time.
+
+Limits (at least one; each breached limit is one finding): max_ratio (candidate/base),
+max_increase and max_value (in the metric's unit: a time for time metrics, a count for
+calls/ops, a size for bytes, a percentage for share), max_share (of the candidate's
+kernel time). A selection present only in the candidate breaches max_ratio as "new" and
+counts from zero for max_increase; one absent from the candidate breaches nothing; one
+absent on both sides produces no finding. `min_time` skips selections whose total time
+is under the floor on both sides.
+
+`per: RANGE` normalises the sums (total_time, calls, ops, bytes) per step, dividing by
+the step counts of both fingerprints (`scope.steps`, when `scope.per` is that range or
+unset). Fingerprints without step counts are compared whole, and the evidence says so.
+""",
+    options=OPTIONS,
+    build=build,
+    check=check,
+)

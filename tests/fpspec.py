@@ -1,0 +1,76 @@
+"""Build small fingerprints from compact specs, for tests that need no trace at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nsysdiff.categories import categorize
+from nsysdiff.families import family
+from nsysdiff.fingerprint import group_by
+from nsysdiff.model import (
+    QUANTILE_GRID,
+    ApiStats,
+    CopyStats,
+    DeviceShare,
+    DeviceStats,
+    Fingerprint,
+    GpuInfo,
+    KernelStats,
+    LaunchConfig,
+    RangeStats,
+    TraceMeta,
+)
+
+
+def kernel(name: str, calls: int, total_ns: int, *, demangled: str | None = None,
+           grid: tuple[int, int, int] = (1, 1, 1)) -> KernelStats:  # fmt: skip
+    mean = total_ns / calls
+    return KernelStats(
+        name=name,
+        demangled=demangled or name,
+        family=family(name),
+        category=categorize(name, demangled or name),
+        calls=calls,
+        total_ns=total_ns,
+        quantiles_ns=tuple(mean * (0.9 + 0.2 * q / 100) for q in QUANTILE_GRID),
+        devices=(DeviceShare(0, calls, total_ns),),
+        configs=(LaunchConfig(grid, (128, 1, 1), 32, 0, 0),),
+    )
+
+
+def fingerprint(
+    kernels: Mapping[str, tuple[int, int]] | Iterable[KernelStats],
+    *,
+    memcpy: Mapping[str, tuple[int, int, int]] = {},
+    sync: Mapping[str, tuple[int, int]] = {},
+    nvtx: Mapping[str, tuple[int, int]] = {},
+    source: str = "spec.sqlite",
+    **meta: Any,
+) -> Fingerprint:
+    """``kernels`` maps name -> (calls, total_ns); ``memcpy`` kind -> (ops, bytes, ns)."""
+    ks = (
+        tuple(kernel(n, c, t) for n, (c, t) in kernels.items())
+        if isinstance(kernels, Mapping)
+        else tuple(kernels)
+    )
+    total = sum(k.total_ns for k in ks)
+    calls = sum(k.calls for k in ks)
+    return Fingerprint(
+        meta=TraceMeta(
+            source=source,
+            nsys_version=meta.get("nsys_version", "2024.6.2.25"),
+            schema_version=meta.get("schema_version", "3.16.1"),
+            gpus=(GpuInfo(0, meta.get("gpu", "NVIDIA H200"), 132),),
+            capture_start_ns=0,
+            capture_end_ns=2 * total,
+            has_kernels=bool(ks),
+        ),
+        kernels=ks,
+        categories=group_by(ks, "category"),
+        memcpy=tuple(CopyStats(k, o, b, t) for k, (o, b, t) in sorted(memcpy.items())),
+        memset=(),
+        sync=tuple(ApiStats(n, c, t) for n, (c, t) in sorted(sync.items())),
+        nvtx=tuple(RangeStats(n, "", c, t) for n, (c, t) in sorted(nvtx.items())),
+        devices=(DeviceStats(0, calls, total, total, 2 * total),) if ks else (),
+    )

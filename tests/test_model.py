@@ -1,0 +1,59 @@
+"""Fingerprints round-trip through JSON, and a diff of saved fingerprints equals a diff of traces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT
+
+from nsysdiff.api import load
+from nsysdiff.diff import compare
+from nsysdiff.errors import FingerprintError
+from nsysdiff.model import FORMAT_VERSION, fingerprint_from_json, fingerprint_to_json
+
+EXAMPLE = ROOT / "examples" / "cascade"
+
+
+def test_round_trip_is_exact() -> None:
+    fp = load(EXAMPLE / "bs16.sqlite")
+    assert fingerprint_from_json(fingerprint_to_json(fp), "x.json") == fp
+
+
+def test_diff_of_saved_fingerprints_equals_diff_of_traces(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    paths = []
+    for name in ("bs1", "bs16"):
+        p = tmp_path / f"{name}.json"
+        p.write_text(fingerprint_to_json(load(EXAMPLE / f"{name}.sqlite")))
+        paths.append(p)
+    from_traces = compare(load(EXAMPLE / "bs1.sqlite"), load(EXAMPLE / "bs16.sqlite"))
+    from_json = compare(load(paths[0]), load(paths[1]))
+    assert from_json == from_traces
+    mixed = compare(load(EXAMPLE / "bs1.sqlite"), load(paths[1]))
+    assert mixed == from_traces
+
+
+def test_fingerprint_is_small() -> None:
+    assert len(fingerprint_to_json(load(EXAMPLE / "bs1.sqlite"))) < 100_000
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ("{", "x.json: not valid JSON (line 1: Expecting property name enclosed in double quotes)"),
+        ("[]", 'x.json: not an nsysdiff fingerprint (no "format": "nsysdiff-fingerprint")'),
+        (
+            json.dumps({"format": "nsysdiff-fingerprint", "version": 99}),
+            f"x.json: fingerprint format version 99 is not supported (this nsysdiff reads version {FORMAT_VERSION}); "
+            "re-create it with `nsysdiff fingerprint`",
+        ),
+        (
+            json.dumps({"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}),
+            "x.json: malformed fingerprint at $: missing field 'meta'",
+        ),
+    ],
+)
+def test_bad_fingerprints_say_what_is_wrong(doc: str, message: str) -> None:
+    with pytest.raises(FingerprintError) as e:
+        fingerprint_from_json(doc, "x.json")
+    assert str(e.value) == message
