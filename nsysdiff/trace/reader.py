@@ -180,7 +180,15 @@ class SyncCalls:
     tid: IntArray
 
 
-def _ints(text: str | None) -> IntArray:
+_END = '"end"'  # a keyword in SQL: always quoted
+
+
+def _blob(expr: str) -> str:
+    """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
+    return f"CAST(group_concat({expr}) AS BLOB)"
+
+
+def _ints(text: str | bytes | None) -> IntArray:
     if not text:
         return np.empty(0, dtype=np.int64)
     return np.fromstring(text, sep=",", dtype=np.int64)
@@ -309,24 +317,30 @@ class TraceReader:
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
         where = self._where(s.KERNEL, sel)
-        rows = self._query(
-            f'SELECT {name_col}, {short_col}, deviceId, group_concat(start), group_concat("end") '
-            f"FROM {s.KERNEL} WHERE {where} GROUP BY {name_col}, deviceId"
+        # One pass with no GROUP BY (SQLite would sort every row for it): each column
+        # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
+        # coalesce keeps the columns aligned: group_concat skips NULLs.
+        (names_s, shorts_s, devs_s, starts_s, ends_s), = self._query(
+            f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
+            f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
+            f"FROM {s.KERNEL} WHERE {where}"
         )
-        strings = self.strings([r[0] for r in rows] + [r[1] for r in rows])  # type: ignore[misc]
-        starts = [_ints(r[3]) for r in rows]  # type: ignore[arg-type]
-        ends = [_ints(r[4]) for r in rows]  # type: ignore[arg-type]
-        sizes = np.array([len(x) for x in starts], dtype=np.int64)
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        cat = (lambda xs: np.concatenate(xs) if xs else np.empty(0, dtype=np.int64))
+        names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
+        start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
+        order = np.lexsort((devs, names))
+        names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
+        first = np.flatnonzero(
+            np.concatenate(([True], (names[1:] != names[:-1]) | (devs[1:] != devs[:-1])))
+        ) if len(names) else np.empty(0, dtype=np.int64)
+        offsets = np.append(first, len(names)).astype(np.int64)
+        strings = self.strings([int(x) for x in names[first]] + [int(x) for x in shorts[first]])
         return KernelGroups(
-            short=tuple(strings[int(r[1])] for r in rows),  # type: ignore[call-overload]
-            demangled=tuple(strings[int(r[0])] for r in rows),  # type: ignore[call-overload]
-            device=np.array([int(r[2]) for r in rows], dtype=np.int64),  # type: ignore[call-overload]
+            short=tuple(strings[int(x)] for x in shorts[first]),
+            demangled=tuple(strings[int(x)] for x in names[first]),
+            device=devs[first].astype(np.int64),
             offsets=offsets,
-            start=cat(starts),
-            end=cat(ends),
+            start=start,
+            end=end,
             configs=self._configs(name_col, where),
         )
 
@@ -431,8 +445,11 @@ class TraceReader:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
-        (v,), = self._query(f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} WHERE {self._where(s.KERNEL, sel)}')
-        return int(v)  # type: ignore[call-overload]
+        (v,), = self._query(
+            f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} '
+            f"WHERE {self._where(s.KERNEL, sel)}"
+        )
+        return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
         """(launches, total ns) of whole-graph GRAPH_TRACE rows in the selection.
@@ -531,8 +548,8 @@ class TraceReader:
             return RuntimeCalls(e, e, e, e, e)
         sql = " UNION ALL ".join(parts)
         rows = self._query(
-            f"SELECT group_concat(start), group_concat(\"end\"), group_concat(globalTid), "
-            f"group_concat(correlationId) FROM ({sql})"
+            f"SELECT {_blob('start')}, {_blob(_END)}, {_blob('globalTid')}, "
+            f"{_blob('correlationId')} FROM ({sql})"
         )
         start, end, tid, corr = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
         return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
