@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, fingerprint_from_json
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
+from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import open_trace
 
 
-def fingerprint_trace(path: str | Path) -> Fingerprint:
-    """Read an nsys SQLite export and reduce it to a fingerprint."""
+def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
+    """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope)."""
     with open_trace(path) as r:
+        if options is not None and options.active:
+            return scope.fingerprint(r, options)
         return assemble(
             path,
             r.metadata(),
@@ -32,27 +36,32 @@ def is_fingerprint_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() == ".json"
 
 
-def load(path: str | Path) -> Fingerprint:
-    """A fingerprint from either a trace or a saved ``.json`` fingerprint."""
+def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
+    """A fingerprint from either a trace or a saved ``.json`` fingerprint.
+
+    ``options`` scope a trace; a saved fingerprint is already scoped, so options given
+    with one must restate its scope (else :class:`~nsysdiff.errors.UsageError`).
+    """
     p = Path(path)
     if not is_fingerprint_file(p):
-        return fingerprint_trace(p)
+        return fingerprint_trace(p, options)
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise FingerprintError(f"{p}: can't be read ({e})") from None
-    return fingerprint_from_json(text, str(p))
+    fp = fingerprint_from_json(text, str(p))
+    if options is not None:
+        scope.check_saved(fp, options, str(p))
+    return fp
 
 
-def inconclusive_reasons(base: Fingerprint, cand: Fingerprint) -> tuple[str, ...]:
-    """Why two fingerprints can't be compared at kernel level, if they can't."""
-    reasons = []
-    for side, fp in (("base", base), ("candidate", cand)):
-        if not fp.meta.has_kernels or not fp.kernels:
-            reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
-    return tuple(reasons)
+def inconclusive_reasons(
+    base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
+) -> tuple[str, ...]:
+    """Why two fingerprints can't be compared meaningfully, if they can't."""
+    return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
 
 
 def judge(

@@ -20,7 +20,7 @@ import click
 import typer
 from rich.console import Console
 
-from nsysdiff import __version__, api
+from nsysdiff import __version__, api, comparability, scope
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.diff import Settings, compare
 from nsysdiff.model import fingerprint_to_json
@@ -87,6 +87,15 @@ def _write(text: str, output: Path | None) -> None:
         raise NsysdiffError(f"{output}: can't write ({e.strerror})") from None
 
 
+# Scope options, shared by summary, fingerprint and diff (see docs/scopes.md).
+WindowOpt = Annotated[str | None, typer.Option("--window", metavar="START:END", help="Keep GPU work starting in this window, e.g. 2s:5s, 500ms: or :3s (units ns, us, ms, s), relative to --window-origin.")]
+OriginOpt = Annotated[str, typer.Option("--window-origin", metavar="kernel|capture", help="What --window counts from: the first kernel's start (kernel) or the capture start (capture).")]
+SkipOpt = Annotated[int, typer.Option("--skip-first", metavar="N", help="Drop warm-up: per process, all work launched before the (N+1)-th instance of the --per range (else the --nvtx range).")]
+NvtxOpt = Annotated[str | None, typer.Option("--nvtx", metavar="NAME[@DOMAIN]", help="Keep only GPU work launched inside matching NVTX ranges (exact name or regex; PyTorch suffixes folded).")]
+PerOpt = Annotated[str | None, typer.Option("--per", metavar="RANGE", help="Count the instances of this NVTX range as steps; a diff of two such sides compares per step.")]
+PhasesOpt = Annotated[Path | None, typer.Option("--phases", metavar="FILE", help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.")]
+
+
 @app.command()
 @handled
 def summary(
@@ -94,9 +103,19 @@ def summary(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Output format.")] = SummaryFormat.text,
     top: Annotated[int, typer.Option(help="Rows in the top-kernels and NVTX tables.")] = 20,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
 ) -> None:
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX."""
-    fp = api.load(trace)
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases,
+    )  # fmt: skip
+    fp = api.load(trace, opts)
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
         return
@@ -112,9 +131,22 @@ def summary(
 def fingerprint(
     trace: Annotated[Path, typer.Argument(help="An nsys SQLite export.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")] = None,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
 ) -> None:
     """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
-    _write(fingerprint_to_json(api.load(trace)), output)
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases,
+    )  # fmt: skip
+    _write(fingerprint_to_json(api.load(trace, opts)), output)
+
+
+_DEFAULTS = Settings()
 
 
 @app.command()
@@ -133,11 +165,18 @@ def diff(
         list[Path] | None,
         typer.Option("--output", "-o", help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable."),
     ] = None,
-    z_threshold: Annotated[float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")] = Settings.z_threshold,
-    min_deviation: Annotated[float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")] = Settings.min_deviation,
-    min_share: Annotated[float, typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%).")] = Settings.min_share,
-    noise: Annotated[float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")] = Settings.noise,
+    z_threshold: Annotated[float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")] = Settings().z_threshold,
+    min_deviation: Annotated[float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")] = Settings().min_deviation,
+    min_share: Annotated[float, typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%).")] = Settings().min_share,
+    noise: Annotated[float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")] = Settings().noise,
     width: Annotated[int, typer.Option(help="Text report width in columns.")] = 120,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
+    require_same_gpu: Annotated[bool, typer.Option("--require-same-gpu", help="Different GPU models (or counts) make the verdict inconclusive instead of a note.")] = False,
 ) -> None:
     """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
@@ -147,7 +186,13 @@ def diff(
         format_for(bad)
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
-    b, c = api.load(base), api.load(candidate)
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases, phases=ruleset.phases if ruleset else None,
+        phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+    )  # fmt: skip
+    b, c = api.load(base, opts), api.load(candidate, opts)
+    reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
     findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
     report = api.judge(
@@ -156,7 +201,8 @@ def diff(
         results,
         strict=strict,
         judged=ruleset is not None,
-        reasons=api.inconclusive_reasons(b, c),
+        reasons=reasons,
+        notes=notes,
         packs=ruleset.sources if ruleset else (),
     )
     sys.stdout.write(render(report, fmt, width=width))
@@ -169,6 +215,52 @@ def diff(
             sys.stdout.write(github.render(report))
         github.publish(report, os.environ)
     raise typer.Exit(int(report.exit_code))
+
+
+rules_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Rule packs and kinds: list the shipped packs, explain a rule or a kind, validate files.",
+)
+app.add_typer(rules_app, name="rules")
+
+
+@rules_app.command("list")
+@handled
+def rules_list() -> None:
+    """The shipped rule packs, with their rule counts and descriptions."""
+    from nsysdiff.rules import catalog
+
+    for p in catalog.packs():
+        extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
+        print(f"{p.name:<17} {p.rules:>3} rules{extends}  {p.description}")
+
+
+@rules_app.command("explain")
+@handled
+def rules_explain(
+    name: Annotated[
+        str, typer.Argument(help="A rule id of the shipped packs, a kind (budget, ...) or 'waivers'.")
+    ],
+) -> None:
+    """Print the documentation of a rule, a rule kind and its options, or waivers."""
+    from nsysdiff.rules import catalog
+
+    sys.stdout.write(catalog.explain(name))
+
+
+@rules_app.command("validate")
+@handled
+def rules_validate(
+    files: Annotated[
+        list[str], typer.Argument(help="Rule files or pack names, loaded together as --rules does.")
+    ],
+) -> None:
+    """Check rule files without reading a trace: exit 0 and 'ok', or exit 2 and the error."""
+    from nsysdiff import rules as rule_engine
+
+    ruleset = rule_engine.load_rules(files)
+    print(f"ok: {', '.join(files)} ({len(ruleset.rules)} rules, {len(ruleset.waivers)} waivers)")
 
 
 def route(argv: list[str]) -> list[str]:

@@ -21,9 +21,10 @@ The statistics (documented in ``docs/diff.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,8 +66,8 @@ class Settings:
 class Side:
     """One side of a row. ``p50_ns``/``p90_ns`` only for single kernels."""
 
-    calls: int
-    total_ns: int
+    calls: float  # per step (a float) when the diff is normalised, else an int
+    total_ns: float
     mean_ns: float
     p50_ns: float | None = None
     p90_ns: float | None = None
@@ -90,7 +91,7 @@ class Row:
     category: str | None
     base: Side | None
     candidate: Side | None
-    delta_ns: int
+    delta_ns: float
     ratio: float | None  # total time, candidate / base
     calls_ratio: float | None
     mean_ratio: float | None
@@ -105,10 +106,24 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class CopySide:
+    """One side of a copy row: :class:`CopyStats`, divided by the steps when normalised."""
+
+    kind: str
+    ops: float
+    bytes: float
+    total_ns: float
+
+    @property
+    def gbps(self) -> float | None:
+        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
+
+
+@dataclass(frozen=True, slots=True)
 class CopyDelta:
     kind: str
-    base: CopyStats | None
-    candidate: CopyStats | None
+    base: CopySide | None
+    candidate: CopySide | None
     ratio: float | None  # time
     ops_ratio: float | None
     bytes_ratio: float | None
@@ -119,8 +134,8 @@ class CopyDelta:
 class Variant:
     name: str
     demangled: str
-    calls: int
-    total_ns: int
+    calls: float
+    total_ns: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +149,11 @@ class VariantDrift:
     kept: tuple[str, ...]
 
     @property
-    def appeared_ns(self) -> int:
+    def appeared_ns(self) -> float:
         return sum(v.total_ns for v in self.appeared)
 
     @property
-    def disappeared_ns(self) -> int:
+    def disappeared_ns(self) -> float:
         return sum(v.total_ns for v in self.disappeared)
 
 
@@ -154,6 +169,13 @@ class Headline:
     candidate_kernels: int
     common_kernels: int
     same_count_different_kernels: bool
+    # Per-step normalisation (both sides counted instances of the `--per` range): the
+    # rows, copies and variants are per step, and `ratio` is the per-step ratio.
+    per: str | None = None
+    base_steps: int | None = None
+    candidate_steps: int | None = None
+    base_per_step_ns: float | None = None  # kernel time per step: the GPU-side TPOT
+    candidate_per_step_ns: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +192,11 @@ class Diff:
     sync: tuple[Row, ...]
     nvtx: tuple[Row, ...]
     variants: tuple[VariantDrift, ...]
+    phases: tuple[PhaseDiff, ...] = ()  # phases named on both sides, in base order
+
+    @property
+    def per_step(self) -> bool:
+        return self.headline.per is not None
 
     @property
     def outliers(self) -> tuple[Row, ...]:
@@ -184,6 +211,35 @@ class Diff:
     @property
     def candidate_meta(self) -> TraceMeta:
         return self.candidate.meta
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseDiff:
+    """One phase (``--phases``) present on both sides, diffed on its own."""
+
+    name: str
+    base_ranges: int
+    candidate_ranges: int
+    diff: Diff
+
+
+def steps(base: Fingerprint, cand: Fingerprint) -> tuple[int, int] | None:
+    """Both sides' step counts when the diff is per step: same ``--per`` range, both counted."""
+    b, c = base.scope, cand.scope
+    if b.per is None or b.per != c.per or not b.steps or not c.steps:
+        return None
+    return b.steps, c.steps
+
+
+def _div(value: int, n: int | None) -> float:
+    """``value`` per step; unchanged (an int) when there are no steps."""
+    return value if n is None else value / n
+
+
+def _per_step(items: list[_Item], n: int | None) -> list[_Item]:
+    if n is None:
+        return items
+    return [dataclasses.replace(i, calls=i.calls / n, total_ns=i.total_ns / n) for i in items]
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -211,8 +267,8 @@ class _Item:
 
     key: str
     name: str
-    calls: int
-    total_ns: int
+    calls: float
+    total_ns: float
     p50_ns: float | None = None
     p90_ns: float | None = None
     family: str | None = None
@@ -220,7 +276,7 @@ class _Item:
     kernel: KernelStats | None = None
 
 
-def _side(item: _Item | None, total: int) -> Side | None:
+def _side(item: _Item | None, total: float) -> Side | None:
     if item is None:
         return None
     mean = item.total_ns / item.calls if item.calls else 0.0
@@ -230,8 +286,8 @@ def _side(item: _Item | None, total: int) -> Side | None:
 def _rows(
     base: Sequence[_Item],
     cand: Sequence[_Item],
-    base_total: int,
-    cand_total: int,
+    base_total: float,
+    cand_total: float,
     settings: Settings,
     scale: float,
     spread: float,
@@ -340,9 +396,19 @@ def overall_scale(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> t
     return math.exp(centre), mad
 
 
-def _copies(base: Sequence[CopyStats], cand: Sequence[CopyStats], noise: float) -> tuple[CopyDelta, ...]:
-    b = {x.kind: x for x in base}
-    c = {x.kind: x for x in cand}
+def _copy_side(c: CopyStats, n: int | None) -> CopySide:
+    return CopySide(c.kind, _div(c.ops, n), _div(c.bytes, n), _div(c.total_ns, n))
+
+
+def _copies(
+    base: Sequence[CopyStats],
+    cand: Sequence[CopyStats],
+    noise: float,
+    per: tuple[int, int] | None = None,
+) -> tuple[CopyDelta, ...]:
+    bn, cn = per if per else (None, None)
+    b = {x.kind: _copy_side(x, bn) for x in base}
+    c = {x.kind: _copy_side(x, cn) for x in cand}
     out = []
     for kind in sorted(b.keys() | c.keys()):
         bx, cx = b.get(kind), c.get(kind)
@@ -361,7 +427,9 @@ def _copies(base: Sequence[CopyStats], cand: Sequence[CopyStats], noise: float) 
     return tuple(out)
 
 
-def _variants(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple[VariantDrift, ...]:
+def _variants(
+    base: Sequence[KernelStats], cand: Sequence[KernelStats], per: tuple[int, int] | None = None
+) -> tuple[VariantDrift, ...]:
     def by_family(ks: Sequence[KernelStats]) -> dict[str, dict[str, KernelStats]]:
         out: dict[str, dict[str, KernelStats]] = {}
         for k in ks:
@@ -369,12 +437,16 @@ def _variants(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple
         return out
 
     bf, cf = by_family(base), by_family(cand)
+    bn, cn = per if per else (None, None)
     drifts = []
-    variant: Callable[[KernelStats], Variant] = lambda k: Variant(k.name, k.demangled, k.calls, k.total_ns)  # noqa: E731
+
+    def variant(k: KernelStats, n: int | None) -> Variant:
+        return Variant(k.name, k.demangled, _div(k.calls, n), _div(k.total_ns, n))
+
     for fam in sorted(bf.keys() & cf.keys()):
         b, c = bf[fam], cf[fam]
-        appeared = [variant(c[n]) for n in sorted(c.keys() - b.keys())]
-        gone = [variant(b[n]) for n in sorted(b.keys() - c.keys())]
+        appeared = [variant(c[n], cn) for n in sorted(c.keys() - b.keys())]
+        gone = [variant(b[n], bn) for n in sorted(b.keys() - c.keys())]
         if appeared or gone:
             any_k = next(iter(b.values()))
             drifts.append(
@@ -390,25 +462,35 @@ def _variants(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple
 
 
 def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings()) -> Diff:
-    bt, ct = base.kernel_ns, cand.kernel_ns
+    """Diff two fingerprints; per step (every figure divided by the step counts) when
+    both were scoped with the same ``--per`` range."""
+    per = steps(base, cand)
+    bn, cn = per if per else (None, None)
+    bt, ct = _div(base.kernel_ns, bn), _div(cand.kernel_ns, cn)
     scale, mad = overall_scale(base.kernels, cand.kernels)
+    if per:
+        # Dividing by the steps shifts every log ratio by the same amount: the MAD stays.
+        scale *= per[0] / per[1]
     spread = max(mad, settings.mad_floor)
-    kernels = _rows(_kernel_items(base), _kernel_items(cand), bt, ct, settings, scale, spread, True)
+    kernels = _rows(
+        _per_step(_kernel_items(base), bn), _per_step(_kernel_items(cand), cn),
+        bt, ct, settings, scale, spread, True,
+    )  # fmt: skip
     fam = _rows(
-        _group_items(group_by(base.kernels, "family"), "family"),
-        _group_items(group_by(cand.kernels, "family"), "family"),
+        _per_step(_group_items(group_by(base.kernels, "family"), "family"), bn),
+        _per_step(_group_items(group_by(cand.kernels, "family"), "family"), cn),
         bt, ct, settings, scale, spread, True,
     )  # fmt: skip
     cats = _rows(
-        _group_items(group_by(base.kernels, "category"), "category"),
-        _group_items(group_by(cand.kernels, "category"), "category"),
+        _per_step(_group_items(group_by(base.kernels, "category"), "category"), bn),
+        _per_step(_group_items(group_by(cand.kernels, "category"), "category"), cn),
         bt, ct, settings, scale, spread, True,
     )  # fmt: skip
     b_names = {k.demangled for k in base.kernels}
     c_names = {k.demangled for k in cand.kernels}
     headline = Headline(
-        base_total_ns=bt,
-        candidate_total_ns=ct,
+        base_total_ns=base.kernel_ns,
+        candidate_total_ns=cand.kernel_ns,
         ratio=_ratio(bt, ct),
         scale=scale,
         base_launches=base.kernel_calls,
@@ -417,6 +499,20 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         candidate_kernels=len(c_names),
         common_kernels=len(b_names & c_names),
         same_count_different_kernels=base.kernel_calls == cand.kernel_calls and b_names != c_names,
+        per=base.scope.per if per else None,
+        base_steps=bn,
+        candidate_steps=cn,
+        base_per_step_ns=bt if per else None,
+        candidate_per_step_ns=ct if per else None,
+    )
+    c_phases = {p.name: p for p in cand.phases}
+    phases = tuple(
+        PhaseDiff(
+            p.name, p.ranges, c_phases[p.name].ranges,
+            compare(p.fingerprint, c_phases[p.name].fingerprint, settings),
+        )
+        for p in base.phases
+        if p.name in c_phases
     )
     return Diff(
         base=base,
@@ -426,9 +522,16 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         kernels=kernels,
         families=fam,
         categories=cats,
-        memcpy=_copies(base.memcpy, cand.memcpy, settings.noise),
-        memset=_copies(base.memset, cand.memset, settings.noise),
-        sync=_rows(_api_items(base.sync), _api_items(cand.sync), bt, ct, settings, 1.0, 1.0, False),
-        nvtx=_rows(_nvtx_items(base.nvtx), _nvtx_items(cand.nvtx), bt, ct, settings, 1.0, 1.0, False),
-        variants=_variants(base.kernels, cand.kernels),
+        memcpy=_copies(base.memcpy, cand.memcpy, settings.noise, per),
+        memset=_copies(base.memset, cand.memset, settings.noise, per),
+        sync=_rows(
+            _per_step(_api_items(base.sync), bn), _per_step(_api_items(cand.sync), cn),
+            bt, ct, settings, 1.0, 1.0, False,
+        ),
+        nvtx=_rows(
+            _per_step(_nvtx_items(base.nvtx), bn), _per_step(_nvtx_items(cand.nvtx), cn),
+            bt, ct, settings, 1.0, 1.0, False,
+        ),
+        variants=_variants(base.kernels, cand.kernels, per),
+        phases=phases,
     )

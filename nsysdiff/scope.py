@@ -153,12 +153,15 @@ class ScopeOptions:
             parse_window(self.window)
         if self.window_origin not in WINDOW_ORIGINS:
             raise UsageError(
-                f"--window-origin {self.window_origin!r}: expected one of {', '.join(WINDOW_ORIGINS)}"
+                f"--window-origin {self.window_origin!r}: "
+                f"expected one of {', '.join(WINDOW_ORIGINS)}"
             )
         if self.skip_first < 0:
             raise UsageError(f"--skip-first {self.skip_first}: must be 0 or more")
         if self.skip_first and self.per is None and self.nvtx is None:
-            raise UsageError("--skip-first needs the range to count: give --per RANGE or --nvtx RANGE")
+            raise UsageError(
+                "--skip-first needs the range to count: give --per RANGE or --nvtx RANGE"
+            )
         if self.nvtx is not None:
             parse_pattern(self.nvtx)
         if self.per is not None:
@@ -199,7 +202,9 @@ def load_phases(path: str | Path) -> PhaseMap:
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise UsageError(f"{p}: not valid YAML{where}") from None
     if not isinstance(doc, dict) or "phases" not in doc:
-        raise UsageError(f"{p}: expected a top-level `phases:` mapping (phase name -> NVTX patterns)")
+        raise UsageError(
+            f"{p}: expected a top-level `phases:` mapping (phase name -> NVTX patterns)"
+        )
     return parse_phases(doc["phases"], str(p))
 
 
@@ -210,9 +215,15 @@ def parse_phases(data: Any, source: str) -> PhaseMap:
     out = []
     for name, value in data.items():
         if not isinstance(name, str) or not name.strip():
-            raise UsageError(f"{source}: phases: phase names must be non-empty strings, got {name!r}")
+            raise UsageError(
+                f"{source}: phases: phase names must be non-empty strings, got {name!r}"
+            )
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
+        if (
+            not isinstance(items, list)
+            or not items
+            or not all(isinstance(x, str) and x for x in items)
+        ):
             raise UsageError(
                 f"{source}: phases: {name}: expected an NVTX pattern or a list of patterns"
             )
@@ -230,7 +241,12 @@ def pid_of(global_tid: IntArray) -> IntArray:
 
 
 def contained(
-    start: IntArray, end: IntArray, key: IntArray, r_start: IntArray, r_end: IntArray, r_key: IntArray
+    start: IntArray,
+    end: IntArray,
+    key: IntArray,
+    r_start: IntArray,
+    r_end: IntArray,
+    r_key: IntArray,
 ) -> BoolArray:
     """True where event ``i`` lies inside some range with the same key.
 
@@ -313,9 +329,12 @@ class _Scoper:
         self.meta = r.metadata()
         self.window = self._window()
         self.ranges = r.nvtx_ranges()
-        keys = [(fold_nvtx(n), d) for n, d in zip(self.ranges.name, self.ranges.domain)]
+        names, domains = self.ranges.name, self.ranges.domain
+        keys = [(fold_nvtx(n), d) for n, d in zip(names, domains, strict=True)]
         self._unique: dict[tuple[str, str], int] = {}
-        self._code = np.array([self._unique.setdefault(k, len(self._unique)) for k in keys], dtype=np.int64)
+        self._code = np.array(
+            [self._unique.setdefault(k, len(self._unique)) for k in keys], dtype=np.int64
+        )
         self.nvtx = self._mask(options.nvtx, "--nvtx") if options.nvtx else None
         self.per = self._mask(options.per, "--per") if options.per else None
         self.cut_pids, self.cuts = self._skip()
@@ -345,7 +364,9 @@ class _Scoper:
             present = sorted({n for n, _ in self._unique})
             shown = ", ".join(repr(n) for n in present[:8]) + (", ..." if len(present) > 8 else "")
             found = f"ranges present: {shown}" if present else "the trace has no NVTX ranges"
-            raise UsageError(f"{option} {text!r}: no NVTX range in {self.r.path.name} matches ({found})")
+            raise UsageError(
+                f"{option} {text!r}: no NVTX range in {self.r.path.name} matches ({found})"
+            )
         return mask
 
     def _skip(self) -> tuple[IntArray, IntArray]:
@@ -397,8 +418,10 @@ class _Scoper:
                 hits = np.array([pat.matches(n, d) for n, d in self._unique], dtype=np.bool_)
                 if len(self._code):
                     mask |= hits[self._code]
-            instances = int(self._keep(self._range_events(), [*within, mask], True).sum())
-            sub = self._build([*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True)
+            instances = int((self._keep(self._range_events(), within, True) & mask).sum())
+            sub = self._build(
+                [*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
+            )
             phases.append(Phase(name, instances, sub, patterns))
         return replace(fp, phases=tuple(phases))
 
@@ -415,7 +438,7 @@ class _Scoper:
             sel = Selection(window=self.window)
         steps = None
         if self.per is not None:
-            steps = int(self._keep(self._range_events(), [*within, self.per], True).sum())
+            steps = int((self._keep(self._range_events(), within, True) & self.per).sum())
             if not steps and not phase:
                 raise UsageError(
                     f"--per {o.per!r}: no instance of the range lies in the scope of "
@@ -446,7 +469,9 @@ class _Scoper:
         calls = np.bincount(ev.code[keep], minlength=n)
         total = np.bincount(ev.code[keep], weights=(ev.end - ev.start)[keep], minlength=n)
         return tuple(
-            ApiRow(name, int(calls[i]), int(total[i])) for i, name in enumerate(ev.names) if calls[i]
+            ApiRow(name, int(calls[i]), int(total[i]))
+            for i, name in enumerate(ev.names)
+            if calls[i]
         )
 
     def _nvtx(self, within: list[BoolArray]) -> tuple[RangeRow, ...]:
@@ -475,7 +500,9 @@ def check_saved(fp: Fingerprint, options: ScopeOptions, source: str) -> None:
     want = options.scope()
     have = (s.window, s.window_origin, s.nvtx, s.per, s.skip_first)
     asked = (want.window, want.window_origin, want.nvtx, want.per, want.skip_first)
-    phases_ok = not options.phases or tuple((p.name, p.patterns) for p in fp.phases) == options.phases
+    phases_ok = (
+        not options.phases or tuple((p.name, p.patterns) for p in fp.phases) == options.phases
+    )
     if have == asked and phases_ok:
         return
     raise UsageError(
@@ -490,7 +517,8 @@ def describe(s: Scope) -> str:
     """One phrase naming a scope, for messages and reports."""
     parts = []
     if s.window:
-        parts.append(f"--window {s.window} (from the {'capture start' if s.window_origin == 'capture' else 'first kernel'})")
+        origin = "capture start" if s.window_origin == "capture" else "first kernel"
+        parts.append(f"--window {s.window} (from the {origin})")
     if s.nvtx:
         parts.append(f"--nvtx {s.nvtx}")
     if s.per:
@@ -498,3 +526,24 @@ def describe(s: Scope) -> str:
     if s.skip_first:
         parts.append(f"--skip-first {s.skip_first}")
     return " ".join(parts) if parts else "the whole capture"
+
+
+def options(
+    *,
+    window: str | None = None,
+    window_origin: str = "kernel",
+    skip_first: int = 0,
+    nvtx: str | None = None,
+    per: str | None = None,
+    phases_file: str | Path | None = None,
+    phases: Any = None,
+    phases_source: str = "rules",
+) -> ScopeOptions:
+    """:class:`ScopeOptions` from command-line values; ``phases_file`` wins over ``phases``
+    (a ``phases:`` mapping found elsewhere, e.g. in the rule files)."""
+    phase_map: PhaseMap = ()
+    if phases_file is not None:
+        phase_map = load_phases(phases_file)
+    elif phases:
+        phase_map = parse_phases(dict(phases), phases_source)
+    return ScopeOptions(window, window_origin, skip_first, nvtx, per, phase_map)

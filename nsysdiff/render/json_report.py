@@ -15,8 +15,8 @@ import json
 import math
 from typing import Any
 
-from nsysdiff import stats
-from nsysdiff.diff import CopyDelta, Diff, Row, Side, Variant, VariantDrift
+from nsysdiff import comparability, stats
+from nsysdiff.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
 from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
 from nsysdiff.report import Finding, Report, RuleResult
 
@@ -55,13 +55,16 @@ def _stats(r: Row) -> dict[str, Any]:
         "deviation": r.deviation,
         "is_outlier": r.is_outlier,
         "distribution": (
-            None if dist is None else {"prob_slower": dist.prob_slower, "ks_distance": dist.ks_distance}
+            None
+            if dist is None
+            else {"prob_slower": dist.prob_slower, "ks_distance": dist.ks_distance}
         ),
     }
 
 
 def kernel_row(r: Row) -> dict[str, Any]:
-    return {"name": r.name, "demangled": r.key, "family": r.family, "category": r.category, **_stats(r)}
+    ident = {"name": r.name, "demangled": r.key, "family": r.family, "category": r.category}
+    return {**ident, **_stats(r)}
 
 
 def named_row(r: Row) -> dict[str, Any]:
@@ -74,7 +77,7 @@ def nvtx_row(r: Row) -> dict[str, Any]:
     return {"name": r.name, "domain": domain, **_stats(r)}
 
 
-def _copy(c: CopyStats | None) -> dict[str, Any] | None:
+def _copy(c: CopyStats | CopySide | None) -> dict[str, Any] | None:
     return None if c is None else {"ops": c.ops, "bytes": c.bytes, "total_ns": c.total_ns}
 
 
@@ -159,6 +162,26 @@ def overall(d: Diff) -> dict[str, Any]:
         "only_base_kernels": h.base_kernels - h.common_kernels,
         "only_candidate_kernels": h.candidate_kernels - h.common_kernels,
         "same_count_different_kernels": h.same_count_different_kernels,
+        "per": h.per,
+        "base_steps": h.base_steps,
+        "candidate_steps": h.candidate_steps,
+        "base_per_step_ns": h.base_per_step_ns,
+        "candidate_per_step_ns": h.candidate_per_step_ns,
+    }
+
+
+def phase_row(p: PhaseDiff) -> dict[str, Any]:
+    d = p.diff
+    return {
+        "name": p.name,
+        "base_ranges": p.base_ranges,
+        "candidate_ranges": p.candidate_ranges,
+        "overall": overall(d),
+        "outliers": [kernel_row(r) for r in d.outliers],
+        "categories": [named_row(r) for r in d.categories],
+        "memcpy": [copy_row(x) for x in d.memcpy],
+        "memset": [copy_row(x) for x in d.memset],
+        "variants": [variant_row(v) for v in d.variants],
     }
 
 
@@ -180,6 +203,10 @@ def report_data(report: Report) -> dict[str, Any]:
         "packs": list(report.packs),
         "reasons": list(report.reasons),
         "notes": list(report.notes),
+        "comparability": [
+            {"label": f.label, "base": f.base, "candidate": f.candidate}
+            for f in comparability.facts(d.base, d.candidate)
+        ],
         "settings": {
             "z_threshold": d.settings.z_threshold,
             "min_deviation": d.settings.min_deviation,
@@ -198,6 +225,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "sync": [named_row(r) for r in d.sync],
         "nvtx": [nvtx_row(r) for r in d.nvtx],
         "variants": [variant_row(v) for v in d.variants],
+        "phases": [phase_row(p) for p in d.phases],
         "findings": [finding_row(f, f in failing) for f in report.findings],
         "rules": [rule_row(r, failed_rules) for r in report.rules],
         "base_meta": meta_data(d.base_meta),

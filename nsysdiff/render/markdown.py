@@ -19,9 +19,10 @@ import html
 import re
 from collections.abc import Callable, Sequence
 
+from nsysdiff import comparability
 from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.report import Finding, Level, Outcome, Report
 from nsysdiff.render import units as u
+from nsysdiff.report import Finding, Level, Outcome, Report
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
 TOP_CHANGES = 10
@@ -42,6 +43,11 @@ _STATUS = {
 def status_word(report: Report) -> str:
     """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``UNJUDGED``."""
     return _STATUS[report.outcome]
+
+
+def count(x: float) -> str:
+    """A count: ``1,234``, or a per-step average such as ``12.50``."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.2f}"
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -79,8 +85,35 @@ def scale_phrase(scale: float) -> str:
 
 
 def kernel_time_phrase(diff: Diff) -> str:
+    """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
-    return f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
+    if h.per is not None:
+        return (
+            f"kernel time per {h.per} step {u.ns(h.base_per_step_ns)} → "
+            f"{u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
+        )
+    return (
+        f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
+    )
+
+
+def compared_ns(diff: Diff) -> tuple[float, float]:
+    """The kernel times the headline ratio compares: per step when the diff is per step."""
+    h = diff.headline
+    if h.per is not None and h.base_per_step_ns is not None and h.candidate_per_step_ns is not None:
+        return h.base_per_step_ns, h.candidate_per_step_ns
+    return h.base_total_ns, h.candidate_total_ns
+
+
+def steps_phrase(diff: Diff) -> str | None:
+    """``per step of decode: 64 → 64 steps; figures below are per step``, when per step."""
+    h = diff.headline
+    if h.per is None:
+        return None
+    return (
+        f"per step of {h.per}: {count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} steps; "
+        f"times, calls, copies and variants are per step"
+    )
 
 
 def kernel_count_phrase(diff: Diff) -> str | None:
@@ -137,8 +170,8 @@ def per_call_pair(r: Row) -> str:
 
 
 def calls_pair(r: Row) -> str:
-    b = f"{r.base.calls:,}" if r.base else "-"
-    c = f"{r.candidate.calls:,}" if r.candidate else "-"
+    b = count(r.base.calls) if r.base else "-"
+    c = count(r.candidate.calls) if r.candidate else "-"
     return f"{b} → {c}"
 
 
@@ -200,7 +233,7 @@ def cell(text: str) -> str:
 def attr(text: str) -> str:
     """Text safe in a double-quoted HTML attribute inside a table cell."""
     flat = " ".join(text.splitlines())
-    return html.escape(flat, quote=True).replace("|", "&#124;")
+    return html.escape(flat, quote=True).replace("|", "&#124;").replace("`", "&#96;")
 
 
 def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
@@ -245,7 +278,8 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
             code(f.subject),
             cell(f.observed),
             cell(f.limit),
-            cell(f.evidence) + (" · " + cell(f.waiver_reason) if f.waived and f.waiver_reason else ""),
+            cell(f.evidence)
+            + (" · " + cell(f.waiver_reason) if f.waived and f.waiver_reason else ""),
         ]
         for f in findings
     ]
@@ -318,11 +352,31 @@ def _chart(diff: Diff) -> list[str]:
     ]
 
 
+def _phases(diff: Diff) -> list[str]:
+    rows = []
+    for p in diff.phases:
+        b, c = compared_ns(p.diff)
+        top = p.diff.outliers
+        rows.append(
+            [
+                cell(p.name),
+                f"{p.base_ranges:,} → {p.candidate_ranges:,}",
+                u.ns(b),
+                u.ns(c),
+                u.ratio(p.diff.headline.ratio),
+                f"{p.diff.headline.scale:.2f}x",
+                ", ".join(f"{kernel_code(r)} {u.ratio(r.ratio)}" for r in top[:3]) or "none",
+            ]
+        )
+    header = ("phase", "ranges", "base", "candidate", "ratio", "scale", "outliers")
+    return _table(header, rows, "lrrrrrl")
+
+
 def _copies(deltas: Sequence[CopyDelta]) -> list[str]:
     rows = [
         [
             cell(d.kind),
-            copy_pair(d, "ops", lambda x: f"{int(x):,}"),
+            copy_pair(d, "ops", count),
             copy_pair(d, "bytes", u.nbytes),
             copy_pair(d, "total_ns", u.ns),
             u.ratio(d.ops_ratio),
@@ -345,7 +399,7 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
         )
         out.append("")
         rows = [
-            [mark, code(x.name, full=x.demangled), f"{x.calls:,}", u.ns(x.total_ns)]
+            [mark, code(x.name, full=x.demangled), count(x.calls), u.ns(x.total_ns)]
             for mark, variants in (("appeared", v.appeared), ("disappeared", v.disappeared))
             for x in variants
         ]
@@ -370,7 +424,16 @@ def _top_changes(diff: Diff) -> list[str]:
                 ("**outlier**" if r.is_outlier else r.verdict.value),
             ]
         )
-    header = ("kernel", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect", "verdict")
+    header = (
+        "kernel",
+        "base",
+        "candidate",
+        "Δ",
+        "ratio",
+        "calls",
+        "count / per-call effect",
+        "verdict",
+    )
     return _table(header, rows, "lrrrrrrl")
 
 
@@ -388,18 +451,25 @@ def render(report: Report) -> str:
         out += [f"> - {cell(r)}" for r in report.reasons]
         out.append("")
     context = [
-        f"base <code>{cell(d.base_meta.source)}</code> → candidate <code>{cell(d.candidate_meta.source)}</code>",
+        f"base <code>{cell(d.base_meta.source)}</code> → "
+        f"candidate <code>{cell(d.candidate_meta.source)}</code>",
         scale_phrase(h.scale),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
-        f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)",
+        f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
+        f"({h.common_kernels:,} common)",
     ]
     same = kernel_count_phrase(d)
     if same:
         context.append(f"**{same}**")
+    steps = steps_phrase(d)
+    if steps:
+        context.append(cell(steps))
     out += [" · ".join(context), ""]
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
+    lines = (*comparability.scope_lines(d), *comparability.fact_lines(d))
+    out += ["<sub>" + " · ".join(f"{k}: {cell(v)}" for k, v in lines) + "</sub>", ""]
 
     failed = report.failed
     if failed:
@@ -422,12 +492,18 @@ def render(report: Report) -> str:
         out.append("")
         out += _chart(d)
         out.append("")
+    if d.phases:
+        out += ["### Phases", ""]
+        out += _phases(d)
+        out.append("")
     others = [f for f in report.findings if f not in failed]
     if others:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:
         kinds = len(d.memcpy) + len(d.memset)
-        out += _details(f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset)))
+        out += _details(
+            f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset))
+        )
     if d.variants:
         appeared = sum(len(v.appeared) for v in d.variants)
         gone = sum(len(v.disappeared) for v in d.variants)
@@ -438,7 +514,8 @@ def render(report: Report) -> str:
         )
     if d.kernels:
         out += _details(
-            f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of {len(d.kernels):,} kernels)",
+            f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of "
+            f"{len(d.kernels):,} kernels)",
             _top_changes(d),
         )
     s = d.settings
@@ -449,4 +526,3 @@ def render(report: Report) -> str:
         f"ratios are not confidence intervals.</sub>"
     )
     return "\n".join(out) + "\n"
-

@@ -40,7 +40,9 @@ def _category(value: Any) -> re.Pattern[str]:
     pattern = opt.regex(value)
     known = categories.names()
     if not any(pattern.search(n) for n in known):
-        raise ValueError(f"{pattern.pattern!r} matches no category (categories: {', '.join(known)})")
+        raise ValueError(
+            f"{pattern.pattern!r} matches no category (categories: {', '.join(known)})"
+        )
     return pattern
 
 
@@ -73,7 +75,9 @@ OPTIONS = (
     ),
     Option("memcpy", "regex", opt.regex, "Select memcpy kinds that match (`HtoD`, `DtoD`, `.*`)."),
     Option("memset", "true", _memset, "Select memsets (`memset: true`)."),
-    Option("nvtx", "regex", opt.regex, "Select NVTX ranges whose name (or `domain::name`) matches."),
+    Option(
+        "nvtx", "regex", opt.regex, "Select NVTX ranges whose name (or `domain::name`) matches."
+    ),
     Option("sync", "regex", opt.regex, "Select synchronising CUDA API calls whose name matches."),
     Option("whole", "`trace`", opt.choice(("trace",)), "Select every kernel (`whole: trace`)."),
     Option(
@@ -167,11 +171,16 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
     metric: str = values["metric"]
     if metric not in _METRICS_FOR[selector]:
         allowed = ", ".join(_METRICS_FOR[selector])
-        raise OptionError("metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})")
+        raise OptionError(
+            "metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})"
+        )
     if not any(lim in given for lim in LIMITS):
         raise OptionError(None, f"a budget needs a limit: one of {', '.join(LIMITS)}")
     if "max_share" in given and selector not in ("kernel", "family", "category"):
-        raise OptionError("max_share", f"a share of kernel time needs a kernel, family or category selection, not {selector}")
+        raise OptionError(
+            "max_share",
+            f"a share of kernel time needs a kernel, family or category selection, not {selector}",
+        )
     if values["each"] and selector == "whole":
         raise OptionError("each", "'whole: trace' is one item; 'each' needs another selector")
     parse = _metric_parser(metric)
@@ -230,7 +239,12 @@ def mixture_quantile(kernels: Sequence[KernelStats], pct: float) -> float | None
     target = pct / 100.0
 
     def cdf(x: float) -> float:
-        return float(sum(w * np.interp(x, q, grid, left=0.0, right=1.0) for w, q in zip(weights, sketches)))
+        return float(
+            sum(
+                w * np.interp(x, q, grid, left=0.0, right=1.0)
+                for w, q in zip(weights, sketches, strict=True)
+            )
+        )
 
     lo, hi = min(k.min_ns for k in ks), max(k.max_ns for k in ks)
     for _ in range(80):
@@ -294,7 +308,11 @@ def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
     if not items:
         return {}
     gs = [g for _, g in items]
-    return {o.selection: Group(sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ())}
+    return {
+        o.selection: Group(
+            sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ()
+        )
+    }
 
 
 def steps(fp: Fingerprint, per: str | None) -> int | None:
@@ -352,18 +370,16 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         cv = value(c, diff.candidate, o.metric, cs if normalised else None)
         if cv is None:
             continue
-        evidence = (
-            f"{o.metric} {_show(bv, fmt)} -> {fmt(cv)}; total time "
-            f"{units.fmt_time(b.total_ns) if b else '-'} -> {units.fmt_time(c.total_ns)}, "
-            f"{'ops' if o.selector in ('memcpy', 'memset') else 'calls'} "
-            f"{b.calls if b else '-'} -> {c.calls}"
-        )
-        if o.per is not None:
-            evidence += (
-                f"; per {o.per} step ({bs} -> {cs} steps)"
-                if normalised
-                else f"; per {o.per}: no step counts in the fingerprints, whole-scope values compared"
-            )
+        evidence = f"{o.metric} {_show(bv, fmt)} -> {fmt(cv)}"
+        if o.metric != "total_time":
+            before = units.fmt_time(b.total_ns) if b else "-"
+            evidence += f"; total time {before} -> {units.fmt_time(c.total_ns)}"
+        counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
+        evidence += f", {counted} {b.calls if b else '-'} -> {c.calls}"
+        if o.per is not None and normalised:
+            evidence += f"; per {o.per} step ({bs} -> {cs} steps)"
+        elif o.per is not None:
+            evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
         if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
         new = b is None or bv is None
@@ -373,7 +389,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             if new:
                 breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
             elif bv is not None and bv > 0 and cv / bv > o.max_ratio * (1 + 1e-9):
-                breaches.append((units.fmt_ratio(cv / bv), f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+                breaches.append(
+                    (units.fmt_ratio(cv / bv), f"max_ratio {units.fmt_ratio(o.max_ratio)}")
+                )
             elif bv == 0 and cv > 0:
                 breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
         if o.max_increase is not None:
@@ -385,7 +403,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         if o.max_share is not None and diff.candidate.kernel_ns:
             share = c.total_ns / diff.candidate.kernel_ns
             if share > o.max_share + 1e-12:
-                breaches.append((units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}"))
+                breaches.append(
+                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}")
+                )
         for observed, limit in breaches:
             yield Finding(
                 level=rule.level,

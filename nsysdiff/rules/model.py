@@ -61,6 +61,16 @@ class Kind:
 
 
 @dataclass(frozen=True, slots=True)
+class Section:
+    """A documented top-level section of a rule file that is not a rule (``waivers``)."""
+
+    name: str
+    summary: str
+    doc: str
+    options: tuple[Option, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     id: str
     kind: str

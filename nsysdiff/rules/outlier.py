@@ -107,17 +107,25 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             assert row.base is not None and row.candidate is not None
             way = "slower" if dev > 1 else "faster"
             evidence = (
-                f"total {units.fmt_time(row.base.total_ns)} -> {units.fmt_time(row.candidate.total_ns)} "
+                f"total {units.fmt_time(row.base.total_ns)} -> "
+                f"{units.fmt_time(row.candidate.total_ns)} "
                 f"({units.fmt_ratio(row.ratio)}) vs overall scale {units.fmt_ratio(scale)}; "
-                f"count effect {_signed(row.count_effect_ns)} (calls {row.base.calls} -> {row.candidate.calls}), "
+                f"count effect {_signed(row.count_effect_ns)} (calls {row.base.calls} -> "
+                f"{row.candidate.calls}), "
                 f"per-call effect {_signed(row.per_call_effect_ns)} "
-                f"(mean {units.fmt_time(row.base.mean_ns)} -> {units.fmt_time(row.candidate.mean_ns)}); "
+                f"(mean {units.fmt_time(row.base.mean_ns)} -> "
+                f"{units.fmt_time(row.candidate.mean_ns)}); "
                 f"share {units.fmt_percent(share)}"
             )
-            driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
+            driver = (
+                "per-call time"
+                if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns)
+                else "call count"
+            )
             message = rule.message or (
                 f"{what} {row.name} scaled {units.fmt_ratio(row.ratio)} while the trace scaled "
-                f"{units.fmt_ratio(scale)}: {units.fmt_ratio(max(dev, 1 / dev))} {way} than the rest, "
+                f"{units.fmt_ratio(scale)}: {units.fmt_ratio(max(dev, 1 / dev))} {way} than the "
+                "rest, "
                 f"driven by {driver}"
             )
             yield Finding(

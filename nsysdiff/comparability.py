@@ -1,0 +1,232 @@
+"""Can two fingerprints be compared, and what should a reader know when they are?
+
+:func:`assess` returns *reasons* (the comparison would mislead: the verdict becomes
+inconclusive, exit 3) and *notes* (harmless differences, reported). :func:`facts` gives
+the side-by-side lines of the report's comparability section. Documented in
+``docs/scopes.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nsysdiff.diff import Diff
+from nsysdiff.model import Fingerprint, GraphMode, Scope
+from nsysdiff.render.units import ns as fmt_ns
+from nsysdiff.scope import describe
+
+# Below this Jaccard overlap of kernel names the two sides mostly ran different code.
+LOW_OVERLAP = 0.5
+# Below this coverage most GPU time lies outside the NVTX scope.
+LOW_COVERAGE = 0.5
+# Capture lengths further apart than this factor are worth a note.
+CAPTURE_FACTOR = 2.0
+
+NODE_FLAG = "nsys profile --cuda-graph-trace=node"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One line of the comparability section: a property and its value on each side."""
+
+    label: str
+    base: str
+    candidate: str
+
+    @property
+    def same(self) -> bool:
+        return self.base == self.candidate
+
+
+def kernel_overlap(base: Fingerprint, cand: Fingerprint) -> float | None:
+    """Jaccard overlap of the two sides' demangled kernel names (None without kernels)."""
+    b = {k.demangled for k in base.kernels}
+    c = {k.demangled for k in cand.kernels}
+    return len(b & c) / len(b | c) if b and c else None
+
+
+def _gpus(fp: Fingerprint) -> str:
+    if not fp.meta.gpus:
+        return "unknown"
+    names: dict[str, int] = {}
+    for g in fp.meta.gpus:
+        names[g.name] = names.get(g.name, 0) + 1
+    return ", ".join(f"{n}x {name}" for name, n in sorted(names.items()))
+
+
+def _capture(fp: Fingerprint) -> str:
+    return fmt_ns(fp.meta.capture_ns) if fp.meta.capture_ns is not None else "unknown"
+
+
+def _graph(fp: Fingerprint) -> str:
+    m = fp.meta
+    if m.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+        launches = f"{m.graph_launches} graph launches"
+        return f"{m.graph_mode.value} ({launches}, {fmt_ns(m.graph_total_ns)})"
+    return str(m.graph_mode.value)
+
+
+def _scope_key(s: Scope) -> tuple[object, ...]:
+    return (s.window, s.window_origin, s.nvtx, s.per, s.skip_first)
+
+
+def facts(base: Fingerprint, cand: Fingerprint) -> tuple[Fact, ...]:
+    """The comparability section: versions, GPUs, capture, scope, steps, coverage, graphs."""
+    b, c = base.meta, cand.meta
+    out = [
+        Fact("nsys", b.nsys_version or "unknown", c.nsys_version or "unknown"),
+        Fact("schema", b.schema_version or "unknown", c.schema_version or "unknown"),
+        Fact("GPUs", _gpus(base), _gpus(cand)),
+        Fact("capture", _capture(base), _capture(cand)),
+        Fact("scope", describe(base.scope), describe(cand.scope)),
+    ]
+    if base.scope.steps or cand.scope.steps:
+        out.append(Fact("steps", str(base.scope.steps or "-"), str(cand.scope.steps or "-")))
+    if base.scope.coverage is not None or cand.scope.coverage is not None:
+        out.append(
+            Fact(
+                "coverage",
+                _pct(base.scope.coverage) + " of kernel time",
+                _pct(cand.scope.coverage) + " of kernel time",
+            )
+        )
+    out.append(Fact("CUDA graphs", _graph(base), _graph(cand)))
+    overlap = kernel_overlap(base, cand)
+    if overlap is not None:
+        shared = len({k.demangled for k in base.kernels} & {k.demangled for k in cand.kernels})
+        text = f"{overlap:.0%} ({shared} shared)"
+        out.append(Fact("kernel overlap", text, text))
+    return tuple(out)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _major(version: str | None) -> str | None:
+    return version.split(".")[0] if version else None
+
+
+def _graph_reason(base: Fingerprint, cand: Fingerprint) -> str | None:
+    bm, cm = base.meta.graph_mode, cand.meta.graph_mode
+    whole = (GraphMode.GRAPH, GraphMode.MIXED)
+    if bm not in whole and cm not in whole:
+        return None
+    sides = [
+        f"{side} {_graph(fp)}"
+        for side, fp in (("base", base), ("candidate", cand))
+        if fp.meta.graph_mode in whole
+    ]
+    fix = f"capture both sides with `{NODE_FLAG}` so graph kernels are traced one by one"
+    if {bm, cm} & {GraphMode.NODE}:
+        return (
+            f"CUDA graph trace modes differ (base {bm.value}, candidate {cm.value}): in graph "
+            "mode a graph replay is one GRAPH_TRACE row and its kernels have no rows of their "
+            "own, in node mode they are ordinary kernels, so the kernel figures of the two "
+            f"sides don't describe the same work; {fix}"
+        )
+    return (
+        "graph-mode capture (" + "; ".join(sides) + "): kernels replayed inside CUDA graphs "
+        "have no per-kernel rows, so a kernel-level comparison can't see them (graph-level "
+        f"totals are reported above); {fix}"
+    )
+
+
+def assess(
+    base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(reasons, notes): reasons make the verdict inconclusive, notes are reported."""
+    reasons: list[str] = []
+    notes: list[str] = []
+    for side, fp in (("base", base), ("candidate", cand)):
+        if not fp.meta.has_kernels or not fp.kernels:
+            reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
+    graph = _graph_reason(base, cand)
+    if graph:
+        reasons.append(graph)
+    elif base.meta.graph_mode is not cand.meta.graph_mode:
+        notes.append(
+            f"only one side replays CUDA graphs (base {base.meta.graph_mode.value}, "
+            f"candidate {cand.meta.graph_mode.value})"
+        )
+
+    if _scope_key(base.scope) != _scope_key(cand.scope):
+        reasons.append(
+            f"the sides cover different scopes (base: {describe(base.scope)}; candidate: "
+            f"{describe(cand.scope)}); give both the same --window/--nvtx/--per/--skip-first"
+        )
+    elif base.scope.per and bool(base.scope.steps) != bool(cand.scope.steps):
+        reasons.append(
+            f"only one side counted {base.scope.per} steps: per-step figures can't be compared"
+        )
+
+    bg, cg = _gpus(base), _gpus(cand)
+    b_models = {g.name for g in base.meta.gpus}
+    c_models = {g.name for g in cand.meta.gpus}
+    if b_models and c_models and b_models != c_models:
+        text = f"different GPU models (base {bg}, candidate {cg})"
+        (reasons if require_same_gpu else notes).append(
+            text + ("; the rules require the same GPU" if require_same_gpu else "")
+        )
+    elif b_models and c_models and len(base.meta.gpus) != len(cand.meta.gpus):
+        text = f"different GPU counts (base {bg}, candidate {cg})"
+        (reasons if require_same_gpu else notes).append(text)
+    elif not (b_models and c_models) and (b_models or c_models or require_same_gpu):
+        text = f"GPU model unknown on one side (base {bg}, candidate {cg})"
+        (reasons if require_same_gpu else notes).append(
+            text + ("; the rules require the same GPU" if require_same_gpu else "")
+        )
+
+    bv, cv = base.meta.nsys_version, cand.meta.nsys_version
+    if bv and cv and bv != cv:
+        notes.append(f"different nsys versions (base {bv}, candidate {cv})")
+    bs, cs = base.meta.schema_version, cand.meta.schema_version
+    if _major(bs) and _major(cs) and _major(bs) != _major(cs):
+        notes.append(f"different export schema generations (base {bs}, candidate {cs})")
+
+    b_cap, c_cap = base.meta.capture_ns, cand.meta.capture_ns
+    if b_cap and c_cap and max(b_cap, c_cap) > CAPTURE_FACTOR * min(b_cap, c_cap):
+        notes.append(f"capture lengths differ: base {fmt_ns(b_cap)}, candidate {fmt_ns(c_cap)}")
+
+    overlap = kernel_overlap(base, cand)
+    if overlap is not None and overlap < LOW_OVERLAP:
+        notes.append(
+            f"low kernel-set overlap: {overlap:.0%} of kernel names are shared (Jaccard); "
+            "the sides mostly ran different kernels"
+        )
+    for side, fp in (("base", base), ("candidate", cand)):
+        cov = fp.scope.coverage
+        if cov is not None and cov < LOW_COVERAGE:
+            notes.append(
+                f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})"
+            )
+    return tuple(reasons), tuple(notes)
+
+
+def _pair(b: str, c: str) -> str:
+    return f"{b} (both)" if b == c else f"{b} → {c}"
+
+
+def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
+    """(label, text) headline lines: the graph-level totals, when either side has any.
+
+    The scope (window, NVTX, skip-first) and coverage are lines of :func:`fact_lines`;
+    steps and the per-step GPU time (the GPU-side TPOT) come from
+    :class:`~nsysdiff.diff.Headline` (``per``, ``*_steps``, ``*_per_step_ns``).
+    """
+    b, c = d.base, d.candidate
+    out = []
+    if b.meta.graph_launches or c.meta.graph_launches:
+        out.append(
+            (
+                "CUDA graphs",
+                f"{b.meta.graph_launches} launches ({fmt_ns(b.meta.graph_total_ns)}) → "
+                f"{c.meta.graph_launches} ({fmt_ns(c.meta.graph_total_ns)})",
+            )
+        )
+    return tuple(out)
+
+
+def fact_lines(d: Diff) -> tuple[tuple[str, str], ...]:
+    """(label, text) lines of the comparability section."""
+    return tuple((f.label, _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))

@@ -1,0 +1,137 @@
+"""JUnit XML, for CI dashboards that read test reports.
+
+One ``<testsuite name="nsysdiff">`` inside ``<testsuites>``:
+
+* one test case per rule that ran (``classname="nsysdiff.<kind>"``, ``name="<rule id>"``);
+  it fails when any of its findings decides the FAIL, and lists those subjects;
+* one test case per finding (``name="<rule id>[<subject>]"``): a ``<failure>`` carrying
+  the evidence for a finding that decides the FAIL (errors, and warnings under
+  ``--strict``), ``<skipped>`` for a waived finding, ``<system-out>`` otherwise;
+* when the traces can't be compared, an ``<error>`` test case named ``comparability``
+  with the reasons; under ``--no-rules``, a skipped test case named ``rules``.
+
+The counts on ``<testsuites>`` and ``<testsuite>`` are computed from the cases written.
+Characters XML 1.0 can't carry (control characters in a hostile kernel name) are
+replaced with U+FFFD so that the document always parses.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+from nsysdiff.render import markdown
+from nsysdiff.report import Finding, Outcome, Report
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _x(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
+    return ET.SubElement(suite, "testcase", classname=_x(classname), name=_x(name))
+
+
+def _finding_body(f: Finding) -> str:
+    lines = [
+        f"level: {f.level.value}{'' if f.statistical else ' (fact, not a statistic)'}",
+        f"subject: {f.subject}",
+        f"observed: {f.observed}",
+        f"limit: {f.limit or '-'}",
+        f"evidence: {f.evidence or '-'}",
+    ]
+    if f.message:
+        lines.append(f"message: {f.message}")
+    if f.waived:
+        lines.append(f"waived: {f.waiver_reason or 'no reason given'}")
+    return _x("\n".join(lines))
+
+
+def render(report: Report) -> str:
+    failing = set(report.failed)
+    suite = ET.Element("testsuite", name="nsysdiff")
+    props = ET.SubElement(suite, "properties")
+    h = report.diff.headline
+    for key, value in (
+        ("outcome", report.outcome.value),
+        ("exit_code", str(int(report.exit_code))),
+        ("verdict", markdown.verdict_line(report)),
+        ("base", report.diff.base_meta.source),
+        ("candidate", report.diff.candidate_meta.source),
+        ("base_total_ns", str(h.base_total_ns)),
+        ("candidate_total_ns", str(h.candidate_total_ns)),
+        ("scale", f"{h.scale:.4f}"),
+        ("strict", str(report.strict).lower()),
+    ):
+        ET.SubElement(props, "property", name=key, value=_x(value))
+
+    if report.outcome is Outcome.INCONCLUSIVE:
+        case = _case(suite, "nsysdiff.comparability", "comparability")
+        err = ET.SubElement(
+            case, "error", message=_x("; ".join(report.reasons)), type="inconclusive"
+        )
+        err.text = _x("\n".join(report.reasons))
+    if report.outcome is Outcome.UNJUDGED:
+        case = _case(suite, "nsysdiff", "rules")
+        ET.SubElement(case, "skipped", message="not judged (--no-rules)")
+
+    for rule in report.rules:
+        case = _case(suite, f"nsysdiff.{rule.kind}", rule.rule_id)
+        subjects = [
+            f.subject for f in report.findings if f.rule_id == rule.rule_id and f in failing
+        ]
+        if subjects:
+            fail = ET.SubElement(
+                case,
+                "failure",
+                message=_x(
+                    f"{markdown.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"
+                ),
+                type=rule.level.value,
+            )
+            fail.text = _x(rule.description)
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = _x(
+                f"{rule.description} ({markdown.plural(rule.findings, 'active finding')})"
+            )
+
+    seen: Counter[str] = Counter()
+    for f in report.findings:
+        name = f"{f.rule_id}[{f.subject}]"
+        seen[name] += 1
+        if seen[name] > 1:
+            name += f" #{seen[name]}"
+        case = _case(suite, f"nsysdiff.{f.kind}", name)
+        if f.waived:
+            ET.SubElement(
+                case, "skipped", message=_x(f"waived: {f.waiver_reason or 'no reason given'}")
+            )
+            out = ET.SubElement(case, "system-out")
+            out.text = _finding_body(f)
+        elif f in failing:
+            fail = ET.SubElement(
+                case, "failure", message=_x(markdown.finding_text(f)), type=f.level.value
+            )
+            fail.text = _finding_body(f)
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = _finding_body(f)
+
+    cases = suite.findall("testcase")
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(1 for c in cases if c.find("failure") is not None)),
+        "errors": str(sum(1 for c in cases if c.find("error") is not None)),
+        "skipped": str(sum(1 for c in cases if c.find("skipped") is not None)),
+    }
+    root = ET.Element("testsuites", {"name": "nsysdiff", **counts})
+    for key, count in counts.items():
+        suite.set(key, count)
+    root.append(suite)
+    ET.indent(root, space="  ")
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

@@ -1,0 +1,455 @@
+"""Load and validate rule files and shipped packs into a :class:`RuleSet`.
+
+Everything is checked here, before any trace is read, and every problem is one
+:class:`~nsysdiff.errors.RuleError` line: ``FILE:LINE: rule 'ID': key 'KEY': what``.
+Files are composed with PyYAML's safe loader and every tag is checked against the safe
+constructors first, so a rule file can't build Python objects or run code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.resources
+import re
+import types
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from nsysdiff.errors import RuleError
+from nsysdiff.report import Level
+from nsysdiff.rules import options as opt
+from nsysdiff.rules import waivers as waiver_section
+from nsysdiff.rules.kinds import KINDS
+from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
+
+VERSION = 1
+PACKAGE = "nsysdiff.packs"
+TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases")
+RULE_KEYS = ("id", "kind", "level", "message", "description")
+LEVELS = tuple(level.value for level in Level)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_YAML_TAG = "tag:yaml.org,2002:"
+
+
+def pack_names() -> tuple[str, ...]:
+    root = importlib.resources.files(PACKAGE)
+    return tuple(
+        sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+    )
+
+
+def is_pack(spec: str) -> bool:
+    return spec in pack_names()
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    identity: str  # "pack:NAME" or the resolved path: loading the same thing twice is a no-op
+    label: str  # how messages name it
+    text: str
+    directory: Path | None  # relative `extends:` paths resolve against it
+
+
+def pack_source(name: str) -> Source:
+    text = importlib.resources.files(PACKAGE).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    return Source(f"pack:{name}", f"rules/{name}.yaml", text, None)
+
+
+def resolve(spec: str, directory: Path | None) -> Source | None:
+    """A shipped pack by name, else a file (relative to ``directory`` when given)."""
+    if is_pack(spec):
+        return pack_source(spec)
+    path = Path(spec)
+    if directory is not None and not path.is_absolute():
+        path = directory / path
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RuleError(f"{path}: can't be read ({e})") from None
+    return Source(str(path.resolve()), str(path), text, path.parent)
+
+
+def _line(node: Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _tag(tag: str) -> str:
+    return "!!" + tag[len(_YAML_TAG) :] if tag.startswith(_YAML_TAG) else tag
+
+
+def _as_written(node: Node) -> str:
+    if isinstance(node, ScalarNode):
+        return str(node.value)
+    if isinstance(node, SequenceNode):
+        return "[" + ", ".join(_as_written(n) for n in node.value) + "]"
+    if isinstance(node, MappingNode):
+        return "{" + ", ".join(f"{_as_written(k)}: {_as_written(v)}" for k, v in node.value) + "}"
+    return "?"
+
+
+def _hint(word: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=1)
+    return f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
+
+
+class _File:
+    """One parsed YAML document, with the helpers that turn its problems into messages."""
+
+    def __init__(self, source: Source) -> None:
+        self.label = source.label
+        self._loader = yaml.SafeLoader(source.text)
+        try:
+            node = self._loader.get_single_node()
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line = mark.line + 1 if mark else 1
+            problem = e.problem or e.context or "unreadable YAML"
+            raise RuleError(f"{self.label}:{line}: YAML syntax error: {problem}") from None
+        except yaml.YAMLError as e:
+            raise RuleError(f"{self.label}:1: YAML syntax error: {e}") from None
+        if node is None:
+            raise RuleError(
+                f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: "
+                f"{VERSION}')"
+            )
+        self._scan(node, set())
+        self.root: Node = node
+
+    def fail(self, at: Node | int, where: str | None, key: str | None, what: str) -> NoReturn:
+        parts = [f"{self.label}:{at if isinstance(at, int) else _line(at)}"]
+        if where:
+            parts.append(where)
+        if key is not None:
+            parts.append(f"key {key!r}")
+        parts.append(what)
+        raise RuleError(": ".join(parts))
+
+    def _scan(self, node: Node, seen: set[int]) -> None:
+        """Reject every tag the safe constructor doesn't know, before building anything."""
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if node.tag not in yaml.SafeLoader.yaml_constructors:
+            self.fail(
+                node,
+                None,
+                None,
+                f"tag {_tag(node.tag)!r} is not allowed: rule files are plain YAML",
+            )
+        if isinstance(node, SequenceNode):
+            for child in node.value:
+                self._scan(child, seen)
+        elif isinstance(node, MappingNode):
+            for k, v in node.value:
+                self._scan(k, seen)
+                self._scan(v, seen)
+
+    def value(self, node: Node, where: str | None, key: str | None) -> Any:
+        try:
+            return self._loader.construct_object(node, deep=True)
+        except yaml.YAMLError as e:
+            self.fail(node, where, key, f"can't read the value ({e})")
+
+    def pairs(self, node: MappingNode, where: str | None) -> list[tuple[str, Node, Node]]:
+        out: list[tuple[str, Node, Node]] = []
+        first: dict[str, int] = {}
+        for knode, vnode in node.value:
+            k = self.value(knode, where, None)
+            if not isinstance(k, str):
+                self.fail(knode, where, None, f"keys must be strings, got {opt.type_name(k)}")
+            if k in first:
+                self.fail(knode, where, k, f"duplicate key (first on line {first[k]})")
+            first[k] = _line(knode)
+            out.append((k, knode, vnode))
+        return out
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.rules: dict[str, Rule] = {}
+        self.waivers: list[Waiver] = []
+        self.phases: dict[str, tuple[str, ...]] = {}
+        self.loaded: set[str] = set()
+        self.files: list[str] = []
+
+    def load(self, src: Source, stack: tuple[Source, ...] = ()) -> None:
+        if src.identity in self.loaded:
+            return  # a pack reached twice (two specs, or a diamond of extends)
+        f = _File(src)
+        if not isinstance(f.root, MappingNode):
+            what = "a list" if isinstance(f.root, SequenceNode) else "a scalar"
+            f.fail(
+                f.root,
+                None,
+                None,
+                f"the document must be a mapping (version, rules, ...), not {what}",
+            )
+        top = {k: (kn, vn) for k, kn, vn in f.pairs(f.root, None)}
+        for k, (kn, _) in top.items():
+            if k not in TOP_KEYS:
+                f.fail(kn, None, k, f"unknown top-level key ({_hint(k, TOP_KEYS)})")
+        if "version" not in top:
+            f.fail(f.root, None, "version", f"missing required key (add 'version: {VERSION}')")
+        vnode = top["version"][1]
+        version = f.value(vnode, None, "version")
+        if version != VERSION or isinstance(version, bool):
+            f.fail(
+                vnode,
+                None,
+                "version",
+                f"unsupported version {version!r} (this nsysdiff reads version {VERSION})",
+            )
+        if "description" in top:
+            self._string(f, top["description"][1], None, "description")
+        if "extends" in top:
+            for spec, node in self._extends(f, top["extends"][1]):
+                target = resolve(spec, src.directory)
+                if target is None:
+                    f.fail(
+                        node,
+                        None,
+                        "extends",
+                        f"{spec!r} names no shipped pack ({', '.join(pack_names())}) and no file",
+                    )
+                chain = (*stack, src)
+                if any(s.identity == target.identity for s in chain):
+                    start = next(i for i, s in enumerate(chain) if s.identity == target.identity)
+                    cycle = " -> ".join(s.label for s in (*chain[start:], target))
+                    f.fail(node, None, "extends", f"extends cycle: {cycle}")
+                self.load(target, chain)
+        if "rules" in top:
+            self._rules(f, top["rules"][1])
+        if "waivers" in top:
+            self._waivers(f, top["waivers"][1])
+        if "phases" in top:
+            self._phases(f, top["phases"][1])
+        self.loaded.add(src.identity)
+        self.files.append(src.label)
+
+    def _string(self, f: _File, node: Node, where: str | None, key: str) -> str:
+        v = f.value(node, where, key)
+        try:
+            return opt.string(v)
+        except ValueError as e:
+            f.fail(node, where, key, str(e))
+
+    def _extends(self, f: _File, node: Node) -> list[tuple[str, Node]]:
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        out = []
+        for item in items:
+            v = f.value(item, None, "extends")
+            if not isinstance(v, str) or not v:
+                f.fail(
+                    item,
+                    None,
+                    "extends",
+                    f"expected a pack name or a file path, got {opt.type_name(v)}",
+                )
+            out.append((v, item))
+        return out
+
+    def _rules(self, f: _File, node: Node) -> None:
+        if not isinstance(node, SequenceNode):
+            v = f.value(node, None, "rules")
+            if v is None:
+                return
+            f.fail(node, None, "rules", f"expected a list of rules, got {opt.type_name(v)}")
+        seen: dict[str, int] = {}
+        for index, rnode in enumerate(node.value, 1):
+            rule = self._rule(f, rnode, index, seen)
+            self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
+
+    def _rule(self, f: _File, node: Node, index: int, seen: dict[str, int]) -> Rule:
+        where = f"rule #{index}"
+        if not isinstance(node, MappingNode):
+            v = f.value(node, where, None)
+            f.fail(
+                node,
+                where,
+                None,
+                f"a rule must be a mapping (id, kind, ...), not {opt.type_name(v)}",
+            )
+        pairs = f.pairs(node, where)
+        by = {k: (kn, vn) for k, kn, vn in pairs}
+        if "id" not in by:
+            f.fail(node, where, "id", "missing required key")
+        idnode = by["id"][1]
+        rid = f.value(idnode, where, "id")
+        if not isinstance(rid, str) or not _ID.match(rid):
+            f.fail(
+                idnode,
+                where,
+                "id",
+                f"an id is letters, digits, '-', '_' and '.', got {opt.type_name(rid)}",
+            )
+        where = f"rule {rid!r}"
+        if rid in seen:
+            f.fail(idnode, where, "id", f"duplicate id (first defined on line {seen[rid]})")
+        seen[rid] = _line(idnode)
+        if "kind" not in by:
+            f.fail(node, where, "kind", "missing required key")
+        knode = by["kind"][1]
+        kname = f.value(knode, where, "kind")
+        if not isinstance(kname, str) or kname not in KINDS:
+            shown = repr(kname) if isinstance(kname, str) else opt.type_name(kname)
+            f.fail(
+                knode, where, "kind", f"unknown kind {shown} (kinds: {', '.join(sorted(KINDS))})"
+            )
+        kind = KINDS[kname]
+        level = Level.ERROR
+        if "level" in by:
+            lnode = by["level"][1]
+            try:
+                level = Level(opt.choice(LEVELS)(f.value(lnode, where, "level")))
+            except ValueError as e:
+                f.fail(lnode, where, "level", str(e))
+        message = self._string(f, by["message"][1], where, "message") if "message" in by else ""
+        description = (
+            self._string(f, by["description"][1], where, "description")
+            if "description" in by
+            else ""
+        )
+        parsed: dict[str, Any] = {}
+        settings: list[tuple[str, str]] = []
+        known = (*RULE_KEYS, *(o.name for o in kind.options))
+        for k, kn, vn in pairs:
+            if k in RULE_KEYS:
+                continue
+            option = kind.option(k)
+            if option is None:
+                f.fail(kn, where, k, f"unknown option for kind {kind.name!r} ({_hint(k, known)})")
+            try:
+                parsed[k] = option.parse(f.value(vn, where, k))
+            except ValueError as e:
+                f.fail(vn, where, k, str(e))
+            settings.append((k, _as_written(vn)))
+        for option in kind.options:
+            if option.required and option.name not in parsed:
+                f.fail(node, where, option.name, "missing required option")
+        values = {o.name: parsed.get(o.name, o.default) for o in kind.options}
+        try:
+            options = kind.build(values, frozenset(parsed))
+        except OptionError as e:
+            at = by[e.key][1] if e.key is not None and e.key in by else node
+            f.fail(at, where, e.key, e.message)
+        return Rule(
+            id=rid,
+            kind=kind.name,
+            level=level,
+            message=message,
+            description=description,
+            options=options,
+            settings=tuple(settings),
+            source=f.label,
+            line=_line(node),
+        )
+
+    def _waivers(self, f: _File, node: Node) -> None:
+        if not isinstance(node, SequenceNode):
+            v = f.value(node, None, "waivers")
+            if v is None:
+                return
+            f.fail(node, None, "waivers", f"expected a list of waivers, got {opt.type_name(v)}")
+        for index, wnode in enumerate(node.value, 1):
+            where = f"waiver #{index}"
+            if not isinstance(wnode, MappingNode):
+                v = f.value(wnode, where, None)
+                f.fail(
+                    wnode,
+                    where,
+                    None,
+                    "a waiver must be a mapping (rule, subject, reason, expires), not "
+                    f"{opt.type_name(v)}",
+                )
+            values: dict[str, Any] = {}
+            for k, kn, vn in f.pairs(wnode, where):
+                option = next((o for o in waiver_section.OPTIONS if o.name == k), None)
+                if option is None:
+                    f.fail(
+                        kn,
+                        where,
+                        k,
+                        f"unknown key ({_hint(k, [o.name for o in waiver_section.OPTIONS])})",
+                    )
+                try:
+                    values[k] = option.parse(f.value(vn, where, k))
+                except ValueError as e:
+                    f.fail(vn, where, k, str(e))
+            for option in waiver_section.OPTIONS:
+                if option.required and option.name not in values:
+                    f.fail(wnode, where, option.name, "missing required key")
+            if ("subject" in values) == ("subject_regex" in values):
+                f.fail(
+                    wnode,
+                    where,
+                    "subject",
+                    "give exactly one of 'subject' (exact) or 'subject_regex'",
+                )
+            self.waivers.append(
+                Waiver(
+                    rule=values["rule"],
+                    subject=values.get("subject"),
+                    subject_regex=values.get("subject_regex"),
+                    reason=values["reason"],
+                    expires=values["expires"],
+                    source=f.label,
+                    line=_line(wnode),
+                )
+            )
+
+    def _phases(self, f: _File, node: Node) -> None:
+        if not isinstance(node, MappingNode):
+            v = f.value(node, None, "phases")
+            if v is None:
+                return
+            f.fail(
+                node,
+                None,
+                "phases",
+                f"expected a mapping of phase name to NVTX regexes, got {opt.type_name(v)}",
+            )
+        for name, _, vn in f.pairs(node, "phases"):
+            v = f.value(vn, "phases", name)
+            if not isinstance(v, list) or not v:
+                f.fail(
+                    vn,
+                    "phases",
+                    name,
+                    f"expected a non-empty list of NVTX regexes, got {opt.type_name(v)}",
+                )
+            try:
+                self.phases[name] = tuple(p.pattern for p in opt.regex_list(v))
+            except ValueError as e:
+                f.fail(vn, "phases", name, str(e))
+
+
+def load_rules(specs: Sequence[str]) -> RuleSet:
+    """Load shipped packs (by name) and rule files (by path), later ones overriding."""
+    loader = _Loader()
+    for spec in specs:
+        src = resolve(spec, None)
+        if src is None:
+            raise RuleError(
+                f"{spec}: no such rule file, and not a shipped pack ({', '.join(pack_names())})"
+            )
+        loader.load(src)
+    for w in loader.waivers:
+        if w.rule not in loader.rules:
+            raise RuleError(
+                f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this "
+                "id is loaded"
+            )
+    return RuleSet(
+        sources=tuple(specs),
+        rules=tuple(loader.rules.values()),
+        waivers=tuple(loader.waivers),
+        phases=types.MappingProxyType(dict(loader.phases)),
+        files=tuple(loader.files),
+    )

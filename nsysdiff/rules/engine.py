@@ -1,0 +1,38 @@
+"""Diff + RuleSet -> findings: run every rule, then apply the waivers."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from nsysdiff.diff import Diff
+from nsysdiff.report import Finding, RuleResult
+from nsysdiff.rules import waivers
+from nsysdiff.rules.kinds import KINDS
+from nsysdiff.rules.model import RuleSet
+
+
+def evaluate(
+    diff: Diff, ruleset: RuleSet, *, today: date
+) -> tuple[tuple[Finding, ...], tuple[RuleResult, ...]]:
+    """Every rule's findings (waived ones marked) and one result per rule run.
+
+    ``today`` decides which waivers have expired; it is a parameter so that a report is
+    a pure function of its inputs.
+    """
+    findings: list[Finding] = []
+    results: list[RuleResult] = []
+    for rule in ruleset.rules:
+        kind = KINDS[rule.kind]
+        found = waivers.apply(list(kind.check(diff, rule)), ruleset.waivers, today)
+        findings.extend(found)
+        results.append(
+            RuleResult(
+                rule_id=rule.id,
+                kind=rule.kind,
+                level=rule.level,
+                description=rule.description or kind.summary,
+                findings=sum(1 for f in found if not f.waived),
+            )
+        )
+    findings.extend(waivers.expired(ruleset.waivers, today))
+    return tuple(findings), tuple(results)

@@ -1,0 +1,13 @@
+"""The registry of rule kinds: one module per kind, each exporting ``KIND``."""
+
+from __future__ import annotations
+
+from nsysdiff.rules import budget, danger_zone, outlier, structure, waivers
+from nsysdiff.rules.model import Kind, Section
+
+KINDS: dict[str, Kind] = {
+    k.name: k for k in (budget.KIND, outlier.KIND, danger_zone.KIND, structure.KIND)
+}
+
+# Documented like a kind (``nsysdiff rules explain waivers``) but a top-level section.
+SECTIONS: dict[str, Section] = {waivers.SECTION.name: waivers.SECTION}

@@ -1,0 +1,185 @@
+"""Rule kind ``structure``: deterministic facts about the two traces, no statistics."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nsysdiff.diff import Diff, Variant
+from nsysdiff.model import KernelStats, LaunchConfig
+from nsysdiff.report import Finding
+from nsysdiff.rules import options as opt
+from nsysdiff.rules import units
+from nsysdiff.rules.model import Kind, Option, Rule
+
+CHECKS = ("kernel-set", "launch-counts", "variant-drift", "launch-config", "memcpy-bytes")
+
+OPTIONS = (
+    Option(
+        "check",
+        "choice list",
+        opt.choice_list(CHECKS),
+        "What must be identical: " + ", ".join(CHECKS) + " (one or a list).",
+        required=True,
+    ),
+    Option(
+        "kernel",
+        "regex",
+        opt.regex,
+        "Only kernels whose short or demangled name matches (all checks but memcpy-bytes).",
+        default_doc="every kernel",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StructureOptions:
+    checks: tuple[str, ...]
+    kernel: re.Pattern[str] | None
+
+
+def build(values: Mapping[str, Any], given: frozenset[str]) -> StructureOptions:
+    return StructureOptions(checks=values["check"], kernel=values["kernel"])
+
+
+def _keep(o: StructureOptions, name: str, key: str) -> bool:
+    return o.kernel is None or bool(o.kernel.search(name) or o.kernel.search(key))
+
+
+def _shape(c: LaunchConfig) -> str:
+    g, b = c.grid, c.block
+    return f"grid({g[0]},{g[1]},{g[2]}) block({b[0]},{b[1]},{b[2]})"
+
+
+def _shapes(k: KernelStats) -> tuple[str, ...]:
+    return tuple(sorted({_shape(c) for c in k.configs}))
+
+
+def _list(items: tuple[str, ...], most: int = 3) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def _variants(vs: tuple[Variant, ...]) -> str:
+    return (
+        ", ".join(f"{v.name} ({v.calls} calls, {units.fmt_time(v.total_ns)})" for v in vs) or "none"
+    )
+
+
+def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    o: StructureOptions = rule.options
+
+    def finding(subject: str, observed: str, limit: str, evidence: str, why: str) -> Finding:
+        return Finding(
+            level=rule.level,
+            rule_id=rule.id,
+            kind="structure",
+            subject=subject,
+            observed=observed,
+            limit=limit,
+            evidence=evidence,
+            message=rule.message or why,
+            statistical=False,
+        )
+
+    rows = [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
+    if "kernel-set" in o.checks:
+        for r in rows:
+            if r.base is None or r.candidate is None:
+                side = r.candidate if r.base is None else r.base
+                assert side is not None
+                where = "candidate" if r.base is None else "base"
+                yield finding(
+                    r.key,
+                    f"only in {where}",
+                    "identical kernel set",
+                    f"{side.calls} calls, {units.fmt_time(side.total_ns)} in the {where}",
+                    "the two traces do not run the same kernels",
+                )
+    if "launch-counts" in o.checks:
+        for r in rows:
+            if r.base is not None and r.candidate is not None and r.base.calls != r.candidate.calls:
+                yield finding(
+                    r.key,
+                    f"{r.base.calls} -> {r.candidate.calls} calls",
+                    "identical launch counts",
+                    f"calls {r.base.calls} -> {r.candidate.calls} "
+                    f"({r.candidate.calls - r.base.calls:+d})",
+                    "a kernel ran a different number of times",
+                )
+    if "variant-drift" in o.checks:
+        for d in diff.variants:
+            names = [v.name for v in (*d.appeared, *d.disappeared)] + [
+                v.demangled for v in (*d.appeared, *d.disappeared)
+            ]
+            if o.kernel is not None and not any(o.kernel.search(n) for n in names):
+                continue
+            yield finding(
+                d.family,
+                f"{len(d.appeared)} appeared, {len(d.disappeared)} disappeared",
+                "same variants within the family",
+                f"appeared: {_variants(d.appeared)}; disappeared: {_variants(d.disappeared)}; kept "
+                f"{len(d.kept)}",
+                f"the {d.category} family {d.family} switched kernel variants (a different "
+                "implementation, tile shape or reduction order)",
+            )
+    if "launch-config" in o.checks:
+        cand = {k.demangled: k for k in diff.candidate.kernels}
+        for k in sorted(diff.base.kernels, key=lambda k: k.demangled):
+            other = cand.get(k.demangled)
+            if (
+                other is None
+                or not _keep(o, k.name, k.demangled)
+                or not k.configs
+                or not other.configs
+            ):
+                continue
+            b, c = _shapes(k), _shapes(other)
+            if b != c:
+                yield finding(
+                    k.demangled,
+                    _list(c),
+                    f"same launch configuration: {_list(b)}",
+                    f"base {_list(b)}; candidate {_list(c)}",
+                    "the same kernel launched with a different grid or block shape",
+                )
+    if "memcpy-bytes" in o.checks:
+        for m in diff.memcpy:
+            bb = m.base.bytes if m.base else None
+            cb = m.candidate.bytes if m.candidate else None
+            if bb != cb:
+                yield finding(
+                    m.kind,
+                    units.fmt_size(cb) if cb is not None else "no copies",
+                    f"unchanged: {units.fmt_size(bb) if bb is not None else 'no copies'}",
+                    f"{m.kind} bytes {bb if bb is not None else '-'} -> "
+                    f"{cb if cb is not None else '-'}, "
+                    f"ops {m.base.ops if m.base else '-'} -> "
+                    f"{m.candidate.ops if m.candidate else '-'}",
+                    f"{m.kind} copies moved a different number of bytes",
+                )
+
+
+KIND = Kind(
+    name="structure",
+    summary="Deterministic checks: same kernels, launch counts, variants, configs, copy bytes.",
+    doc="""\
+Facts, not statistics: each check compares exact values, so a finding cannot be noise
+and is reported as such (statistical: false).
+
+  kernel-set     every kernel runs on both sides (one finding per kernel on one side only)
+  launch-counts  each kernel on both sides has the same number of calls
+  variant-drift  no family swapped variants (a kernel of the family appeared or went)
+  launch-config  each kernel on both sides used the same set of grid/block shapes
+                 (skipped when a side recorded no launch configurations)
+  memcpy-bytes   each memcpy kind moved the same number of bytes
+
+`kernel:` restricts every kernel check to matching names.
+""",
+    options=OPTIONS,
+    build=build,
+    check=check,
+    statistical=False,
+)

@@ -1,0 +1,174 @@
+"""Rule cases as YAML: fingerprint spec on both sides + rules snippet + expected findings.
+
+Every file in ``cases/`` holds ``cases:``, a list of::
+
+    name: what the case shows
+    base: {kernels: [...], memcpy: [...], memset: {...}, sync: [...], nvtx: [...], scope: {...}}
+    candidate: {...}            # same shape
+    rules: [...]                # the `rules:` list of a rule file
+    waivers: [...]              # optional, the `waivers:` list
+    today: 2025-06-01           # optional, for waiver expiry
+    expect:                     # every finding, in any order
+      - {rule: ID, subject: S, level: error, waived: false, kind: budget, observed: "1.50x"}
+
+Kernels: ``{name, calls, total, demangled, family, category, grid, block}``, times with units.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nsysdiff.categories import categorize
+from nsysdiff.diff import compare
+from nsysdiff.families import family
+from nsysdiff.fingerprint import group_by
+from nsysdiff.model import (
+    QUANTILE_GRID,
+    ApiStats,
+    CopyStats,
+    DeviceShare,
+    DeviceStats,
+    Fingerprint,
+    GpuInfo,
+    KernelStats,
+    LaunchConfig,
+    RangeStats,
+    Scope,
+    TraceMeta,
+)
+from nsysdiff.rules import evaluate, kinds, load_rules
+from nsysdiff.rules.units import parse_time
+
+CASES = Path(__file__).parent / "cases"
+
+
+def _ns(v: Any) -> int:
+    return int(parse_time(v))
+
+
+def _kernel(spec: dict[str, Any]) -> KernelStats:
+    name = spec["name"]
+    demangled = spec.get("demangled", name)
+    calls, total = int(spec["calls"]), _ns(spec["total"])
+    mean = total / calls
+    spread = float(spec.get("spread", 0.2))  # per-call times uniform in mean * (1 +/- spread/2)
+    grid = tuple(spec.get("grid", (1, 1, 1)))
+    block = tuple(spec.get("block", (128, 1, 1)))
+    return KernelStats(
+        name=name,
+        demangled=demangled,
+        family=spec.get("family", family(name)),
+        category=spec.get("category", categorize(name, demangled)),
+        calls=calls,
+        total_ns=total,
+        quantiles_ns=tuple(mean * (1 - spread / 2 + spread * q / 100) for q in QUANTILE_GRID),
+        devices=(DeviceShare(0, calls, total),),
+        configs=(LaunchConfig(grid, block, 32, 0, 0),),  # type: ignore[arg-type]
+    )
+
+
+def fingerprint(spec: dict[str, Any]) -> Fingerprint:
+    ks = tuple(_kernel(k) for k in spec.get("kernels", ()))
+    total = sum(k.total_ns for k in ks)
+    scope = spec.get("scope", {})
+    memset = spec.get("memset")
+    return Fingerprint(
+        meta=TraceMeta(
+            source="spec.sqlite",
+            nsys_version="2024.6.2.25",
+            schema_version="3.16.1",
+            gpus=(GpuInfo(0, "NVIDIA H200", 132),),
+            capture_start_ns=0,
+            capture_end_ns=2 * total,
+            has_kernels=bool(ks),
+        ),
+        kernels=ks,
+        categories=group_by(ks, "category"),
+        memcpy=tuple(
+            CopyStats(m["kind"], int(m["ops"]), int(m["bytes"]), _ns(m["total"]))
+            for m in sorted(spec.get("memcpy", ()), key=lambda m: m["kind"])
+        ),
+        memset=(
+            CopyStats("memset", int(memset["ops"]), int(memset["bytes"]), _ns(memset["total"])),
+        )
+        if memset
+        else (),
+        sync=tuple(
+            ApiStats(s["name"], int(s["calls"]), _ns(s["total"])) for s in spec.get("sync", ())
+        ),
+        nvtx=tuple(
+            RangeStats(r["name"], r.get("domain", ""), int(r["count"]), _ns(r["total"]))
+            for r in spec.get("nvtx", ())
+        ),
+        devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
+        scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
+    )
+
+
+def _cases() -> list[Any]:
+    out = []
+    for path in sorted(CASES.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in doc["cases"]:
+            out.append(pytest.param(case, id=f"{path.stem}: {case['name']}"))
+    return out
+
+
+def _key(f: dict[str, Any]) -> tuple[str, str, str, bool]:
+    return (f["rule"], f["subject"], f.get("level", "error"), bool(f.get("waived", False)))
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
+    rule_file = tmp_path / "case.yaml"
+    doc: dict[str, Any] = {"version": 1, "rules": case["rules"]}
+    if "waivers" in case:
+        doc["waivers"] = case["waivers"]
+    rule_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    ruleset = load_rules([str(rule_file)])
+    diff = compare(fingerprint(case["base"]), fingerprint(case["candidate"]))
+    today = case.get("today", date(2025, 6, 1))
+    findings, results = evaluate(diff, ruleset, today=today)
+    got = sorted((f.rule_id, f.subject, f.level.value, f.waived) for f in findings)
+    want = sorted(_key(f) for f in case.get("expect", ()))
+    assert got == want, "\n".join(
+        f"{f.rule_id} {f.subject}: {f.observed} / {f.limit} / {f.evidence}" for f in findings
+    )
+    assert [r.rule_id for r in results] == [r.id for r in ruleset.rules]
+    for exp in case.get("expect", ()):
+        match = [
+            f for f in findings if (f.rule_id, f.subject, f.level.value, f.waived) == _key(exp)
+        ]
+        for field in ("kind", "observed", "limit", "waiver_reason"):
+            if field in exp:
+                assert any(getattr(f, field) == exp[field] for f in match), (
+                    field,
+                    [getattr(f, field) for f in match],
+                )
+        if "statistical" in exp:
+            assert all(f.statistical is exp["statistical"] for f in match)
+        if "evidence_has" in exp:
+            assert any(exp["evidence_has"] in f.evidence for f in match), [
+                f.evidence for f in match
+            ]
+        if "message_has" in exp:
+            assert any(exp["message_has"] in f.message for f in match), [f.message for f in match]
+
+
+def test_every_kind_has_pass_and_fail_cases() -> None:
+    seen: dict[str, set[bool]] = {}
+    for param in _cases():
+        case = param.values[0]
+        for rule in case["rules"]:
+            seen.setdefault(rule["kind"], set()).add(bool(case.get("expect")))
+        if "waivers" in case:
+            seen.setdefault("waivers", set()).add(
+                any(e.get("waived") for e in case.get("expect", ()))
+            )
+    for name in [*kinds.KINDS, *kinds.SECTIONS]:
+        assert seen.get(name) == {True, False}, f"{name} needs a passing and a failing case"

@@ -1,0 +1,396 @@
+"""Scopes: windows, NVTX attribution, skip-first, per-step normalisation, phases, graphs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import traces_dir
+from typer.testing import CliRunner
+
+from nsysdiff import api, scope
+from nsysdiff.cli import app
+from nsysdiff.diff import Verdict, compare
+from nsysdiff.errors import UsageError
+from nsysdiff.model import fingerprint_to_json
+from nsysdiff.scope import ScopeOptions, contained, parse_window
+from nsysdiff.trace.builder import TraceBuilder
+
+ATTN = "flash_fwd_splitkv_kernel"
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32"
+NORM = "rms_norm_kernel"
+US = 1_000
+MS = 1_000_000
+
+
+def _step(b: TraceBuilder, t: int, slow: float, tid: int, graph: str | None) -> int:
+    """One decode step starting at CPU time t; returns its end."""
+    work = [(ATTN, int(20 * US * slow)), (GEMM, 60 * US), (NORM, 10 * US)]
+    if graph is None:
+        cpu = t + 1 * US
+        for name, dur in work:
+            b.launch(name, cpu, cpu + 5 * US, dur, tid=tid)
+            cpu += 10 * US
+    elif graph == "node":
+        cid = b.runtime("cudaGraphLaunch_v10000", t + 1 * US, 3 * US, tid=tid)
+        gpu = t + 5 * US
+        for node, (name, dur) in enumerate(work, start=1):
+            b.kernel(name, gpu, dur, correlation_id=cid, graph_node_id=node)
+            gpu += dur
+    else:
+        b.graph_launch(t + 5 * US, sum(d for _, d in work), cpu_start=t + 1 * US, tid=tid)
+    return t + 200 * US
+
+
+def serving(
+    path: Path, steps: int, *, slow: float = 1.0, graph: str | None = None, tid: int = 1001
+) -> Path:
+    """Model load (no range), prefill, then `steps` decode_step ranges under a decode range."""
+    b = TraceBuilder()
+    b.launch("load_weights_kernel", 0, 10 * US, 2 * MS, tid=tid)
+    t = 5 * MS
+    b.launch(GEMM, t + 1 * US, t + 5 * US, 500 * US, tid=tid)
+    b.nvtx_range("prefill", t, t + 1 * MS, tid=tid)
+    t += 2 * MS
+    decode_start = t
+    for _ in range(steps):
+        end = _step(b, t, slow, tid, graph)
+        b.nvtx_range("decode_step", t, end, tid=tid)
+        b.nvtx_range("sample", end - 20 * US, end - 10 * US, tid=tid)  # nested, no work
+        t = end + 10 * US
+    b.nvtx_range("decode", decode_start, t, tid=tid)
+    return b.write(path)
+
+
+# --- options ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [("2s:5s", 2_000_000_000, 5_000_000_000), ("500ms:", 500 * MS, None), (":3s", 0, 3_000_000_000),
+     ("1.5ms:2ms", 1_500_000, 2 * MS), ("0:10us", 0, 10 * US), ("100ns:1us", 100, 1000)],
+)  # fmt: skip
+def test_parse_window(text: str, start: int, end: int | None) -> None:
+    w = parse_window(text)
+    assert (w.start_ns, w.end_ns) == (start, end)
+
+
+@pytest.mark.parametrize("text", ["5s", "2:5", "5s:2s", ":", "a:b", "1h:2h", "2s:2s", "-1s:2s"])
+def test_parse_window_rejects(text: str) -> None:
+    with pytest.raises(UsageError, match="--window"):
+        parse_window(text)
+
+
+def test_canonical_window_text() -> None:
+    assert ScopeOptions(window="2000ms:5s").window_text == "2s:5s"
+    assert ScopeOptions(window="1500us:").window_text == "1500us:"
+
+
+def test_option_errors() -> None:
+    with pytest.raises(UsageError, match="--skip-first needs"):
+        ScopeOptions(skip_first=2)
+    with pytest.raises(UsageError, match="--window-origin"):
+        ScopeOptions(window="1s:", window_origin="start")
+    with pytest.raises(UsageError, match="NVTX range name"):
+        ScopeOptions(nvtx="@dom")
+
+
+# --- attribution core ------------------------------------------------------------------
+
+
+def test_contained_nesting_and_keys() -> None:
+    # Ranges on key 1: [0, 100) holding nested [10, 20); key 2: [50, 60).
+    r_start = np.array([0, 10, 50], dtype=np.int64)
+    r_end = np.array([100, 20, 60], dtype=np.int64)
+    r_key = np.array([1, 1, 2], dtype=np.int64)
+    start = np.array([12, 30, 55, 55, 95, 150], dtype=np.int64)
+    end = np.array([15, 40, 58, 58, 105, 160], dtype=np.int64)
+    key = np.array([1, 1, 2, 1, 1, 1], dtype=np.int64)
+    got = contained(start, end, key, r_start, r_end, r_key)
+    assert got.tolist() == [True, True, True, True, False, False]
+
+
+def test_contained_matches_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    m, n = 300, 2000
+    r_key = rng.integers(0, 5, m)
+    r_start = rng.integers(0, 10_000, m)
+    r_end = r_start + rng.integers(1, 500, m)
+    key = rng.integers(0, 6, n)
+    start = rng.integers(0, 10_000, n)
+    end = start + rng.integers(0, 50, n)
+    got = contained(start, end, key, r_start, r_end, r_key)
+    want = [
+        bool(np.any((r_key == k) & (r_start <= s) & (r_end >= e)))
+        for k, s, e in zip(key, start, end, strict=True)
+    ]
+    assert got.tolist() == want
+
+
+# --- NVTX attribution on traces --------------------------------------------------------
+
+
+def test_nvtx_attribution_threads_and_nesting(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.nvtx_range("outer", 0, 1 * MS, tid=1)
+    b.nvtx_range("inner", 100 * US, 200 * US, tid=1)
+    b.launch("k_inner", 150 * US, 150 * US, 10 * US, tid=1)  # nested: in outer and inner
+    b.launch("k_outer", 500 * US, 500 * US, 10 * US, tid=1)
+    b.launch("k_other_thread", 150 * US, 160 * US, 10 * US, tid=2)  # push/pop: not ours
+    b.launch("k_outside", 2 * MS, 2 * MS, 10 * US, tid=1)
+    # A start/end range opened on thread 3 and closed on thread 4: process-wide.
+    b.nvtx_range("async", 3 * MS, 4 * MS, tid=3, push_pop=False, end_tid=4)
+    b.launch("k_async", 3_500 * US, 3_500 * US, 10 * US, tid=4)
+    b.nvtx_range("traced", 5 * MS, 6 * MS, tid=5, domain="mine")
+    b.launch("k_domain", 5_500 * US, 5_500 * US, 10 * US, tid=5)
+    path = b.write(tmp_path / "t.sqlite")
+
+    def names(**kw: object) -> set[str]:
+        fp = api.load(path, ScopeOptions(**kw))  # type: ignore[arg-type]
+        return {k.name for k in fp.kernels}
+
+    assert names(nvtx="outer") == {"k_inner", "k_outer"}
+    assert names(nvtx="inner") == {"k_inner"}
+    assert names(nvtx="async") == {"k_async"}
+    assert names(nvtx="in.*") == {"k_inner"}  # regex, full match: "inner" not "outer"
+    assert names(nvtx="traced@mine") == {"k_domain"}
+    assert names(nvtx="traced@.*") == {"k_domain"}
+    with pytest.raises(UsageError, match="no NVTX range"):
+        names(nvtx="traced@other")
+    fp = api.load(path, ScopeOptions(nvtx="outer"))
+    total = 6 * 10 * US
+    assert fp.scope.coverage == pytest.approx(2 * 10 * US / total)
+    assert fp.scope.nvtx == "outer"
+
+
+def test_nvtx_names_are_folded(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.nvtx_range("aten::mm, seq = 1, op_id = 7", 0, 100 * US)
+    b.launch("k", 10 * US, 10 * US, 5 * US)
+    fp = api.load(b.write(tmp_path / "t.sqlite"), ScopeOptions(nvtx="aten::mm"))
+    assert [k.name for k in fp.kernels] == ["k"]
+    assert [(r.name, r.count) for r in fp.nvtx] == [("aten::mm", 1)]
+
+
+def test_serving_scope_steps_and_coverage(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 10)
+    fp = api.load(path, ScopeOptions(nvtx="decode", per="decode_step"))
+    assert fp.scope.steps == 10
+    assert {k.name: k.calls for k in fp.kernels} == {ATTN: 10, GEMM: 10, NORM: 10}
+    step_ns = (20 + 60 + 10) * US
+    assert fp.kernel_ns == 10 * step_ns
+    assert fp.scope.coverage == pytest.approx(10 * step_ns / (10 * step_ns + 2 * MS + 500 * US))
+    nvtx = {r.name: r.count for r in fp.nvtx}
+    assert nvtx == {"decode": 1, "decode_step": 10, "sample": 10}  # prefill is outside
+
+
+def test_skip_first(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 10)
+    fp = api.load(path, ScopeOptions(nvtx="decode", per="decode_step", skip_first=3))
+    assert fp.scope.steps == 7 and fp.scope.skip_first == 3
+    assert {k.calls for k in fp.kernels} == {7}
+    # Without --nvtx, skipping the steps also drops model load and prefill (warm-up).
+    fp = api.load(path, ScopeOptions(per="decode_step", skip_first=1))
+    assert {k.name: k.calls for k in fp.kernels} == {ATTN: 9, GEMM: 9, NORM: 9}
+    with pytest.raises(UsageError, match="nothing would be left"):
+        api.load(path, ScopeOptions(per="decode_step", skip_first=10))
+
+
+def test_window(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 10)
+    # The first kernel (model load) starts at 10us; prefill's GEMM at 5ms + 5us.
+    fp = api.load(path, ScopeOptions(window=":4ms"))
+    assert [k.name for k in fp.kernels] == ["load_weights_kernel"]
+    assert fp.scope.window == "0s:4ms" and fp.scope.window_origin == "kernel"
+    fp = api.load(path, ScopeOptions(window="4990us:5ms", window_origin="kernel"))
+    assert [k.name for k in fp.kernels] == [GEMM]
+    fp = api.load(path, ScopeOptions(window="5ms:5010us", window_origin="capture"))
+    assert [k.name for k in fp.kernels] == [GEMM]  # capture starts at 0 here
+    fp = api.load(path, ScopeOptions(window="6ms:", per="decode_step"))
+    assert fp.scope.steps == 10 and fp.scope.coverage is None
+
+
+def test_per_step_normalisation_flags_nothing(tmp_path: Path) -> None:
+    opts = ScopeOptions(nvtx="decode", per="decode_step")
+    b = api.load(serving(tmp_path / "b.sqlite", 10), opts)
+    c = api.load(serving(tmp_path / "c.sqlite", 20), opts)
+    d = compare(b, c)
+    assert d.per_step and d.headline.per == "decode_step"
+    assert (d.headline.base_steps, d.headline.candidate_steps) == (10, 20)
+    assert d.headline.base_per_step_ns == d.headline.candidate_per_step_ns == 90 * US
+    assert d.headline.ratio == pytest.approx(1.0)
+    assert d.headline.scale == pytest.approx(1.0)
+    assert all(r.verdict is Verdict.UNCHANGED for r in (*d.kernels, *d.families, *d.categories))
+    assert all(r.base and r.candidate and r.base.calls == r.candidate.calls == 1 for r in d.kernels)
+    assert all(r.verdict is Verdict.UNCHANGED for r in d.nvtx)
+    # Without --per the totals double and every row regresses.
+    raw = compare(api.load(tmp_path / "b.sqlite", ScopeOptions(nvtx="decode")),
+                  api.load(tmp_path / "c.sqlite", ScopeOptions(nvtx="decode")))  # fmt: skip
+    assert not raw.per_step and raw.headline.ratio == pytest.approx(2.0)
+
+
+def test_phases(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 4)
+    phases = (("prefill", ("prefill",)), ("decode", ("decode",)))
+    opts = ScopeOptions(per="decode_step", phases=phases)
+    fp = api.load(path, opts)
+    phases = {p.name: p for p in fp.phases}
+    assert list(phases) == ["prefill", "decode"]
+    assert phases["prefill"].ranges == 1 and phases["decode"].ranges == 1
+    assert {k.name for k in phases["prefill"].fingerprint.kernels} == {GEMM}
+    assert phases["decode"].fingerprint.scope.steps == 4
+    assert phases["prefill"].fingerprint.scope.steps is None
+    assert phases["decode"].patterns == ("decode",)
+    assert not phases["decode"].fingerprint.phases
+    d = compare(fp, api.load(serving(tmp_path / "c.sqlite", 8), opts))
+    assert [p.name for p in d.phases] == ["prefill", "decode"]
+    assert d.phases[1].diff.headline.ratio == pytest.approx(1.0)
+
+
+def test_phases_file(tmp_path: Path) -> None:
+    f = tmp_path / "phases.yaml"
+    f.write_text("phases:\n  prefill: prefill\n  decode: [decode, 'gen.*']\n")
+    assert scope.load_phases(f) == (("prefill", ("prefill",)), ("decode", ("decode", "gen.*")))
+    for text, match in [
+        ("phases: []\n", "expected a mapping"),
+        ("phases:\n  decode: 3\n", "decode: expected an NVTX pattern"),
+        ("other: 1\n", "top-level `phases:`"),
+        ("phases: [\n", "not valid YAML"),
+    ]:
+        f.write_text(text)
+        with pytest.raises(UsageError, match=match):
+            scope.load_phases(f)
+
+
+# --- CUDA graphs -----------------------------------------------------------------------
+
+
+def test_graph_launches_are_attributed_once(tmp_path: Path) -> None:
+    path = serving(tmp_path / "g.sqlite", 5, graph="graph")
+    fp = api.load(path, ScopeOptions(nvtx="decode", per="decode_step"))
+    assert fp.meta.graph_launches == 5 and fp.meta.graph_total_ns == 5 * 90 * US
+    assert fp.kernels == ()  # graph mode: no kernel rows for replays, nothing counted twice
+    whole = api.load(path)
+    assert whole.meta.graph_launches == 5
+    node = api.load(serving(tmp_path / "n.sqlite", 5, graph="node"), ScopeOptions(nvtx="decode"))
+    assert {k.name: k.calls for k in node.kernels} == {ATTN: 5, GEMM: 5, NORM: 5}
+    assert node.meta.graph_mode.value == "node"
+
+
+# --- saved fingerprints ----------------------------------------------------------------
+
+
+def test_saved_fingerprint_scope_must_match(tmp_path: Path) -> None:
+    opts = ScopeOptions(nvtx="decode", per="decode_step")
+    saved = tmp_path / "b.json"
+    saved.write_text(fingerprint_to_json(api.load(serving(tmp_path / "b.sqlite", 6), opts)))
+    fp = api.load(saved, opts)
+    assert fp.scope.steps == 6
+    assert api.load(saved).scope.nvtx == "decode"
+    with pytest.raises(UsageError, match="can't be re-scoped"):
+        api.load(saved, ScopeOptions(nvtx="prefill"))
+
+
+# --- CLI -------------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def test_cli_fingerprint_saves_scope(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 3)
+    res = runner.invoke(app, ["fingerprint", str(path), "--nvtx", "decode", "--per", "decode_step"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["scope"]["nvtx"] == "decode" and doc["scope"]["steps"] == 3
+
+
+def test_cli_bad_window_exits_2(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 3)
+    res = runner.invoke(app, ["summary", str(path), "--window", "5"])
+    assert res.exit_code == 2
+    assert "--window '5'" in res.stderr
+
+
+def test_cli_rescoping_saved_fingerprint_exits_2(tmp_path: Path) -> None:
+    saved = tmp_path / "b.json"
+    saved.write_text(fingerprint_to_json(api.load(serving(tmp_path / "b.sqlite", 3))))
+    res = runner.invoke(app, ["diff", str(saved), str(saved), "--nvtx", "decode", "--no-rules"])
+    assert res.exit_code == 2
+    assert "can't be re-scoped" in res.stderr
+
+
+def test_cli_bad_phases_file_exits_2(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 3)
+    bad = tmp_path / "p.yaml"
+    bad.write_text("phases:\n  decode: {}\n")
+    res = runner.invoke(app, ["summary", str(path), "--phases", str(bad)])
+    assert res.exit_code == 2
+    assert "decode: expected an NVTX pattern" in res.stderr
+
+
+def test_done_when_tpot(tmp_path: Path) -> None:
+    """Serving pair, N differs, one decode kernel 20% slower per call: fails on it alone."""
+    base = serving(tmp_path / "base.sqlite", 12)
+    cand = serving(tmp_path / "cand.sqlite", 20, slow=1.2)
+    scoped = ["--nvtx", "decode", "--per", "decode_step"]
+    args = ["diff", str(base), str(cand), *scoped, "--rules", "tpot"]
+    res = runner.invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
+    overall = doc["overall"]
+    assert (overall["base_steps"], overall["candidate_steps"]) == (12, 20)
+    assert overall["base_per_step_ns"] == 90 * US
+    assert overall["candidate_per_step_ns"] == 94 * US
+    failed = [f for f in doc["findings"] if f["level"] == "error" and not f["waived"]]
+    assert failed and {f["rule_id"] for f in failed} == {"attention-per-call"}
+    kernels = {r["name"]: r for r in doc["kernels"]}
+    slowed = [n for n, r in kernels.items() if r["verdict"] != "unchanged"]
+    assert slowed == [ATTN]
+    text = runner.invoke(app, args)
+    assert text.exit_code == 1
+    assert "12 → 20 steps" in text.stdout
+    assert "per step     90.00 us → 94.00 us" in text.stdout
+    assert "coverage" in text.stdout and "Comparability" in text.stdout
+
+
+def test_graph_vs_node_is_inconclusive(tmp_path: Path) -> None:
+    g = serving(tmp_path / "g.sqlite", 5, graph="graph")
+    n = serving(tmp_path / "n.sqlite", 5, graph="node")
+    res = runner.invoke(app, ["diff", str(n), str(g), "--nvtx", "decode", "--per", "decode_step"])
+    assert res.exit_code == 3, res.output
+    assert "--cuda-graph-trace=node" in res.stdout
+    assert "graph trace modes differ" in res.stdout
+
+
+# --- real traces -----------------------------------------------------------------------
+
+REAL = traces_dir()
+
+
+def _real(name: str) -> Path:
+    path = REAL / name
+    if not path.is_file():
+        pytest.skip(f"{path} not found (set NSYSDIFF_TRACES)")
+    return path
+
+
+def test_real_saxpy_nvtx() -> None:
+    fp = api.load(_real("pipit_saxpy_mpi_a100.sqlite"), ScopeOptions(nvtx="saxpy"))
+    assert [(k.name, k.calls) for k in fp.kernels] == [("saxpy", 5)]
+    assert fp.scope.coverage == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "nvtx"),
+    [("nsysai_mfu_h100x2_before.sqlite", "ncclGroupEnd"),
+     ("nsysai_mfu_h100x2_after.sqlite", "aten::copy_"),
+     ("fuser_h100_report1.sqlite", "ExpressionEvaluator::evaluate"),
+     ("fuser_h200_2025.sqlite", ".*")],
+)  # fmt: skip
+def test_real_nvtx_coverage(name: str, nvtx: str) -> None:
+    res = runner.invoke(app, ["summary", str(_real(name)), "--nvtx", nvtx, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    cov = json.loads(res.stdout)["scope"]["coverage"]
+    assert cov is None or 0.0 <= cov <= 1.0
