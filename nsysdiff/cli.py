@@ -16,7 +16,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import click
 import typer
 from rich.console import Console
 
@@ -240,7 +239,7 @@ def rules_list() -> None:
 @handled
 def rules_explain(
     name: Annotated[
-        str, typer.Argument(help="A rule id of the shipped packs, a kind (budget, ...) or 'waivers'.")
+        str, typer.Argument(help="A rule id of a shipped pack, a kind (budget, ...) or waivers.")
     ],
 ) -> None:
     """Print the documentation of a rule, a rule kind and its options, or waivers."""
@@ -272,15 +271,30 @@ def route(argv: list[str]) -> list[str]:
     return argv
 
 
+def _click_class(name: str) -> type[BaseException]:
+    """A click exception class as typer uses it (newer typer vendors its own click)."""
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == name:
+            return cls
+    raise AssertionError(f"typer has no {name}")
+
+
+_USAGE_ERROR = _click_class("UsageError")
+_CLICK_ERROR = _click_class("ClickException")
+
+
 def main() -> None:
     try:
         rv = app(args=route(sys.argv[1:]), prog_name="nsysdiff", standalone_mode=False)
-    except click.exceptions.UsageError as e:
-        e.show(file=sys.stderr)
+    except _USAGE_ERROR as e:
+        e.show(file=sys.stderr)  # type: ignore[attr-defined]
         sys.exit(int(ExitCode.BAD_INPUT))
-    except click.exceptions.Exit as e:
+    except _CLICK_ERROR as e:
+        e.show(file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(int(ExitCode.BAD_INPUT))
+    except typer.Exit as e:
         sys.exit(e.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         print("nsysdiff: interrupted", file=sys.stderr)
         sys.exit(130)
     except NsysdiffError as e:

@@ -227,7 +227,9 @@ def test_diff_names_the_bad_side(tmp_path: Path, good: Path) -> None:
 
 def test_malformed_fingerprint_json(tmp_path: Path) -> None:
     bad = tmp_path / "base.json"
-    bad.write_text('{"format": "nsysdiff-fingerprint", "version": 1, "kernels": [', encoding="utf-8")
+    bad.write_text(
+        '{"format": "nsysdiff-fingerprint", "version": 1, "kernels": [', encoding="utf-8"
+    )
     code, _, err = invoke("summary", bad)
     assert code == BAD_INPUT
     assert_one_line_error(err, bad, "not valid JSON")
@@ -307,12 +309,16 @@ def _main(monkeypatch: pytest.MonkeyPatch, exc: BaseException, path: Path) -> in
     return code
 
 
-def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
+def test_ctrl_c_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path
+) -> None:
     assert _main(monkeypatch, KeyboardInterrupt(), good) == 130
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_bug_exits_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
+def test_bug_exits_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path
+) -> None:
     assert _main(monkeypatch, RuntimeError("boom"), good) == int(ExitCode.INTERNAL)
     err = capsys.readouterr().err
     assert "internal error" in err
@@ -337,7 +343,9 @@ def test_usage_error_through_main_is_exit_2(
     assert "internal error" not in err
 
 
-def test_bad_input_through_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_bad_input_through_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     missing = tmp_path / "missing.sqlite"
     monkeypatch.setattr(sys, "argv", ["nsysdiff", "summary", str(missing)])
     with pytest.raises(SystemExit) as info:
@@ -364,14 +372,14 @@ def test_real_trace_summary_json(trace: Path) -> None:
     code, out, err = invoke("summary", "--format", "json", trace)
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert SUMMARY_KEYS <= data.keys()
+    assert data.keys() >= SUMMARY_KEYS
     assert data["format"] == "nsysdiff-summary"
-    assert META_KEYS <= data["meta"].keys()
+    assert data["meta"].keys() >= META_KEYS
     assert data["meta"]["source"] == trace.name
-    assert TOTALS_KEYS <= data["totals"].keys()
+    assert data["totals"].keys() >= TOTALS_KEYS
     assert data["meta"]["has_kernels"] == bool(data["kernels"])
     for k in data["kernels"]:
-        assert KERNEL_KEYS <= k.keys()
+        assert k.keys() >= KERNEL_KEYS
     assert data["totals"]["kernel_launches"] == sum(k["calls"] for k in data["kernels"])
     assert data["totals"]["kernel_ns"] == sum(k["total_ns"] for k in data["kernels"])
     for c in data["memcpy"]:

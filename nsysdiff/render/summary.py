@@ -72,6 +72,27 @@ def render_json(fp: Fingerprint) -> str:
     return json.dumps(summary_data(fp), indent=1) + "\n"
 
 
+def scope_lines(fp: Fingerprint) -> list[str]:
+    """What part of the trace the figures cover, when not the whole capture."""
+    from nsysdiff.scope import describe
+
+    s = fp.scope
+    if describe(s) == "the whole capture" and not fp.phases:
+        return []
+    out = [f"scope: {describe(s)}"]
+    if s.steps:
+        per_step = u.ns(fp.kernel_ns / s.steps)
+        out.append(f"{s.steps:,} {s.per} steps · kernel time per step (GPU-side TPOT) {per_step}")
+    if s.coverage is not None:
+        out.append(f"coverage: {100 * s.coverage:.1f}% of the kernel time")
+    for ph in fp.phases:
+        out.append(
+            f"phase {ph.name}: {ph.ranges:,} ranges · {ph.fingerprint.kernel_calls:,} launches · "
+            f"kernel time {u.ns(ph.fingerprint.kernel_ns)}"
+        )
+    return out
+
+
 def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
     m = fp.meta
     gpus = ", ".join(f"{g.name} (#{g.id})" for g in m.gpus) or "not recorded"
@@ -85,6 +106,8 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
         f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · "
         f"CUDA graphs: {m.graph_mode.value}"
     )
+    for line in scope_lines(fp):
+        console.print(line, markup=False)
     if not m.has_kernels:
         console.print("[yellow]kernel data is absent from this trace (no kernel table)[/yellow]")
     else:

@@ -130,14 +130,17 @@ def test_kernel_calls_and_total_exact(tmp_path: Path, generation: Generation) ->
     got = {k.demangled: (k.name, k.calls, k.total_ns) for k in fp.kernels}
     assert got == expected
     # Two demangled names with one short name stay two kernels, both names kept.
-    assert {k.demangled for k in fp.kernels if k.name == "vectorized_elementwise_kernel"} == {ADD, MUL}
+    assert {k.demangled for k in fp.kernels if k.name == "vectorized_elementwise_kernel"} == {
+        ADD,
+        MUL,
+    }
     assert fp.kernel_calls == sum(c for _, c, _ in expected.values())
     assert fp.kernel_ns == sum(ns for _, _, ns in expected.values())
     flash = next(k for k in fp.kernels if k.name == "flash_fwd_kernel")
     assert [(d.device, d.calls) for d in flash.devices] == [(0, 7), (1, 7)]
     with open_trace(path) as r:
         groups = r.kernels()
-    assert set(zip(groups.short, groups.demangled)) >= {
+    assert set(zip(groups.short, groups.demangled, strict=True)) >= {
         ("vectorized_elementwise_kernel", ADD),
         ("flash_fwd_kernel", FLASH),
     }
@@ -322,8 +325,18 @@ def test_busy_time_is_union_of_intervals(tmp_path: Path, generation: Generation)
 
     fp = fingerprint_trace(build(tmp_path / "t.sqlite", generation, fill))
     dev = {d.device: d for d in fp.devices}
-    assert (dev[0].kernels, dev[0].kernel_ns, dev[0].busy_ns, dev[0].span_ns) == (6, 510, 450, 1_100)
-    assert (dev[1].kernels, dev[1].kernel_ns, dev[1].busy_ns, dev[1].span_ns) == (3, 1_110, 1_000, 1_000)
+    assert (dev[0].kernels, dev[0].kernel_ns, dev[0].busy_ns, dev[0].span_ns) == (
+        6,
+        510,
+        450,
+        1_100,
+    )
+    assert (dev[1].kernels, dev[1].kernel_ns, dev[1].busy_ns, dev[1].span_ns) == (
+        3,
+        1_110,
+        1_000,
+        1_000,
+    )
     assert dev[0].idle_pct == pytest.approx(100 * (1 - 450 / 1_100))
     assert dev[1].idle_pct == 0.0
     assert fp.busy_ns == 1_450
@@ -364,8 +377,9 @@ def test_summary_json_idle_pct(tmp_path: Path) -> None:
 def test_missing_tables_are_zero_events(tmp_path: Path, generation: Generation) -> None:
     path = build(tmp_path / "t.sqlite", generation, lambda b: b.kernel("k", 0, 10))
     with open_trace(path) as r:
-        assert not {"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                    "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"} & set(r.schema.tables)  # fmt: skip
+        absent = {"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                  "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}  # fmt: skip
+        assert not absent & set(r.schema.tables)
         assert (r.memcpy(), r.memset(), r.sync_calls(), r.nvtx_summary()) == ((), (), (), ())
         assert len(r.nvtx_ranges().start) == 0
         assert len(r.launch_calls().start) == 0
@@ -422,8 +436,12 @@ def test_invalid_utf8_text_does_not_crash(tmp_path: Path, generation: Generation
     path = build(tmp_path / "t.sqlite", generation, fill, invalid_utf8_env=True)
     con = sqlite3.connect(path)
     for name in ("broken_kernel", "broken_registered"):
-        con.execute(f"UPDATE StringIds SET value = CAST(x'{BAD.hex()}' AS TEXT) WHERE value = ?", (name,))
-    con.execute(f"UPDATE NVTX_EVENTS SET text = CAST(x'{BAD.hex()}' AS TEXT) WHERE text = 'broken_range'")
+        con.execute(
+            f"UPDATE StringIds SET value = CAST(x'{BAD.hex()}' AS TEXT) WHERE value = ?", (name,)
+        )
+    con.execute(
+        f"UPDATE NVTX_EVENTS SET text = CAST(x'{BAD.hex()}' AS TEXT) WHERE text = 'broken_range'"
+    )
     con.commit()
     con.close()
     fp = fingerprint_trace(path)
@@ -489,7 +507,11 @@ def snapshot(directory: Path) -> dict[str, tuple[str, int, int]]:
     out = {}
     for entry in sorted(directory.iterdir()):
         st = entry.stat()
-        out[entry.name] = (hashlib.sha256(entry.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_mode)
+        out[entry.name] = (
+            hashlib.sha256(entry.read_bytes()).hexdigest(),
+            st.st_mtime_ns,
+            st.st_mode,
+        )
     return out
 
 
