@@ -44,7 +44,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nsysdiff.diff import Settings
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -441,17 +440,6 @@ def _rows(counts: dict[str, int]) -> str:
     return " ".join(f"{counts[t] / 1e6:.2f}M{short[t]}" for t in ACTIVITY if t in counts)
 
 
-def _thresholds() -> list[str]:
-    """The default outlier thresholds, spelt out so the figures never depend on defaults.
-
-    (When this was written, cli.py declared them as ``Settings.z_threshold``, a slots
-    descriptor rather than a number, and `diff` without them exited 70.)
-    """
-    s = Settings()
-    return ["--z-threshold", str(s.z_threshold), "--min-deviation", str(s.min_deviation),
-            "--min-share", str(s.min_share), "--noise", str(s.noise)]  # fmt: skip
-
-
 def measure_pair(
     label: str, base: Path, cand: Path, counts: dict[str, int], repeat: int, work: Path
 ) -> list[Row]:
@@ -465,7 +453,7 @@ def measure_pair(
                 run.peak_rss, "<=2x, <500 MB", ok)
         )  # fmt: skip
     floor = best_of(repeat, lambda: bare_scan([base, cand]))
-    args = ["diff", str(base), str(cand), "--no-rules", "--format", "json", *_thresholds()]
+    args = ["diff", str(base), str(cand), "--no-rules", "--format", "json"]
     run = run_cli(args, work / "diff.json", repeat)
     ok = run.seconds <= 2.5 * floor and run.peak_rss < 1024 * MB
     rows.append(

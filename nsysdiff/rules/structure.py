@@ -13,6 +13,7 @@ from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.units import fmt_count
 
 CHECKS = ("kernel-set", "launch-counts", "variant-drift", "launch-config", "memcpy-bytes")
 
@@ -84,6 +85,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             statistical=False,
         )
 
+    per_step = f" per {diff.headline.per} step" if diff.headline.per else ""
     rows = [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
     if "kernel-set" in o.checks:
         for r in rows:
@@ -95,18 +97,20 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                     r.key,
                     f"only in {where}",
                     "identical kernel set",
-                    f"{side.calls} calls, {units.fmt_time(side.total_ns)} in the {where}",
+                    f"{fmt_count(side.calls)} calls, {units.fmt_time(side.total_ns)} in {where}",
                     "the two traces do not run the same kernels",
                 )
     if "launch-counts" in o.checks:
         for r in rows:
             if r.base is not None and r.candidate is not None and r.base.calls != r.candidate.calls:
+                before, after = fmt_count(r.base.calls), fmt_count(r.candidate.calls)
+                change = r.candidate.calls - r.base.calls
                 yield finding(
                     r.key,
-                    f"{r.base.calls} -> {r.candidate.calls} calls",
+                    f"{before} -> {after} calls",
                     "identical launch counts",
-                    f"calls {r.base.calls} -> {r.candidate.calls} "
-                    f"({r.candidate.calls - r.base.calls:+d})",
+                    f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})"
+                    + per_step,
                     "a kernel ran a different number of times",
                 )
     if "variant-drift" in o.checks:
