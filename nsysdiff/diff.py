@@ -204,6 +204,11 @@ class Diff:
         rows = [r for r in self.kernels if r.is_outlier]
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
+    def kernel_label(self, row: Row) -> str:
+        """The short name when no other kernel shares it, else the demangled name."""
+        same = sum(1 for r in self.kernels if r.name == row.name)
+        return row.name if same == 1 else row.key
+
     @property
     def base_meta(self) -> TraceMeta:
         return self.base.meta

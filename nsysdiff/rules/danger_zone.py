@@ -147,7 +147,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             level=rule.level,
             rule_id=rule.id,
             kind="danger-zone",
-            subject=row.key,
+            subject=diff.kernel_label(row),
             observed=met[0],
             limit=limit,
             evidence=evidence,

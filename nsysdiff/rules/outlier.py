@@ -132,7 +132,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 level=rule.level,
                 rule_id=rule.id,
                 kind="outlier",
-                subject=row.key,
+                subject=diff.kernel_label(row) if scope == "kernels" else row.key,
                 observed=f"z={z:+.1f}, {units.fmt_ratio(dev)} of scale",
                 limit=(
                     f"|z| >= {z_min:g} and deviation >= {units.fmt_ratio(dev_min)} "

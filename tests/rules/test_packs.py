@@ -106,7 +106,7 @@ def test_cascade_batch_invariance_names_the_culprits() -> None:
     assert int(report.exit_code) == 1
     outliers = [f for f in findings if f.rule_id == "outlier"]
     assert [f.subject for f in outliers] == [
-        r.key for r in diff.kernels if "reshape_and_cache" in r.name
+        r.name for r in diff.kernels if "reshape_and_cache" in r.name
     ]
     assert "scaled 5.15x" in outliers[0].message
     drift = [f for f in findings if f.rule_id == "variant-drift"]
