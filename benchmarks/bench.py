@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import os
 import platform
 import shutil
@@ -41,6 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,10 +58,8 @@ ACTIVITY = (KERNEL, MEMCPY, MEMSET, RUNTIME)
 FLOOR_SQL = {
     KERNEL: 'SELECT demangledName, deviceId, count(*), sum("end" - start) '
     f"FROM {KERNEL} GROUP BY demangledName, deviceId",
-    MEMCPY: 'SELECT copyKind, count(*), sum(bytes), sum("end" - start) '
-    f"FROM {MEMCPY} GROUP BY copyKind",
-    MEMSET: 'SELECT deviceId, count(*), sum(bytes), sum("end" - start) '
-    f"FROM {MEMSET} GROUP BY deviceId",
+    MEMCPY: f'SELECT copyKind, count(*), sum(bytes), sum("end" - start) FROM {MEMCPY} GROUP BY copyKind',
+    MEMSET: f'SELECT deviceId, count(*), sum(bytes), sum("end" - start) FROM {MEMSET} GROUP BY deviceId',
     RUNTIME: f'SELECT nameId, count(*), sum("end" - start) FROM {RUNTIME} GROUP BY nameId',
 }
 
@@ -93,9 +93,7 @@ def inflate(src: Path, dst: Path, min_kernels: int) -> dict[str, int]:
         con.execute("PRAGMA synchronous = OFF")
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         acts = [t for t in ACTIVITY if t in tables]
-        base_kernels, lo, hi = con.execute(
-            f'SELECT count(*), min(start), max("end") FROM {KERNEL}'
-        ).fetchone()
+        base_kernels, lo, hi = con.execute(f'SELECT count(*), min(start), max("end") FROM {KERNEL}').fetchone()
         copies = max(1, math.ceil(min_kernels / base_kernels))
         span = (hi - lo) + 1000
         con.execute("BEGIN")
@@ -232,16 +230,11 @@ def _kernel_mix() -> list[Kernel]:
         name = f"nvjet_tst_{tile}"
         mix.append(Kernel(name, name, 3.0 - 0.3 * i, 60_000 + 9_000 * i, (132, 1, 1), (384, 1, 1)))
     for i, tile in enumerate(("64x256x8", "128x128x8", "256x64x8")):
-        short = (
-            f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize{tile}"
-            "_stage3_warpsize2x2x1_execute_kernel"
-        )
+        short = f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize{tile}_stage3_warpsize2x2x1_execute_kernel"
         demangled = f"void {short}_cublas<cutlass::bfloat16_t>(Params)"
         mix.append(Kernel(short, demangled, 1.2, 45_000 + 5_000 * i, (132, 1, 1), (256, 1, 1)))
     for i in range(3):
-        short = (
-            f"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_{64 * (i + 1)}x64_32x{i + 3}_nn_align8"
-        )
+        short = f"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_{64 * (i + 1)}x64_32x{i + 3}_nn_align8"
         demangled = f"void cutlass::Kernel2<{short}>(Params)"
         mix.append(Kernel(short, demangled, 0.8, 30_000 + 4_000 * i, (132, 1, 1), (128, 1, 1)))
     for i in range(8):
@@ -262,9 +255,7 @@ def _kernel_mix() -> list[Kernel]:
     for i, op in enumerate(("sum", "max", "mean")):
         functor = f"at::native::ReduceOp<float, at::native::{op}_functor<float>>"
         demangled = f"void at::native::reduce_kernel<512, 1, {functor}>({functor})"
-        mix.append(
-            Kernel("reduce_kernel", demangled, 0.8, 8_000 + 1_000 * i, (264, 1, 1), (512, 1, 1))
-        )
+        mix.append(Kernel("reduce_kernel", demangled, 0.8, 8_000 + 1_000 * i, (264, 1, 1), (512, 1, 1)))
     for short, demangled, weight, mean, grid, block in _NAMED:
         mix.append(Kernel(short, demangled or short, weight, mean, (grid, 1, 1), (block, 1, 1)))
     return mix
@@ -333,20 +324,30 @@ def synthetic(path: Path, kernels: int, *, candidate: bool) -> dict[str, int]:
     ticks = np.linspace(t0, end, kernels // 20 + 1, dtype=np.int64)
     for i in range(len(ticks) - 1):
         name = f"{ops[i % len(ops)]}, seq = {i}, op_id = {100_000 + i}"
-        b.nvtx_range(
-            name, int(ticks[i]), int(ticks[i + 1]) - 10, tid=1001 + i % 2, registered=i % 3 == 0
-        )
+        b.nvtx_range(name, int(ticks[i]), int(ticks[i + 1]) - 10, tid=1001 + i % 2, registered=i % 3 == 0)
     b.write(path)
     return {t: n for t, n in _counts(path).items() if n}
+
+
+def build_apart(path: Path, kernels: int, *, candidate: bool) -> None:
+    """:func:`synthetic` in a fresh process.
+
+    A child's ru_maxrss counts what it inherited across fork+exec, so a parent that held
+    a million builder rows would inflate every peak RSS measured after it.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=synthetic, args=(path, kernels), kwargs={"candidate": candidate})
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"building {path} failed (exit {proc.exitcode})")
 
 
 def _counts(path: Path) -> dict[str, int]:
     con = _ro(path)
     try:
         have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return {
-            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ACTIVITY if t in have
-        }
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ACTIVITY if t in have}
     finally:
         con.close()
 
@@ -362,9 +363,7 @@ def bare_scan(paths: Sequence[Path]) -> None:
     for path in paths:
         con = _ro(path)
         try:
-            have = {
-                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
+            have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             for table, sql in FLOOR_SQL.items():
                 if table in have:
                     con.execute(sql).fetchall()
@@ -402,9 +401,7 @@ def run_cli(args: Sequence[str], out: Path, repeat: int) -> Run:
             proc.returncode = os.waitstatus_to_exitcode(status)
             if proc.returncode != 0:
                 err.seek(0)
-                raise RuntimeError(
-                    f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read().decode()}"
-                )
+                raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read().decode()}")
         best = min(best, elapsed)
         # ru_maxrss is KiB on Linux, bytes on macOS.
         rss = max(rss, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024))
@@ -440,9 +437,7 @@ def _rows(counts: dict[str, int]) -> str:
     return " ".join(f"{counts[t] / 1e6:.2f}M{short[t]}" for t in ACTIVITY if t in counts)
 
 
-def measure_pair(
-    label: str, base: Path, cand: Path, counts: dict[str, int], repeat: int, work: Path
-) -> list[Row]:
+def measure_pair(label: str, base: Path, cand: Path, counts: dict[str, int], repeat: int, work: Path) -> list[Row]:
     rows: list[Row] = []
     for side, path in (("base", base), ("cand", cand)):
         floor = best_of(repeat, lambda p=path: bare_scan([p]))
@@ -469,6 +464,28 @@ def measure_pair(
     return rows
 
 
+def phases(path: Path) -> dict[str, float]:
+    """Seconds of each reader call and of the reduction, in-process (one cold-ish run)."""
+    from nsysdiff.fingerprint import assemble
+    from nsysdiff.trace.reader import open_trace
+
+    spent: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], object]) -> Any:
+        t = time.perf_counter()
+        value = fn()
+        spent[name] = time.perf_counter() - t
+        return value
+
+    with open_trace(path) as r:
+        meta = timed("metadata", r.metadata)
+        groups = timed("kernels", r.kernels)
+        parts = [timed(n, getattr(r, n)) for n in ("memcpy", "memset", "sync_calls", "nvtx_summary")]
+        has = r.has_kernels()
+    timed("reduce", lambda: assemble(path, meta, groups, has, *parts))
+    return spent
+
+
 def table(rows: Sequence[Row]) -> str:
     head = ["case", "rows", "time", "floor", "ratio", "peak RSS", "target", "result"]
     body = [r.cells() for r in rows]
@@ -483,14 +500,11 @@ def table(rows: Sequence[Row]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--kernels", type=int, default=1_000_000, help="kernel rows per trace (default 1M)"
-    )
+    ap.add_argument("--kernels", type=int, default=1_000_000, help="kernel rows per trace (default 1M)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts")
-    ap.add_argument(
-        "--keep", type=Path, help="build traces in DIR and keep them (reused if present)"
-    )
+    ap.add_argument("--keep", type=Path, help="build traces in DIR and keep them (reused if present)")
     ap.add_argument("--no-real", action="store_true", help="skip the inflated real traces")
+    ap.add_argument("--phases", action="store_true", help="also time each reader call in-process")
     args = ap.parse_args(argv)
 
     tmp = None
@@ -527,11 +541,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for dst, cand in zip(pair, (False, True), strict=True):
             if not dst.exists():
                 t = time.perf_counter()
-                synthetic(dst, args.kernels, candidate=cand)
+                build_apart(dst, args.kernels, candidate=cand)
                 print(f"built {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
         rows += measure_pair("synthetic", pair[0], pair[1], _counts(pair[0]), args.repeat, work)
         print()
         print(table(rows))
+        if args.phases:
+            print("\nin-process seconds per phase (reader calls, then the numpy reduction):")
+            for path in sorted(work.glob("*.sqlite")):
+                spent = phases(path)
+                cells = ", ".join(f"{k} {v:.3f}" for k, v in spent.items())
+                print(f"  {path.name}: {cells}; total {sum(spent.values()):.3f}")
         missed = [r.case for r in rows if not r.ok]
         print(
             f"\n{len(rows) - len(missed)} of {len(rows)} targets met"

@@ -77,7 +77,9 @@ def judge(
 ) -> Report:
     """The outcome and exit code of a diff and its findings."""
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
-    ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
+    ordered = tuple(
+        sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
+    )
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE

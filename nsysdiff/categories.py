@@ -32,7 +32,11 @@ def _c(name: str, pattern: str, description: str, exclude: str | None = None) ->
 
 
 TAXONOMY: tuple[Category, ...] = (
-    _c("nccl", r"^nccl|ncclDevKernel|ncclKernel", "NCCL collective and point-to-point communication"),
+    _c(
+        "nccl",
+        r"^nccl|ncclDevKernel|ncclKernel",
+        "NCCL collective and point-to-point communication",
+    ),
     _c("gemm.nvjet", r"^nvjet", "persistent GEMM kernels from cuBLASLt's nvjet (Hopper and later)"),
     _c(
         "gemm.cublas",

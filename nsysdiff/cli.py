@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from datetime import date
 import traceback
 from collections.abc import Callable
+from datetime import date
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -20,8 +20,8 @@ import typer
 from rich.console import Console
 
 from nsysdiff import __version__, api, comparability, scope
-from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.diff import Settings, compare
+from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.model import fingerprint_to_json
 from nsysdiff.render import Format, format_for, render
 from nsysdiff.render import summary as summary_render
@@ -87,19 +87,65 @@ def _write(text: str, output: Path | None) -> None:
 
 
 # Scope options, shared by summary, fingerprint and diff (see docs/scopes.md).
-WindowOpt = Annotated[str | None, typer.Option("--window", metavar="START:END", help="Keep GPU work starting in this window, e.g. 2s:5s, 500ms: or :3s (units ns, us, ms, s), relative to --window-origin.")]
-OriginOpt = Annotated[str, typer.Option("--window-origin", metavar="kernel|capture", help="What --window counts from: the first kernel's start (kernel) or the capture start (capture).")]
-SkipOpt = Annotated[int, typer.Option("--skip-first", metavar="N", help="Drop warm-up: per process, all work launched before the (N+1)-th instance of the --per range (else the --nvtx range).")]
-NvtxOpt = Annotated[str | None, typer.Option("--nvtx", metavar="NAME[@DOMAIN]", help="Keep only GPU work launched inside matching NVTX ranges (exact name or regex; PyTorch suffixes folded).")]
-PerOpt = Annotated[str | None, typer.Option("--per", metavar="RANGE", help="Count the instances of this NVTX range as steps; a diff of two such sides compares per step.")]
-PhasesOpt = Annotated[Path | None, typer.Option("--phases", metavar="FILE", help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.")]
+WindowOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--window",
+        metavar="START:END",
+        help="Keep GPU work starting in this window, e.g. 2s:5s, 500ms: or :3s (units ns, us, ms, s), "
+        "relative to --window-origin.",
+    ),
+]
+OriginOpt = Annotated[
+    str,
+    typer.Option(
+        "--window-origin",
+        metavar="kernel|capture",
+        help="What --window counts from: the first kernel's start (kernel) or the capture start (capture).",
+    ),
+]
+SkipOpt = Annotated[
+    int,
+    typer.Option(
+        "--skip-first",
+        metavar="N",
+        help="Drop warm-up: per process, all work launched before the (N+1)-th instance of the --per range "
+        "(else the --nvtx range).",
+    ),
+]
+NvtxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nvtx",
+        metavar="NAME[@DOMAIN]",
+        help="Keep only GPU work launched inside matching NVTX ranges (exact name or regex; PyTorch suffixes folded).",
+    ),
+]
+PerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--per",
+        metavar="RANGE",
+        help="Count the instances of this NVTX range as steps; a diff of two such sides compares per step.",
+    ),
+]
+PhasesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--phases",
+        metavar="FILE",
+        help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.",
+    ),
+]
 
 
 @app.command()
 @handled
 def summary(
     trace: Annotated[Path, typer.Argument(help="An nsys SQLite export or a saved fingerprint.")],
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Output format.")] = SummaryFormat.text,
+    fmt: Annotated[
+        SummaryFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = SummaryFormat.text,
     top: Annotated[int, typer.Option(help="Rows in the top-kernels and NVTX tables.")] = 20,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
     window: WindowOpt = None,
@@ -129,7 +175,9 @@ def summary(
 @handled
 def fingerprint(
     trace: Annotated[Path, typer.Argument(help="An nsys SQLite export.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")
+    ] = None,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -151,23 +199,49 @@ _DEFAULTS = Settings()
 @app.command()
 @handled
 def diff(
-    base: Annotated[Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")],
+    base: Annotated[
+        Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")
+    ],
+    candidate: Annotated[
+        Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")
+    ],
     rules: Annotated[
         list[str] | None,
-        typer.Option("--rules", "-r", help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack."),
+        typer.Option(
+            "--rules",
+            "-r",
+            help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack.",
+        ),
     ] = None,
-    no_rules: Annotated[bool, typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad).")] = False,
+    no_rules: Annotated[
+        bool,
+        typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad)."),
+    ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Format printed to stdout.")] = Format.text,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="Format printed to stdout.")
+    ] = Format.text,
     output: Annotated[
         list[Path] | None,
-        typer.Option("--output", "-o", help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable.",
+        ),
     ] = None,
-    z_threshold: Annotated[float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")] = Settings().z_threshold,
-    min_deviation: Annotated[float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")] = Settings().min_deviation,
-    min_share: Annotated[float, typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%).")] = Settings().min_share,
-    noise: Annotated[float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")] = Settings().noise,
+    z_threshold: Annotated[
+        float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")
+    ] = Settings().z_threshold,
+    min_deviation: Annotated[
+        float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")
+    ] = Settings().min_deviation,
+    min_share: Annotated[
+        float,
+        typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%)."),
+    ] = Settings().min_share,
+    noise: Annotated[
+        float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")
+    ] = Settings().noise,
     width: Annotated[int, typer.Option(help="Text report width in columns.")] = 120,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
@@ -175,13 +249,25 @@ def diff(
     nvtx: NvtxOpt = None,
     per: PerOpt = None,
     phases: PhasesOpt = None,
-    require_same_gpu: Annotated[bool, typer.Option("--require-same-gpu", help="Different GPU models (or counts) make the verdict inconclusive instead of a note.")] = False,
+    require_same_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--require-same-gpu",
+            help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
+        ),
+    ] = False,
 ) -> None:
     """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
 
-    settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
-    for bad in (o for o in output or () if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")):
+    settings = Settings(
+        z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise
+    )
+    for bad in (
+        o
+        for o in output or ()
+        if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")
+    ):
         format_for(bad)
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
@@ -193,7 +279,9 @@ def diff(
     b, c = api.load(base, opts), api.load(candidate, opts)
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
-    findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
+    findings, results = (
+        rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
+    )
     report = api.judge(
         d,
         findings,
@@ -264,7 +352,9 @@ def rules_validate(
 
 def route(argv: list[str]) -> list[str]:
     """``nsysdiff A B ...`` means ``nsysdiff diff A B ...``."""
-    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    commands = {
+        c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands
+    }
     commands |= {g.name for g in app.registered_groups if g.name}
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
         return ["diff", *argv]

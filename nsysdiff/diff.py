@@ -285,7 +285,14 @@ def _side(item: _Item | None, total: float) -> Side | None:
     if item is None:
         return None
     mean = item.total_ns / item.calls if item.calls else 0.0
-    return Side(item.calls, item.total_ns, mean, item.p50_ns, item.p90_ns, item.total_ns / total if total else 0.0)
+    return Side(
+        item.calls,
+        item.total_ns,
+        mean,
+        item.p50_ns,
+        item.p90_ns,
+        item.total_ns / total if total else 0.0,
+    )
 
 
 def _rows(
@@ -513,7 +520,9 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
     c_phases = {p.name: p for p in cand.phases}
     phases = tuple(
         PhaseDiff(
-            p.name, p.ranges, c_phases[p.name].ranges,
+            p.name,
+            p.ranges,
+            c_phases[p.name].ranges,
             compare(p.fingerprint, c_phases[p.name].fingerprint, settings),
         )
         for p in base.phases
@@ -530,12 +539,24 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         memcpy=_copies(base.memcpy, cand.memcpy, settings.noise, per),
         memset=_copies(base.memset, cand.memset, settings.noise, per),
         sync=_rows(
-            _per_step(_api_items(base.sync), bn), _per_step(_api_items(cand.sync), cn),
-            bt, ct, settings, 1.0, 1.0, False,
+            _per_step(_api_items(base.sync), bn),
+            _per_step(_api_items(cand.sync), cn),
+            bt,
+            ct,
+            settings,
+            1.0,
+            1.0,
+            False,
         ),
         nvtx=_rows(
-            _per_step(_nvtx_items(base.nvtx), bn), _per_step(_nvtx_items(cand.nvtx), cn),
-            bt, ct, settings, 1.0, 1.0, False,
+            _per_step(_nvtx_items(base.nvtx), bn),
+            _per_step(_nvtx_items(cand.nvtx), cn),
+            bt,
+            ct,
+            settings,
+            1.0,
+            1.0,
+            False,
         ),
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,

@@ -78,7 +78,7 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
             continue
         short = groups.short[idx[0]]
         shares = sorted(
-            (DeviceShare(int(groups.device[i]), len(p), int(p.sum())) for i, p in zip(idx, parts)),
+            (DeviceShare(int(groups.device[i]), len(p), int(p.sum())) for i, p in zip(idx, parts, strict=True)),
             key=lambda x: x.device,
         )
         out.append(
@@ -169,7 +169,7 @@ def assemble(
     memset: Sequence[CopyRow],
     sync: Sequence[ApiRow],
     nvtx: Sequence[RangeRow],
-    scope: Scope = Scope(),
+    scope: Scope | None = None,
 ) -> Fingerprint:
     kernels = reduce_kernels(groups)
     start, end = meta.capture_start_ns, meta.capture_end_ns
@@ -195,5 +195,5 @@ def assemble(
         sync=reduce_sync(sync),
         nvtx=reduce_nvtx(nvtx),
         devices=reduce_devices(groups),
-        scope=scope,
+        scope=scope or Scope(),
     )

@@ -265,7 +265,7 @@ def _build(tp: Any, data: Any, where: str) -> Any:
             return tuple(_build(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
         if len(args) != len(data):
             raise FingerprintError(f"{where}: expected {len(args)} items")
-        return tuple(_build(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data)))
+        return tuple(_build(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data, strict=True)))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise FingerprintError(f"{where}: expected an object")
@@ -274,9 +274,7 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         for f in dataclasses.fields(tp):
             if f.name in data:
                 kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
-            elif (
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            ):
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise FingerprintError(f"{where}: missing field {f.name!r}")
         return tp(**kwargs)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -306,7 +304,7 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
     except json.JSONDecodeError as e:
         raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise FingerprintError(f"{source}: not an nsysdiff fingerprint (no \"format\": \"{FORMAT}\")")
+        raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}")')
     if doc.get("version") != FORMAT_VERSION:
         raise FingerprintError(
             f"{source}: fingerprint format version {doc.get('version')!r} is not supported "

@@ -9,7 +9,11 @@ from nsysdiff.categories import OTHER, TAXONOMY, categorize, names
     ("short", "demangled", "want"),
     [
         ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "", "gemm.nvjet"),
-        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "", "gemm.cublas"),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "",
+            "gemm.cublas",
+        ),
         ("gemv2T_kernel_val", "", "gemm.cublas"),
         ("splitKreduce_kernel", "", "gemm.cublas"),
         ("device_kernel", "void cutlass::device_kernel<GemmKernel>(Params)", "gemm.cutlass"),

@@ -60,9 +60,7 @@ def corrupt_kernel_page(tmp_path: Path, good: Path) -> Path:
     import sqlite3
 
     con = sqlite3.connect(f"file:{good}?mode=ro", uri=True)
-    (root,) = con.execute(
-        "SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'"
-    ).fetchone()
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'").fetchone()
     (size,) = con.execute("PRAGMA page_size").fetchone()
     con.close()
     data = bytearray(good.read_bytes())
@@ -227,9 +225,7 @@ def test_diff_names_the_bad_side(tmp_path: Path, good: Path) -> None:
 
 def test_malformed_fingerprint_json(tmp_path: Path) -> None:
     bad = tmp_path / "base.json"
-    bad.write_text(
-        '{"format": "nsysdiff-fingerprint", "version": 1, "kernels": [', encoding="utf-8"
-    )
+    bad.write_text('{"format": "nsysdiff-fingerprint", "version": 1, "kernels": [', encoding="utf-8")
     code, _, err = invoke("summary", bad)
     assert code == BAD_INPUT
     assert_one_line_error(err, bad, "not valid JSON")
@@ -309,16 +305,12 @@ def _main(monkeypatch: pytest.MonkeyPatch, exc: BaseException, path: Path) -> in
     return code
 
 
-def test_ctrl_c_exits_130(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path
-) -> None:
+def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
     assert _main(monkeypatch, KeyboardInterrupt(), good) == 130
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_bug_exits_70(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path
-) -> None:
+def test_bug_exits_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
     assert _main(monkeypatch, RuntimeError("boom"), good) == int(ExitCode.INTERNAL)
     err = capsys.readouterr().err
     assert "internal error" in err

@@ -14,7 +14,10 @@ from nsysdiff.families import family, strip_templates
             "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_tensor16x8x16_kernel",
             "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel",
         ),
-        ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn", "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn"),
+        (
+            "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn",
+            "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn",
+        ),
         ("triton_poi_fused_add_3", "triton_poi_fused_add_11"),
     ],
 )

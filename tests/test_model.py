@@ -48,7 +48,9 @@ def test_fingerprint_is_small() -> None:
             "re-create it with `nsysdiff fingerprint`",
         ),
         (
-            json.dumps({"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}),
+            json.dumps(
+                {"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}
+            ),
             "x.json: malformed fingerprint at $: missing field 'meta'",
         ),
     ],

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
 
@@ -49,18 +50,78 @@ def _nvjet(shape: str) -> str:
 _REST: tuple[tuple[str, str | None, int, float, float], ...] = (
     ("triton_poi_fused_add_mul_0", None, 1200, 24.0, 0.88),
     ("triton_red_fused_sum_1", None, 800, 16.0, 0.95),
-    ("elementwise_kernel", "void at::native::elementwise_kernel<(int)128, (int)2, F>(int, F)", 520, 18.0, 0.86),
-    ("unrolled_elementwise_kernel", "void at::native::unrolled_elementwise_kernel<F, A>(int, F, A)", 410, 12.0, 0.92),
-    ("act_and_mul_kernel", "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel>(c10::BFloat16 *, const c10::BFloat16 *, int)", 392, 30.0, 0.84),
-    ("rotary_embedding_kernel", "void vllm::rotary_embedding_kernel<c10::BFloat16, (bool)1>(const long *, c10::BFloat16 *, c10::BFloat16 *, const c10::BFloat16 *, int, int, int, int, int, int)", 392, 8.0, 0.97),
+    (
+        "elementwise_kernel",
+        "void at::native::elementwise_kernel<(int)128, (int)2, F>(int, F)",
+        520,
+        18.0,
+        0.86,
+    ),
+    (
+        "unrolled_elementwise_kernel",
+        "void at::native::unrolled_elementwise_kernel<F, A>(int, F, A)",
+        410,
+        12.0,
+        0.92,
+    ),
+    (
+        "act_and_mul_kernel",
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel>(c10::BFloat16 *, const c10::BFloat16 *, int)",
+        392,
+        30.0,
+        0.84,
+    ),
+    (
+        "rotary_embedding_kernel",
+        "void vllm::rotary_embedding_kernel<c10::BFloat16, (bool)1>(const long *, c10::BFloat16 *, c10::BFloat16 *, const c10::BFloat16 *, int, int, int, int, int, int)",
+        392,
+        8.0,
+        0.97,
+    ),
     ("reduce_kernel", "void at::native::reduce_kernel<(int)512, (int)1, R>(R)", 300, 6.0, 0.90),
-    ("radixSortKVInPlace", "void at::native::radixSortKVInPlace<(int)-2, (int)-1, (int)32, (int)4, float, long, unsigned int>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, bool)", 100, 3.0, 0.83),
-    ("sampling_from_probs_kernel", "void flashinfer::sampling::SamplingFromProbKernel<(unsigned int)1024, (cub::BlockScanAlgorithm)0, (cub::BlockReduceAlgorithm)2, (unsigned int)4, (bool)0, float, int>(float *, int *, int *, unsigned int, unsigned long, unsigned long)", 98, 4.0, 0.93),
+    (
+        "radixSortKVInPlace",
+        "void at::native::radixSortKVInPlace<(int)-2, (int)-1, (int)32, (int)4, float, long, unsigned int>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, bool)",
+        100,
+        3.0,
+        0.83,
+    ),
+    (
+        "sampling_from_probs_kernel",
+        "void flashinfer::sampling::SamplingFromProbKernel<(unsigned int)1024, (cub::BlockScanAlgorithm)0, (cub::BlockReduceAlgorithm)2, (unsigned int)4, (bool)0, float, int>(float *, int *, int *, unsigned int, unsigned long, unsigned long)",
+        98,
+        4.0,
+        0.93,
+    ),
     ("distribution_elementwise_grid_stride_kernel", None, 98, 2.0, 0.87),
-    ("CatArrayBatchedCopy", "void at::native::<unnamed>::CatArrayBatchedCopy<c10::BFloat16, unsigned int, (int)2, (int)128, (int)1>(c10::BFloat16 *, at::native::<unnamed>::CatArrInputTensorMetadata<c10::BFloat16, unsigned int, (int)128, (int)1>, at::native::<unnamed>::TensorSizeStride<unsigned int, (unsigned int)4>, int, unsigned int)", 200, 5.0, 0.96),
-    ("indexSelectLargeIndex", "void at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, (int)2, (int)2, (int)-2, (bool)1>(T1)", 196, 4.0, 0.85),
-    ("gemv2T_kernel_val", "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, (int)128, (int)16, (int)4, (int)4, (bool)0, (bool)1, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>(T13, T5, T5)", 50, 10.0, 0.91),
-    ("copy_page_indices_kernel", "void vllm::copy_page_indices_kernel(int *, const int *, const int *, int)", 1212, 29.842, 0.89),
+    (
+        "CatArrayBatchedCopy",
+        "void at::native::<unnamed>::CatArrayBatchedCopy<c10::BFloat16, unsigned int, (int)2, (int)128, (int)1>(c10::BFloat16 *, at::native::<unnamed>::CatArrInputTensorMetadata<c10::BFloat16, unsigned int, (int)128, (int)1>, at::native::<unnamed>::TensorSizeStride<unsigned int, (unsigned int)4>, int, unsigned int)",
+        200,
+        5.0,
+        0.96,
+    ),
+    (
+        "indexSelectLargeIndex",
+        "void at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, (int)2, (int)2, (int)-2, (bool)1>(T1)",
+        196,
+        4.0,
+        0.85,
+    ),
+    (
+        "gemv2T_kernel_val",
+        "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, (int)128, (int)16, (int)4, (int)4, (bool)0, (bool)1, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>(T13, T5, T5)",
+        50,
+        10.0,
+        0.91,
+    ),
+    (
+        "copy_page_indices_kernel",
+        "void vllm::copy_page_indices_kernel(int *, const int *, const int *, int)",
+        1212,
+        29.842,
+        0.89,
+    ),
 )
 
 _GONE = ("64x8_64x16_4x1_v_bz_TNN", "64x16_64x16_4x1_v_bz_TNT", "64x32_64x8_2x1_v_bz_NTN",
@@ -93,8 +154,14 @@ def kernels() -> tuple[K, ...]:
         K("fused_add_rms_norm_kernel", "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, (int)8>(c10::BFloat16 *, c10::BFloat16 *, const c10::BFloat16 *, float, int, int)",
           392, 7_000_000, 392, 10_740_000),
     ]  # fmt: skip
-    out += [K(_nvjet(s), None, 14, round(ms * MS), 0, 0, block=(384, 1, 1)) for s, ms in zip(_GONE, _GONE_MS)]
-    out += [K(_nvjet(s), None, 0, 0, 14, round(ms * MS), block=(384, 1, 1)) for s, ms in zip(_NEW, _NEW_MS)]
+    out += [
+        K(_nvjet(s), None, 14, round(ms * MS), 0, 0, block=(384, 1, 1))
+        for s, ms in zip(_GONE, _GONE_MS, strict=True)
+    ]
+    out += [
+        K(_nvjet(s), None, 0, 0, 14, round(ms * MS), block=(384, 1, 1))
+        for s, ms in zip(_NEW, _NEW_MS, strict=True)
+    ]
     fixed1 = sum(k.total1 for k in out) + 60_980_000
     fixed16 = sum(k.total16 for k in out)
     rest1 = [round(ms * MS) for _, _, _, ms, _ in _REST]
@@ -111,15 +178,15 @@ def kernels() -> tuple[K, ...]:
     )  # fmt: skip
     out += [
         K(name, dem, calls, t1, calls, t16)
-        for (name, dem, calls, _, _), t1, t16 in zip(_REST, rest1, rest16)
+        for (name, dem, calls, _, _), t1, t16 in zip(_REST, rest1, rest16, strict=True)
     ]
     return tuple(out)
 
 
-def _durations(rng: np.random.Generator, calls: int, total: int) -> np.ndarray:
+def _durations(rng: np.random.Generator, calls: int, total: int) -> npt.NDArray[np.int64]:
     """``calls`` positive per-call durations with ~5% jitter that sum exactly to ``total``."""
     raw = rng.normal(1.0, 0.05, calls).clip(0.8, 1.2)
-    d = np.floor(raw / raw.sum() * total).astype(np.int64)
+    d: npt.NDArray[np.int64] = np.floor(raw / raw.sum() * total).astype(np.int64)
     d[: total - int(d.sum())] += 1  # hand out the rounding remainder, 1 ns each
     return d
 
@@ -132,14 +199,14 @@ def build(batch: int) -> TraceBuilder:
     b.name_thread(1001, "VllmWorker")
     ks = [k for k in kernels() if (k.calls1 if side == 1 else k.calls16)]
     calls = [k.calls1 if side == 1 else k.calls16 for k in ks]
-    durs = [_durations(rng, c, k.total1 if side == 1 else k.total16) for k, c in zip(ks, calls)]
+    durs = [_durations(rng, c, k.total1 if side == 1 else k.total16) for k, c in zip(ks, calls, strict=True)]
     # Interleave launches in a fixed random order, back to back with small gaps.
     owner = rng.permutation(np.repeat(np.arange(len(ks)), calls))
     index_in_kernel = np.zeros(len(owner), dtype=np.int64)
     for i in range(len(ks)):
         mask = owner == i
         index_in_kernel[mask] = np.arange(int(mask.sum()))
-    dur_seq = np.array([durs[o][j] for o, j in zip(owner, index_in_kernel)], dtype=np.int64)
+    dur_seq = np.array([durs[o][j] for o, j in zip(owner, index_in_kernel, strict=True)], dtype=np.int64)
     gaps = rng.integers(1_500, 4_000, len(owner))
     t0 = 2_000_000_000
     starts_seq = t0 + np.concatenate(([0], np.cumsum(dur_seq + gaps)[:-1]))
@@ -164,7 +231,7 @@ def _copies(b: TraceBuilder, rng: np.random.Generator, side: int, t0: int, end: 
         ops, nbytes = (ops1, bytes1) if side == 1 else (ops16, bytes16)
         sizes = _durations(rng, ops, nbytes)
         at = np.sort(rng.integers(t0, end, ops))
-        for t, size in zip(at.tolist(), sizes.tolist()):
+        for t, size in zip(at.tolist(), sizes.tolist(), strict=True):
             # Copies overlap kernels on a copy engine; ~1.5 GB/s effective for small copies.
             b.memcpy(kind, int(t), 1_000 + size // 1_500, int(size), stream=13)
     for t in np.sort(rng.integers(t0, end, 345 if side == 1 else 429)).tolist():

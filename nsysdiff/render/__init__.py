@@ -32,7 +32,9 @@ def format_for(path: Path) -> Format:
         return _BY_SUFFIX[path.suffix.lower()]
     except KeyError:
         known = ", ".join(sorted(_BY_SUFFIX))
-        raise UsageError(f"{path}: can't tell the output format from {path.suffix or 'no extension'!r} (use one of {known})") from None
+        raise UsageError(
+            f"{path}: can't tell the output format from {path.suffix or 'no extension'!r} (use one of {known})"
+        ) from None
 
 
 def render(report: Report, fmt: Format, *, width: int = 120) -> str:

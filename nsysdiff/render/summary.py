@@ -53,9 +53,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
             "busy_ns": fp.busy_ns,
             "span_ns": span,
             "idle_pct": 100.0 * (1 - fp.busy_ns / span) if span else 0.0,
-            "devices": [
-                {**to_data(d), "idle_pct": d.idle_pct} for d in fp.devices
-            ],
+            "devices": [{**to_data(d), "idle_pct": d.idle_pct} for d in fp.devices],
         },
         "kernels": [kernel_data(k, kns) for k in fp.kernels],
         "categories": [
@@ -130,7 +128,13 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
         for col in ("category", "kernels", "calls", "total", "%"):
             c.add_column(col, justify="left" if col == "category" else "right")
         for g in fp.categories:
-            c.add_row(g.name, str(g.kernels), f"{g.calls:,}", u.ns(g.total_ns), u.pct(_pct(g.total_ns, fp.kernel_ns)))
+            c.add_row(
+                g.name,
+                str(g.kernels),
+                f"{g.calls:,}",
+                u.ns(g.total_ns),
+                u.pct(_pct(g.total_ns, fp.kernel_ns)),
+            )
         console.print(c)
     if fp.memcpy or fp.memset:
         t = Table(title="Memory operations")

@@ -561,7 +561,7 @@ class TraceReader:
         self.con.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr))")
         self.con.executemany(
             f"INSERT OR IGNORE INTO temp.{name} VALUES (?, ?)",
-            zip(pids.tolist(), corrs.tolist()),
+            zip(pids.tolist(), corrs.tolist(), strict=True),
         )
         return Selection(launches_table=name)
 

@@ -236,9 +236,7 @@ def test_memset(tmp_path: Path, generation: Generation) -> None:
 
     path = build(tmp_path / "t.sqlite", generation, fill)
     fp = fingerprint_trace(path)
-    assert [(m.kind, m.ops, m.bytes, m.total_ns) for m in fp.memset] == [
-        ("memset", 2, (1 << 20) + 4_096, 2_000)
-    ]
+    assert [(m.kind, m.ops, m.bytes, m.total_ns) for m in fp.memset] == [("memset", 2, (1 << 20) + 4_096, 2_000)]
 
 
 def test_sync_calls_suffix_stripped(tmp_path: Path, generation: Generation) -> None:
@@ -436,12 +434,8 @@ def test_invalid_utf8_text_does_not_crash(tmp_path: Path, generation: Generation
     path = build(tmp_path / "t.sqlite", generation, fill, invalid_utf8_env=True)
     con = sqlite3.connect(path)
     for name in ("broken_kernel", "broken_registered"):
-        con.execute(
-            f"UPDATE StringIds SET value = CAST(x'{BAD.hex()}' AS TEXT) WHERE value = ?", (name,)
-        )
-    con.execute(
-        f"UPDATE NVTX_EVENTS SET text = CAST(x'{BAD.hex()}' AS TEXT) WHERE text = 'broken_range'"
-    )
+        con.execute(f"UPDATE StringIds SET value = CAST(x'{BAD.hex()}' AS TEXT) WHERE value = ?", (name,))
+    con.execute(f"UPDATE NVTX_EVENTS SET text = CAST(x'{BAD.hex()}' AS TEXT) WHERE text = 'broken_range'")
     con.commit()
     con.close()
     fp = fingerprint_trace(path)
