@@ -15,7 +15,7 @@ import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -28,6 +28,9 @@ from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
 
 VERSION = 1
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
 PACKAGE = "nsysdiff.packs"
 TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases")
 RULE_KEYS = ("id", "kind", "level", "message", "description")
@@ -36,8 +39,21 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _YAML_TAG = "tag:yaml.org,2002:"
 
 
+def packs_root() -> Traversable:
+    """Where the shipped packs are: installed as ``nsysdiff.packs``, or ``rules/`` in a checkout.
+
+    An installed package maps the repository's top-level ``rules/`` to ``nsysdiff.packs``;
+    code imported straight from a source tree (``python -m pytest`` in a checkout puts
+    it first on ``sys.path``) has no such package, so it reads ``rules/`` directly.
+    """
+    try:
+        return importlib.resources.files(PACKAGE)
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "rules"
+
+
 def pack_names() -> tuple[str, ...]:
-    root = importlib.resources.files(PACKAGE)
+    root = packs_root()
     return tuple(
         sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
     )
@@ -56,7 +72,7 @@ class Source:
 
 
 def pack_source(name: str) -> Source:
-    text = importlib.resources.files(PACKAGE).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    text = packs_root().joinpath(f"{name}.yaml").read_text(encoding="utf-8")
     return Source(f"pack:{name}", f"rules/{name}.yaml", text, None)
 
 
