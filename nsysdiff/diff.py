@@ -335,7 +335,8 @@ def _rows(
             )
         verdict = Verdict.OUTLIER if outlier else _verdict(bi, ci, ratio, settings.noise)
         dist = None
-        if bi and ci and bi.kernel and ci.kernel:
+        # Evidence for the rows a reader is asked to look at; it costs scipy's import.
+        if outlier and bi and ci and bi.kernel and ci.kernel:
             dist = stats.compare_sketches(bi.kernel.quantiles_ns, ci.kernel.quantiles_ns)
         p50r = None
         if bs and cs and bs.p50_ns is not None and cs.p50_ns is not None:

@@ -183,6 +183,17 @@ class SyncCalls:
 _END = '"end"'  # a keyword in SQL: always quoted
 
 
+# PyTorch's per-call suffixes make every range name unique; cutting them in SQL lets
+# GROUP BY merge a million "aten::mm, seq = N, op_id = M" rows into one.
+_NVTX_SUFFIXES = (", seq = ", ", op_id = ", ", sizes = ", ", stashed seq = ", ", input_op_ids = ")
+
+
+def _fold_sql(expr: str) -> str:
+    far = 1 << 30
+    cuts = ", ".join(f"coalesce(nullif(instr({expr}, '{p}'), 0), {far})" for p in _NVTX_SUFFIXES)
+    return f"substr({expr}, 1, min({cuts}) - 1)"
+
+
 def _blob(expr: str) -> str:
     """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
     return f"CAST(group_concat({expr}) AS BLOB)"
@@ -500,7 +511,7 @@ class TraceReader:
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
         rows = self._query(
-            f'SELECT {name}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
+            f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
             f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
             f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
         )

@@ -277,7 +277,9 @@ def test_nvtx_ranges_names_domains_and_folding(tmp_path: Path, generation: Gener
         raw = {(x.name, x.domain): (x.count, x.total_ns) for x in r.nvtx_summary()}
     # Registered strings (textId) resolve through StringIds like explicit text.
     assert raw[("forward", "")] == (2, 1_500)
-    assert raw[("aten::mm, seq = 12, op_id = 345", "")] == (1, 100)
+    # PyTorch's per-call suffixes are cut in SQL, so GROUP BY merges the calls.
+    assert raw[("aten::mm", "")] == (3, 260)
+    assert not any("op_id" in n for n, _ in raw)
     assert raw[("decode_step", "vllm")] == (1, 9_000)
     assert raw[("sample", "vllm")] == (1, 300)
     assert "checkpoint" not in {n for n, _ in raw}
