@@ -20,10 +20,11 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
     with open_trace(path) as r:
         if options is not None and options.active:
             return scope.fingerprint(r, options)
+        groups = r.kernels()  # first: it also learns the graph mode that metadata reports
         return assemble(
             path,
             r.metadata(),
-            r.kernels(),
+            groups,
             r.has_kernels(),
             r.memcpy(),
             r.memset(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,17 @@ def _fold_sql(expr: str) -> str:
     return f"substr({expr}, 1, min({cuts}) - 1)"
 
 
+def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Run one query on a connection of its own (for a worker thread)."""
+    con = s.connect(path)
+    try:
+        return con.execute(sql).fetchall()
+    except sqlite3.DatabaseError as e:
+        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+    finally:
+        con.close()
+
+
 def _blob(expr: str) -> str:
     """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
     return f"CAST(group_concat({expr}) AS BLOB)"
@@ -213,6 +225,7 @@ class TraceReader:
         self.con = con
         self.schema = schema
         self._strings: dict[int, str] = {}
+        self._node_mode: bool | None = None  # learnt while reading configs, when it was
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -303,8 +316,8 @@ class TraceReader:
         if self.schema.has(s.GRAPH_TRACE, "start", "end"):
             row = self._query(f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE}')[0]
             launches, total = int(row[0]), int(row[1])  # type: ignore[call-overload]
-        node = False
-        if self.schema.has(s.KERNEL, "graphNodeId"):
+        node = bool(self._node_mode)
+        if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
             # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
             node = bool(
                 self._query(f"SELECT 1 FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 LIMIT 1")
@@ -328,45 +341,60 @@ class TraceReader:
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
         where = self._where(s.KERNEL, sel)
-        # One pass with no GROUP BY (SQLite would sort every row for it): each column
-        # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
-        # coalesce keeps the columns aligned: group_concat skips NULLs.
-        (names_s, shorts_s, devs_s, starts_s, ends_s), = self._query(
-            f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-            f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
-            f"FROM {s.KERNEL} WHERE {where}"
-        )
-        names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
-        start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
-        order = np.lexsort((devs, names))
-        names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
-        first = np.flatnonzero(
-            np.concatenate(([True], (names[1:] != names[:-1]) | (devs[1:] != devs[:-1])))
-        ) if len(names) else np.empty(0, dtype=np.int64)
-        offsets = np.append(first, len(names)).astype(np.int64)
-        strings = self.strings([int(x) for x in names[first]] + [int(x) for x in shorts[first]])
+        configs_sql = self._configs_sql(name_col, where)
+        # The configs scan runs beside the interval scan on a second read-only connection
+        # (SQLite releases the GIL while it scans). A temp table of selected launches
+        # lives on this connection only, so a selection by launches scans in turn.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = None if sel.launches_table else pool.submit(_fetch_beside, self.path, configs_sql)
+            # One pass with no GROUP BY (SQLite would sort every row for it): each column
+            # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
+            # coalesce keeps the columns aligned: group_concat skips NULLs.
+            ((names_s, shorts_s, devs_s, starts_s, ends_s),) = self._query(
+                f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
+                f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
+                f"FROM {s.KERNEL} WHERE {where}"
+            )
+            names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
+            start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
+            order = np.lexsort((devs, names))
+            names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
+            first = (
+                np.flatnonzero(np.concatenate(([True], (names[1:] != names[:-1]) | (devs[1:] != devs[:-1]))))
+                if len(names)
+                else np.empty(0, dtype=np.int64)
+            )
+            strings = self.strings([int(x) for x in names[first]] + [int(x) for x in shorts[first]])
+            config_rows = pending.result() if pending else self._query(configs_sql)
         return KernelGroups(
             short=tuple(strings[int(x)] for x in shorts[first]),
             demangled=tuple(strings[int(x)] for x in names[first]),
             device=devs[first].astype(np.int64),
-            offsets=offsets,
+            offsets=np.append(first, len(names)).astype(np.int64),
             start=start,
             end=end,
-            configs=self._configs(name_col, where),
+            configs=self._configs(config_rows, whole=where == self._where(s.KERNEL, Selection())),
         )
 
-    def _configs(self, name_col: str, where: str) -> tuple[tuple[str, LaunchConfig], ...]:
+    def _configs_sql(self, name_col: str, where: str) -> str:
         cols = self.schema.tables[s.KERNEL]
         wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                   "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
         exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in wanted]
+        # The same pass answers "are any kernels graph nodes?", which would otherwise
+        # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
+        node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        rows = self._query(f"SELECT DISTINCT {name_col}, {', '.join(exprs)} FROM {s.KERNEL} WHERE {where}")
+        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
+
+    def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
+        if whole:
+            self._node_mode = any(r[-1] for r in rows)
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
-        out = []
+        out = set()
         for r in rows:
-            v = [int(x) for x in r[1:]]  # type: ignore[call-overload]
-            out.append((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
+            v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
+            out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
         return tuple(out)
 
     def memcpy(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
