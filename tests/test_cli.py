@@ -1,0 +1,108 @@
+"""The command line end to end: the exit-code table, several outputs, GitHub mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from fpspec import fingerprint
+from typer.testing import CliRunner
+
+from nsysdiff.cli import app, route
+from nsysdiff.model import fingerprint_to_json
+from nsysdiff.trace.builder import TraceBuilder
+
+BS1 = str(ROOT / "examples" / "cascade" / "bs1.sqlite")
+BS16 = str(ROOT / "examples" / "cascade" / "bs16.sqlite")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, route(list(args)))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _nvtx_only(path: Path) -> str:
+    b = TraceBuilder()
+    b.nvtx_range("forward", 1_000, 2_000)
+    return str(b.write(path))
+
+
+def _warning_only_pair(tmp_path: Path) -> tuple[str, str]:
+    """Normalization 1.4x slower but too small (0.02%) for the outlier rule: the default
+    pack's per-category budget warns, nothing errs."""
+    base = {f"triton_poi_fused_{i}": (100, 1_000_000_000) for i in range(10)} | {"rms_norm_kernel": (100, 2_000_000)}
+    cand = {f"triton_poi_fused_{i}": (100, 1_000_000_000) for i in range(10)} | {"rms_norm_kernel": (100, 2_800_000)}
+    paths = []
+    for name, spec in (("b", base), ("c", cand)):
+        p = tmp_path / f"{name}.json"
+        p.write_text(fingerprint_to_json(fingerprint(spec)))
+        paths.append(str(p))
+    return paths[0], paths[1]
+
+
+def test_exit_code_table(tmp_path: Path) -> None:
+    assert run(BS1, BS1)[0] == 0  # a trace against itself passes the default pack
+    assert run(BS1, BS16, "--rules", "batch-invariance")[0] == 1
+    assert run(BS1, BS16, "--no-rules")[0] == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 2\n")
+    code, out, err = run(BS1, BS16, "--rules", str(bad))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "bad.yaml" in err
+    code, out, _ = run(BS1, _nvtx_only(tmp_path / "nvtx.sqlite"))
+    assert code == 3 and "no kernel data" in out
+    assert run(BS1, str(tmp_path / "missing.sqlite"))[0] == 2
+
+
+def test_strict_fails_on_warnings(tmp_path: Path) -> None:
+    base, cand = _warning_only_pair(tmp_path)
+    code, out, _ = run(base, cand, "--rules", "default", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "pass"
+    assert {f["level"] for f in doc["findings"]} == {"warning"}
+    assert run(base, cand, "--rules", "default", "--strict")[0] == 1
+
+
+def test_several_outputs_in_one_run(tmp_path: Path) -> None:
+    md, js, xml, txt = (tmp_path / f"report.{s}" for s in ("md", "json", "xml", "txt"))
+    code, _, _ = run(
+        BS1, BS16, "--rules", "batch-invariance", "-o", str(md), "-o", str(js), "-o", str(xml), "-o", str(txt)
+    )
+    assert code == 1
+    assert md.read_text().startswith("**nsysdiff: FAIL** (exit 1)")
+    assert json.loads(js.read_text())["exit_code"] == 1
+    suite = ET.parse(xml).getroot()
+    assert int(suite.get("failures") or suite[0].get("failures") or 0) > 0
+    assert txt.read_text().startswith("nsysdiff: FAIL (exit 1)")
+    code, _, err = run(BS1, BS16, "-o", str(tmp_path / "report.pdf"))
+    assert code == 2 and "report.pdf" in err
+
+
+def test_github_mode_end_to_end(tmp_path: Path) -> None:
+    summary, output = tmp_path / "summary.md", tmp_path / "output.txt"
+    env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)}
+    r = subprocess.run(
+        [sys.executable, "-m", "nsysdiff", BS1, BS16, "--rules", "batch-invariance"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert any("reshape_and_cache_flash_kernel" in line and "outlier" in line for line in errors)
+    assert summary.read_text().startswith("**nsysdiff: FAIL** (exit 1)")
+    assert "verdict=fail" in output.read_text().splitlines()
+    assert "exit-code=1" in output.read_text().splitlines()
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_installed_console_script(flag: str) -> None:
+    exe = Path(sys.executable).parent / "nsysdiff"
+    if not exe.exists():
+        pytest.skip("the nsysdiff console script is not installed beside this Python")
+    r = subprocess.run([str(exe), flag], capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and "nsysdiff" in r.stdout
