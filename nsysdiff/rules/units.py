@@ -10,6 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nsysdiff.render import units as _render
+
+# Findings print quantities the way every report does.
+fmt_time = _render.ns
+fmt_size = _render.nbytes
+fmt_ratio = _render.ratio
+
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 SIZE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 
@@ -91,29 +98,6 @@ def parse_number(value: Any) -> float:
     if _is_number(value):
         return float(value)
     raise ValueError(f"{_show(value)} is not a number")
-
-
-def fmt_time(ns: float) -> str:
-    """A duration in the largest unit that keeps it >= 1."""
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.2f} us"
-    return f"{ns:.0f} ns"
-
-
-def fmt_size(b: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(b) >= scale:
-            return f"{b / scale:.2f} {unit}"
-    return f"{b:.0f} B"
-
-
-def fmt_ratio(r: float) -> str:
-    return f"{r:.2f}x"
 
 
 def fmt_percent(f: float) -> str:
