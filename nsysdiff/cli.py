@@ -143,9 +143,7 @@ PhasesOpt = Annotated[
 @handled
 def summary(
     trace: Annotated[Path, typer.Argument(help="An nsys SQLite export or a saved fingerprint.")],
-    fmt: Annotated[
-        SummaryFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = SummaryFormat.text,
+    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Output format.")] = SummaryFormat.text,
     top: Annotated[int, typer.Option(help="Rows in the top-kernels and NVTX tables.")] = 20,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
     window: WindowOpt = None,
@@ -164,20 +162,21 @@ def summary(
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
         return
-    console = Console(
-        file=open(output, "w", encoding="utf-8") if output else None,  # noqa: SIM115
-        width=140 if output else None,
-    )
-    summary_render.render_text(fp, console, top=top)
+    if output is None:
+        summary_render.render_text(fp, Console(), top=top)
+        return
+    try:
+        with output.open("w", encoding="utf-8") as fh:
+            summary_render.render_text(fp, Console(file=fh, width=140), top=top)
+    except OSError as e:
+        raise NsysdiffError(f"{output}: can't write ({e.strerror})") from None
 
 
 @app.command()
 @handled
 def fingerprint(
     trace: Annotated[Path, typer.Argument(help="An nsys SQLite export.")],
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")
-    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")] = None,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -199,12 +198,8 @@ _DEFAULTS = Settings()
 @app.command()
 @handled
 def diff(
-    base: Annotated[
-        Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")
-    ],
-    candidate: Annotated[
-        Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")
-    ],
+    base: Annotated[Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")],
     rules: Annotated[
         list[str] | None,
         typer.Option(
@@ -218,9 +213,7 @@ def diff(
         typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad)."),
     ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
-    fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="Format printed to stdout.")
-    ] = Format.text,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Format printed to stdout.")] = Format.text,
     output: Annotated[
         list[Path] | None,
         typer.Option(
@@ -260,14 +253,8 @@ def diff(
     """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
 
-    settings = Settings(
-        z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise
-    )
-    for bad in (
-        o
-        for o in output or ()
-        if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")
-    ):
+    settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
+    for bad in (o for o in output or () if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")):
         format_for(bad)
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
@@ -279,9 +266,7 @@ def diff(
     b, c = api.load(base, opts), api.load(candidate, opts)
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
-    findings, results = (
-        rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
-    )
+    findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
     report = api.judge(
         d,
         findings,
@@ -326,9 +311,7 @@ def rules_list() -> None:
 @rules_app.command("explain")
 @handled
 def rules_explain(
-    name: Annotated[
-        str, typer.Argument(help="A rule id of a shipped pack, a kind (budget, ...) or waivers.")
-    ],
+    name: Annotated[str, typer.Argument(help="A rule id of a shipped pack, a kind (budget, ...) or waivers.")],
 ) -> None:
     """Print the documentation of a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
@@ -339,9 +322,7 @@ def rules_explain(
 @rules_app.command("validate")
 @handled
 def rules_validate(
-    files: Annotated[
-        list[str], typer.Argument(help="Rule files or pack names, loaded together as --rules does.")
-    ],
+    files: Annotated[list[str], typer.Argument(help="Rule files or pack names, loaded together as --rules does.")],
 ) -> None:
     """Check rule files without reading a trace: exit 0 and 'ok', or exit 2 and the error."""
     from nsysdiff import rules as rule_engine
@@ -352,9 +333,7 @@ def rules_validate(
 
 def route(argv: list[str]) -> list[str]:
     """``nsysdiff A B ...`` means ``nsysdiff diff A B ...``."""
-    commands = {
-        c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands
-    }
+    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     commands |= {g.name for g in app.registered_groups if g.name}
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
         return ["diff", *argv]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -56,9 +57,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
             "devices": [{**to_data(d), "idle_pct": d.idle_pct} for d in fp.devices],
         },
         "kernels": [kernel_data(k, kns) for k in fp.kernels],
-        "categories": [
-            {**to_data(c), "pct_of_kernel_time": _pct(c.total_ns, kns)} for c in fp.categories
-        ],
+        "categories": [{**to_data(c), "pct_of_kernel_time": _pct(c.total_ns, kns)} for c in fp.categories],
         "memcpy": [{**to_data(c), "gbps": c.gbps} for c in fp.memcpy],
         "memset": [{**to_data(c), "gbps": c.gbps} for c in fp.memset],
         "sync": to_data(fp.sync),
@@ -101,8 +100,7 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
     )
     devices = ", ".join(str(d.device) for d in fp.devices) or "none"
     console.print(
-        f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · "
-        f"CUDA graphs: {m.graph_mode.value}"
+        f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · CUDA graphs: {m.graph_mode.value}"
     )
     for line in scope_lines(fp):
         console.print(line, markup=False)
@@ -115,16 +113,25 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
             f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
         )
-        t = Table(title=f"Top kernels ({min(top, len(fp.kernels))} of {len(fp.kernels)})")
+        t = Table(
+            title=f"Top kernels ({min(top, len(fp.kernels))} of {len(fp.kernels)})", box=box.SIMPLE_HEAD, pad_edge=False
+        )
         for col in ("kernel", "calls", "total", "mean", "p50", "p90", "max", "%"):
-            t.add_column(col, justify="left" if col == "kernel" else "right")
+            # Numbers never wrap; the name gives way (shortened in the middle) first.
+            t.add_column(
+                col,
+                justify="left" if col == "kernel" else "right",
+                no_wrap=col != "kernel",
+                min_width=16 if col == "kernel" else None,
+                overflow="ellipsis",
+            )
         for k in fp.kernels[:top]:
             t.add_row(
                 u.shorten(k.name, 50), f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns),
                 u.ns(k.p50_ns), u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns)),
             )  # fmt: skip
         console.print(t)
-        c = Table(title="Categories")
+        c = Table(title="Categories", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("category", "kernels", "calls", "total", "%"):
             c.add_column(col, justify="left" if col == "category" else "right")
         for g in fp.categories:
@@ -137,7 +144,7 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             )
         console.print(c)
     if fp.memcpy or fp.memset:
-        t = Table(title="Memory operations")
+        t = Table(title="Memory operations", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("kind", "ops", "bytes", "time", "GB/s"):
             t.add_column(col, justify="left" if col == "kind" else "right")
         for cp in (*fp.memcpy, *fp.memset):
@@ -145,14 +152,16 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             t.add_row(cp.kind, f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns), gbps)
         console.print(t)
     if fp.sync:
-        t = Table(title="Synchronising API calls")
+        t = Table(title="Synchronising API calls", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("call", "calls", "total"):
             t.add_column(col, justify="left" if col == "call" else "right")
         for a in fp.sync:
             t.add_row(a.name, f"{a.calls:,}", u.ns(a.total_ns))
         console.print(t)
     if fp.nvtx:
-        t = Table(title=f"NVTX ranges (top {min(top, len(fp.nvtx))} of {len(fp.nvtx)})")
+        t = Table(
+            title=f"NVTX ranges (top {min(top, len(fp.nvtx))} of {len(fp.nvtx)})", box=box.SIMPLE_HEAD, pad_edge=False
+        )
         for col in ("range", "domain", "count", "total"):
             t.add_column(col, justify="left" if col in ("range", "domain") else "right")
         for r in fp.nvtx[:top]:
