@@ -104,6 +104,10 @@ def _headline(console: Console, report: Report) -> None:
     same = m.kernel_count_phrase(d)
     if same:
         console.print(Text(same, style="bold"))
+
+
+def _comparability(console: Console, d: Diff) -> None:
+    # After the changes: it qualifies them, and the smoking gun comes first.
     _title(console, "Comparability")
     for label, text in comparability.fact_lines(d):
         console.print(f"  {label:<15} {text}")
@@ -356,5 +360,6 @@ def render(report: Report, *, width: int = 120) -> str:
     _copies(console, (*d.memcpy, *d.memset), width)
     _variants(console, d.variants, width)
     _top_changes(console, d, width)
+    _comparability(console, d)
     _footer(console, d)
     return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
