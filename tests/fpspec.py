@@ -23,19 +23,31 @@ from nsysdiff.model import (
 )
 
 
-def kernel(name: str, calls: int, total_ns: int, *, demangled: str | None = None,
-           grid: tuple[int, int, int] = (1, 1, 1)) -> KernelStats:  # fmt: skip
+def kernel(
+    name: str,
+    calls: int,
+    total_ns: int,
+    *,
+    demangled: str | None = None,
+    family_key: str | None = None,
+    category: str | None = None,
+    grid: tuple[int, int, int] = (1, 1, 1),
+    block: tuple[int, int, int] = (128, 1, 1),
+    spread: float = 0.2,
+) -> KernelStats:
+    """One kernel whose per-call times are uniform in ``mean * (1 +/- spread/2)``."""
     mean = total_ns / calls
+    dem = demangled or name
     return KernelStats(
         name=name,
-        demangled=demangled or name,
-        family=family(name),
-        category=categorize(name, demangled or name),
+        demangled=dem,
+        family=family_key or family(name),
+        category=category or categorize(name, dem),
         calls=calls,
         total_ns=total_ns,
-        quantiles_ns=tuple(mean * (0.9 + 0.2 * q / 100) for q in QUANTILE_GRID),
+        quantiles_ns=tuple(mean * (1 - spread / 2 + spread * q / 100) for q in QUANTILE_GRID),
         devices=(DeviceShare(0, calls, total_ns),),
-        configs=(LaunchConfig(grid, (128, 1, 1), 32, 0, 0),),
+        configs=(LaunchConfig(grid, block, 32, 0, 0),),
     )
 
 

@@ -20,23 +20,19 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import fpspec
 import pytest
 import yaml
 
-from nsysdiff.categories import categorize
 from nsysdiff.diff import compare
-from nsysdiff.families import family
 from nsysdiff.fingerprint import group_by
 from nsysdiff.model import (
-    QUANTILE_GRID,
     ApiStats,
     CopyStats,
-    DeviceShare,
     DeviceStats,
     Fingerprint,
     GpuInfo,
     KernelStats,
-    LaunchConfig,
     RangeStats,
     Scope,
     TraceMeta,
@@ -53,22 +49,16 @@ def _ns(v: Any) -> int:
 
 def _kernel(spec: dict[str, Any]) -> KernelStats:
     name = spec["name"]
-    demangled = spec.get("demangled", name)
-    calls, total = int(spec["calls"]), _ns(spec["total"])
-    mean = total / calls
-    spread = float(spec.get("spread", 0.2))  # per-call times uniform in mean * (1 +/- spread/2)
-    grid = tuple(spec.get("grid", (1, 1, 1)))
-    block = tuple(spec.get("block", (128, 1, 1)))
-    return KernelStats(
-        name=name,
-        demangled=demangled,
-        family=spec.get("family", family(name)),
-        category=spec.get("category", categorize(name, demangled)),
-        calls=calls,
-        total_ns=total,
-        quantiles_ns=tuple(mean * (1 - spread / 2 + spread * q / 100) for q in QUANTILE_GRID),
-        devices=(DeviceShare(0, calls, total),),
-        configs=(LaunchConfig(grid, block, 32, 0, 0),),  # type: ignore[arg-type]
+    return fpspec.kernel(
+        name,
+        int(spec["calls"]),
+        _ns(spec["total"]),
+        demangled=spec.get("demangled"),
+        family_key=spec.get("family"),
+        category=spec.get("category"),
+        grid=tuple(spec.get("grid", (1, 1, 1))),  # type: ignore[arg-type]
+        block=tuple(spec.get("block", (128, 1, 1))),  # type: ignore[arg-type]
+        spread=float(spec.get("spread", 0.2)),
     )
 
 
