@@ -38,6 +38,9 @@ class Finding:
     waived: bool = False
     waiver_reason: str | None = None
     statistical: bool = True  # False for structure checks: facts, not statistics
+    # A diagnosis (kind invariance): the kernels and families it explains. Other rules'
+    # findings on them are folded into it (nsysdiff.rules.invariance.fold).
+    covers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

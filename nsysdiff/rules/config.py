@@ -46,10 +46,15 @@ def packs_root() -> Traversable:
     code imported straight from a source tree (``python -m pytest`` in a checkout puts
     it first on ``sys.path``) has no such package, so it reads ``rules/`` directly.
     """
+    # The checkout's own packs first: an editable install of another checkout maps
+    # ``nsysdiff.packs`` to that checkout's rules/, which would silently shadow these.
+    local = Path(__file__).resolve().parents[2] / "rules"
+    if (local / "default.yaml").is_file():
+        return local
     try:
         return importlib.resources.files(PACKAGE)
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "rules"
+        return local
 
 
 def pack_names() -> tuple[str, ...]:

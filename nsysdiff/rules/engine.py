@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 from nsysdiff.diff import Diff
 from nsysdiff.report import Finding, RuleResult
-from nsysdiff.rules import waivers
+from nsysdiff.rules import invariance, waivers
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import RuleSet
 
@@ -34,5 +35,13 @@ def evaluate(
                 findings=sum(1 for f in found if not f.waived),
             )
         )
+    if any(f.covers for f in findings):
+        # A diagnosis explains other rules' findings: fold them in, recount per rule.
+        findings = invariance.fold(diff, findings)
+        active: dict[str, int] = {}
+        for f in findings:
+            if not f.waived:
+                active[f.rule_id] = active.get(f.rule_id, 0) + 1
+        results = [replace(r, findings=active.get(r.rule_id, 0)) for r in results]
     findings.extend(waivers.expired(ruleset.waivers, today))
     return tuple(findings), tuple(results)

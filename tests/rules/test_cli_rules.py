@@ -54,7 +54,7 @@ def test_explain_unknown() -> None:
     assert r.stderr == (
         "nsysdiff: error: no rule 'nope' in the shipped packs (batch-invariance, default, strict, "
         "tpot) "
-        "and no such kind (budget, danger-zone, outlier, structure, waivers)\n"
+        "and no such kind (budget, danger-zone, invariance, outlier, structure, waivers)\n"
     )
 
 
@@ -78,7 +78,7 @@ def test_validate_error(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert r.stderr == (
         f"nsysdiff: error: {path}:4: rule 't': key 'kind': unknown kind 'nope' "
-        "(kinds: budget, danger-zone, outlier, structure)\n"
+        "(kinds: budget, danger-zone, invariance, outlier, structure)\n"
     )
 
 
