@@ -18,6 +18,7 @@ from typing import Any
 from nsysdiff import comparability, stats
 from nsysdiff.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
 from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.render import safe
 from nsysdiff.report import Finding, Report, RuleResult
 
 FORMAT = "nsysdiff-diff"
@@ -246,4 +247,5 @@ def finite(obj: Any) -> Any:
 
 
 def render(report: Report) -> str:
-    return json.dumps(finite(report_data(report)), indent=1, allow_nan=False) + "\n"
+    # Lossless: names keep every character, escaped so that no log line carries a command.
+    return safe.json_document(json.dumps(finite(report_data(report)), indent=1, allow_nan=False)) + "\n"

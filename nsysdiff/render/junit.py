@@ -17,18 +17,15 @@ replaced with U+FFFD so that the document always parses.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from nsysdiff.render import markdown
+from nsysdiff.render import markdown, safe
 from nsysdiff.report import Finding, Outcome, Report
-
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _x(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+    return safe.xml(text)
 
 
 def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
@@ -134,4 +131,4 @@ def render(report: Report) -> str:
     root.append(suite)
     ET.indent(root, space="  ")
     body = ET.tostring(root, encoding="unicode")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + safe.xml_document(body) + "\n"

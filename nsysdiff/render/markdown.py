@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from nsysdiff import comparability
 from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.report import Finding, Level, Outcome, Report
 
@@ -442,6 +443,13 @@ def _details(summary: str, body: list[str]) -> list[str]:
 
 
 def render(report: Report) -> str:
+    """The report, within GitHub's step-summary limit (see :func:`safe.cap_markdown`)."""
+    # Every string from a trace or a rule file becomes one inert line, cut at
+    # safe.NAME_LIMIT characters, before cell() escapes it for Markdown.
+    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text))))
+
+
+def _render(report: Report) -> str:
     d = report.diff
     h = d.headline
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"

@@ -8,8 +8,10 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nsysdiff.model import Fingerprint, KernelStats, to_data
+from nsysdiff.render import safe
 from nsysdiff.render import units as u
 
 SUMMARY_FORMAT = "nsysdiff-summary"
@@ -91,27 +93,37 @@ def scope_lines(fp: Fingerprint) -> list[str]:
 
 
 def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
+    # Every string from the trace is neutralised (safe.text) and printed as Text, never
+    # as markup: a name like "{ForeignNode[/ConstantOfShape_3_]}" is data.
+    fp = safe.scrub(fp, safe.text)
     m = fp.meta
     gpus = ", ".join(f"{g.name} (#{g.id})" for g in m.gpus) or "not recorded"
-    console.print(f"[bold]{m.source}[/bold]")
+    console.print(Text(m.source, style="bold"))
     console.print(
-        f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
-        f"{m.schema_version or 'unknown'} · GPUs: {gpus}"
+        Text(
+            f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
+            f"{m.schema_version or 'unknown'} · GPUs: {gpus}"
+        )
     )
     devices = ", ".join(str(d.device) for d in fp.devices) or "none"
     console.print(
-        f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · CUDA graphs: {m.graph_mode.value}"
+        Text(
+            f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · "
+            f"CUDA graphs: {m.graph_mode.value}"
+        )
     )
     for line in scope_lines(fp):
-        console.print(line, markup=False)
+        console.print(Text(line))
     if not m.has_kernels:
-        console.print("[yellow]kernel data is absent from this trace (no kernel table)[/yellow]")
+        console.print(Text("kernel data is absent from this trace (no kernel table)", style="yellow"))
     else:
         span = sum(d.span_ns for d in fp.devices)
         idle = 100.0 * (1 - fp.busy_ns / span) if span else 0.0
         console.print(
-            f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
-            f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
+            Text(
+                f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
+                f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
+            )
         )
         t = Table(
             title=f"Top kernels ({min(top, len(fp.kernels))} of {len(fp.kernels)})", box=box.SIMPLE_HEAD, pad_edge=False
@@ -127,7 +139,7 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             )
         for k in fp.kernels[:top]:
             t.add_row(
-                u.shorten(k.name, 50), f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns),
+                Text(u.shorten(k.name, 50)), f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns),
                 u.ns(k.p50_ns), u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns)),
             )  # fmt: skip
         console.print(t)
@@ -136,7 +148,7 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             c.add_column(col, justify="left" if col == "category" else "right")
         for g in fp.categories:
             c.add_row(
-                g.name,
+                Text(g.name),
                 str(g.kernels),
                 f"{g.calls:,}",
                 u.ns(g.total_ns),
@@ -149,14 +161,14 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
             t.add_column(col, justify="left" if col == "kind" else "right")
         for cp in (*fp.memcpy, *fp.memset):
             gbps = "-" if cp.gbps is None else f"{cp.gbps:.2f}"
-            t.add_row(cp.kind, f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns), gbps)
+            t.add_row(Text(cp.kind), f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns), gbps)
         console.print(t)
     if fp.sync:
         t = Table(title="Synchronising API calls", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("call", "calls", "total"):
             t.add_column(col, justify="left" if col == "call" else "right")
         for a in fp.sync:
-            t.add_row(a.name, f"{a.calls:,}", u.ns(a.total_ns))
+            t.add_row(Text(a.name), f"{a.calls:,}", u.ns(a.total_ns))
         console.print(t)
     if fp.nvtx:
         t = Table(
@@ -165,5 +177,5 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
         for col in ("range", "domain", "count", "total"):
             t.add_column(col, justify="left" if col in ("range", "domain") else "right")
         for r in fp.nvtx[:top]:
-            t.add_row(u.shorten(r.name, 50), r.domain, f"{r.count:,}", u.ns(r.total_ns))
+            t.add_row(Text(u.shorten(r.name, 50)), Text(r.domain), f"{r.count:,}", u.ns(r.total_ns))
         console.print(t)

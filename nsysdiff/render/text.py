@@ -25,6 +25,7 @@ from rich.text import Text
 from nsysdiff import comparability, stats
 from nsysdiff.diff import CopyDelta, Diff, VariantDrift
 from nsysdiff.render import markdown as m
+from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.report import Finding, Report
 
@@ -334,6 +335,10 @@ def _footer(console: Console, d: Diff) -> None:
 
 
 def render(report: Report, *, width: int = 120) -> str:
+    # Names from traces and rule files arrive as one inert line each (safe.text), and the
+    # finished document is checked once more (safe.lines): no line a GitHub runner would
+    # read as a workflow command, no terminal control sequence.
+    report = safe.scrub(report, safe.text)
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -362,4 +367,4 @@ def render(report: Report, *, width: int = 120) -> str:
     _top_changes(console, d, width)
     _comparability(console, d)
     _footer(console, d)
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")

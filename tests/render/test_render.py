@@ -14,7 +14,7 @@ import pytest
 from render.synthetic import FINDINGS, KERNELS, RULES, Spec
 
 from nsysdiff.errors import ExitCode, NsysdiffError
-from nsysdiff.render import Format, github, json_report, junit, markdown, render, text
+from nsysdiff.render import Format, github, json_report, junit, markdown, render, safe, text
 from nsysdiff.report import Finding, Level, Outcome, Report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,7 +238,8 @@ def test_mermaid_labels_are_safe(make_report: MakeReport) -> None:
     axis = next(line for line in chart.splitlines() if "x-axis" in line)
     labels = re.findall(r'"([^"]*)"', axis)
     assert len(labels) == axis.count(",") + 1
-    assert "catb" in labels
+    # The newlines arrive as visible escapes (safe.text); a label keeps only safe characters.
+    assert "catx0ax0ab" in labels
     assert all(re.fullmatch(r"[0-9A-Za-z_.+/ …-]+", label) for label in labels)
 
 
@@ -449,9 +450,11 @@ def test_hostile_names_cannot_inject_commands(make_report: MakeReport, name: str
     outlier = next(
         m for m in parsed if m and m.group(2) and m.group(2).startswith("outlier-kernels")
     )
-    assert _unescape(outlier.group(2)) == f"outlier-kernels: {name}"
-    assert name in _unescape(outlier.group(3))
-    assert _unescape(parsed[-1].group(3) if parsed[-1] else "") == markdown.verdict_line(report)
+    # The name stays inside its command, on one line, control characters made visible.
+    assert _unescape(outlier.group(2)) == f"outlier-kernels: {safe.text(name)}"
+    assert safe.text(name) in _unescape(outlier.group(3))
+    verdict = markdown.verdict_line(safe.scrub(report, safe.text))
+    assert _unescape(parsed[-1].group(3) if parsed[-1] else "") == verdict
 
 
 def test_github_annotations(report: Report, make_report: MakeReport) -> None:

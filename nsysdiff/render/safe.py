@@ -1,0 +1,184 @@
+"""Neutralise untrusted strings for the place they are written to.
+
+Every kernel, NVTX, GPU, metadata or file name comes from a trace, a fingerprint or a
+rule file that another job may have produced. Written as they are, such strings could
+end a line and start a GitHub workflow command, drive the terminal with escape sequences
+(colours, cursor moves, OSC-8 links, window titles), be read by rich as markup, or make a
+step summary too large for GitHub. One function per destination:
+
+* :func:`text`: one visible line for a terminal or a log. Control characters (C0, DEL,
+  C1, line and paragraph separators, bidirectional overrides) become ``\\xNN`` /
+  ``\\uNNNN`` escapes, so a newline can't start a line and ESC can't reach the terminal;
+  ``##[`` (the runner's legacy command prefix, recognised anywhere in a line) becomes
+  ``#\\x23[``; over ``limit`` characters the middle is cut and the cut is said.
+* :func:`rich_text`: the same, as a :class:`rich.text.Text`, never parsed as markup.
+* :func:`lines`: the last guard on a whole text document: no line that GitHub's runner
+  would parse as a command (``::`` after leading blanks, ``##[`` anywhere), no control
+  character but the newline.
+* :func:`json_document`: a serialised JSON document with the same guarantees, losslessly
+  (``\\uXXXX`` escapes decode to the original string).
+* :func:`xml`: text for an XML 1.0 document (JUnit).
+* :func:`cap_markdown`: a Markdown document cut to GitHub's step-summary limit, its open
+  blocks closed, with a line saying what was cut.
+* :func:`scrub`: apply one of these to every string inside a report's frozen dataclasses,
+  so a renderer can treat what it is given as safe.
+
+Backslashes in names are kept as they are: an escape in the output is therefore not
+proof that the name held a control character, only that it may have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+T = TypeVar("T")
+
+NAME_LIMIT = 4096  # characters of one untrusted string kept in a report
+# GitHub rejects a step summary over 1 MiB; leave room for what other steps append.
+MARKDOWN_LIMIT = 1_000_000
+
+# C0 controls, DEL and C1 controls, NEL, the line and paragraph separators, and the
+# bidirectional overrides and isolates (which reorder what a reader sees).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_NOT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+# What json.dumps leaves raw inside strings (it escapes C0 itself; \n is structure).
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LEGACY = "##["
+_LEGACY_SAFE = "#\\x23["
+_COMMAND_LINE = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_XML_RAW = re.compile("[\r\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def cut(s: str, limit: int = NAME_LIMIT) -> str:
+    """``s`` shortened to about ``limit`` characters, its start and end kept, the cut said."""
+    if len(s) <= limit:
+        return s
+    keep = max(limit - 40, 2)
+    head, tail = keep * 2 // 3, keep - keep * 2 // 3
+    return f"{s[:head]}…[{len(s) - head - tail:,} characters cut]…{s[len(s) - tail :]}"
+
+
+def text(s: str, limit: int = NAME_LIMIT) -> str:
+    """One visible, inert line for a terminal or a log."""
+    out = cut(s, limit)
+    if _CONTROL.search(out):
+        out = _CONTROL.sub(_escape, out)
+    return out.replace(_LEGACY, _LEGACY_SAFE)
+
+
+def rich_text(s: str, style: str = "") -> Text:
+    """:func:`text` as a rich renderable: printed as it is, never read as markup."""
+    from rich.text import Text  # only the renderers that use rich pay for it
+
+    return Text(text(s), style=style)
+
+
+def lines(document: str) -> str:
+    """A whole text document with no command line and no control character but ``\\n``."""
+    out = _CONTROL_NOT_NEWLINE.sub(_escape, document).replace(_LEGACY, _LEGACY_SAFE)
+    return _COMMAND_LINE.sub(lambda m: m.group(1) + "\\x3a", out)
+
+
+def json_document(document: str) -> str:
+    """A serialised JSON document made inert, losslessly: ``json.loads`` gives the same data.
+
+    ``json.dumps`` escapes C0 controls but keeps DEL, C1 and the Unicode separators raw,
+    and a string may hold ``##[``; both become ``\\uXXXX`` escapes (only ever inside
+    strings, where the characters can occur).
+    """
+    out = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+    return out.replace(_LEGACY, "##\\u005b")
+
+
+def xml(s: str) -> str:
+    """Text for an XML 1.0 document: what XML 1.0 can't carry becomes U+FFFD."""
+    return _NOT_XML.sub("\ufffd", s)
+
+
+def xml_document(document: str) -> str:
+    """A serialised XML document made inert in a log, losslessly: ``##[``, a ``::`` that
+    starts a line, CR, DEL, C1 controls and the Unicode separators and bidirectional
+    controls become character references (attribute values never span lines)."""
+    out = _XML_RAW.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
+    return _COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
+
+
+def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
+    """``document`` within ``limit`` bytes of UTF-8: cut at a line, open code fences and
+    ``<details>`` closed, and a last line saying how much was left out."""
+    data = document.encode("utf-8")
+    if len(data) <= limit:
+        return document
+    room = limit - 400  # the closing tags and the note
+    head = data[:room].decode("utf-8", errors="ignore")
+    head = head[: head.rfind("\n") + 1] if "\n" in head else ""
+    kept = head.splitlines()
+    tail: list[str] = []
+    if sum(1 for line in kept if line.startswith("```")) % 2:
+        tail.append("```")
+    opened = sum(line.count("<details>") for line in kept)
+    closed = sum(line.count("</details>") for line in kept)
+    tail += ["", "</details>"] * max(opened - closed, 0)
+    cut_bytes = len(data) - len(head.encode("utf-8"))
+    tail += [
+        "",
+        f"> [!NOTE]\n> Report cut at {len(head.encode('utf-8')):,} of {len(data):,} bytes "
+        f"({cut_bytes:,} left out) to stay within GitHub's 1 MiB step-summary limit; "
+        "the JSON report (`--format json`) has everything.",
+    ]
+    return head + "\n".join(tail) + "\n"
+
+
+def scrub(value: T, clean: Callable[[str], str]) -> T:
+    """``value`` with ``clean`` applied to every string in it: through frozen dataclasses,
+    tuples, lists and mappings; enums and numbers untouched. Unchanged parts are shared."""
+    return _scrub(value, clean, {})  # type: ignore[no-any-return]
+
+
+def _scrub(value: Any, clean: Callable[[str], str], memo: dict[int, Any]) -> Any:
+    if isinstance(value, enum.Enum) or value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        cleaned = clean(value)
+        return value if cleaned == value else cleaned
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    out: Any = value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = _scrub(old, clean, memo)
+            if new is not old:
+                changes[f.name] = new
+        if changes:
+            out = dataclasses.replace(value, **changes)
+    elif isinstance(value, (tuple, list)):
+        items = [_scrub(v, clean, memo) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            out = type(value)(items) if isinstance(value, list) or type(value) is tuple else value
+    elif isinstance(value, (dict, types.MappingProxyType)):
+        pairs = {_scrub(k, clean, memo): _scrub(v, clean, memo) for k, v in value.items()}
+        if any(k not in value or value[k] is not v for k, v in pairs.items()):
+            out = types.MappingProxyType(pairs) if isinstance(value, types.MappingProxyType) else pairs
+    memo[key] = out
+    return out
