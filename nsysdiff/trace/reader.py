@@ -200,10 +200,93 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
     con = s.connect(path)
     try:
         return con.execute(sql).fetchall()
-    except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+    except sqlite3.Error as e:
+        raise s.db_error(path, e) from None
     finally:
         con.close()
+
+
+# --- impossible rows ---------------------------------------------------------------------
+#
+# nsys writes integer nanoseconds with end >= start >= 0 and integer ids. A row that breaks
+# this (a damaged or hand-made file) would otherwise be summed into a negative kernel time
+# or crash numpy's parser, so every query that sums or parses such columns also returns
+# CHECKS aggregates over the same rows, computed in the same scan, and the reader raises
+# on them before it uses a number. Keep these helpers apart from the queries: they must
+# survive any restructuring of the scans.
+
+CHECKS = 5  # how many values check_sql adds to a query's result row
+_INT64_MAX = (1 << 63) - 1
+
+
+def check_sql(
+    ids: Sequence[str] = (),
+    nullable: Sequence[str] = (),
+    alias: str = "",
+    times: bool = True,
+    sizes: Sequence[str] = (),
+) -> str:
+    """Aggregates counting the impossible rows of a scan, to append to its SELECT list.
+
+    ``ids`` must be integers, ``nullable`` integers or NULL; with ``times``, ``start`` and
+    ``end`` must be integers with ``0 <= start <= end``; ``sizes`` non-negative integers. The five values: rows with a
+    wrong type, the first such rowid, rows with impossible times, the first such rowid,
+    and the summed duration as a float (``total`` never overflows, unlike ``sum``).
+    """
+    a = f"{alias}." if alias else ""
+    typed = [f"typeof({a}{c}) = 'integer'" for c in ((("start", _END) if times else ()) + tuple(ids) + tuple(sizes))]
+    typed += [f"typeof({a}{c}) IN ('integer', 'null')" for c in nullable]
+    ok = "(" + " AND ".join(typed or ["1"]) + ")"
+    impossible = [f"{a}{c} < 0" for c in sizes]
+    total = "0"
+    if times:
+        impossible += [f"{a}start < 0", f"{a}{_END} < {a}start"]
+        total = f"total(CASE WHEN {ok} THEN {a}{_END} - {a}start END)"
+    wrong = f"({ok} AND ({' OR '.join(impossible)}))" if impossible else "0"
+    return (
+        f"coalesce(sum(NOT {ok}), 0), min(CASE WHEN NOT {ok} THEN {a}rowid END), "
+        f"coalesce(sum({wrong}), 0), min(CASE WHEN {wrong} THEN {a}rowid END), {total}"
+    )
+
+
+def raise_on_bad_rows(path: Path, table: str, what: str, checks: Sequence[Sequence[object]]) -> None:
+    """Raise a one-line :class:`TraceError` if the ``check_sql`` values show bad rows.
+
+    ``checks`` holds one tuple of values per result row (a grouped query returns several);
+    counts add up, first rowids take the smallest.
+    """
+    bad_type = sum(int(c[0]) for c in checks)  # type: ignore[call-overload]
+    bad_time = sum(int(c[2]) for c in checks)  # type: ignore[call-overload]
+    total = 0.0
+    for c in checks:
+        total += float(c[4])  # type: ignore[arg-type]
+
+    def first(i: int) -> object:
+        return min((c[i] for c in checks if c[i] is not None), default="?")  # type: ignore[type-var]
+
+    if bad_type:
+        raise TraceError(
+            s.one_line(
+                f"{path}: {table}: {bad_type} row(s) with a NULL or non-integer value in {what} "
+                f"(first rowid {first(1)}); the export is damaged"
+            )
+        )
+    if bad_time:
+        raise TraceError(
+            s.one_line(
+                f"{path}: {table}: {bad_time} row(s) ending before they start, or with a negative "
+                f"start or size (first rowid {first(3)}); the export is damaged"
+            )
+        )
+    if total > _INT64_MAX:
+        raise TraceError(
+            s.one_line(f"{path}: {table}: durations sum to {total:.4g} ns, past the int64 range; the export is damaged")
+        )
+
+
+def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(data columns, check columns) of each row of a query that ends with check_sql."""
+    return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
 
 def _blob(expr: str) -> str:
@@ -232,8 +315,13 @@ class TraceReader:
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as e:
-            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+        except sqlite3.Error as e:
+            if "integer overflow" in str(e):
+                # sum() refuses to wrap; only impossible values get there.
+                raise TraceError(
+                    s.one_line(f"{self.path}: a sum of durations or sizes overflows int64; the export is damaged")
+                ) from None
+            raise s.db_error(self.path, e) from None
 
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
         """Resolve StringIds ids, fetching each at most once."""
@@ -253,7 +341,8 @@ class TraceReader:
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
         """SQL conditions that apply ``sel`` to an activity table (kernel, memcpy...)."""
         a = f"{alias}." if alias else ""
-        conds = [f'{a}start IS NOT NULL', f'{a}"end" IS NOT NULL']
+        # No "start IS NOT NULL": a NULL time is an impossible row that check_sql counts.
+        conds = ["1"]
         if sel.window is not None:
             conds.append(f"{a}start >= {int(sel.window.start_ns)}")
             conds.append(f"{a}start < {int(sel.window.end_ns)}")
@@ -267,7 +356,8 @@ class TraceReader:
     def _enum(self, table: str) -> dict[str, int]:
         if not self.schema.has(table, "id", "name"):
             return {}
-        return {str(n): int(i) for i, n in self._query(f"SELECT id, name FROM {table}")}  # type: ignore[call-overload]
+        rows = self._query(f"SELECT id, name FROM {table} WHERE typeof(id) = 'integer'")
+        return {str(n): int(i) for i, n in rows}  # type: ignore[call-overload]
 
     # --- metadata ------------------------------------------------------------------
 
@@ -279,9 +369,17 @@ class TraceReader:
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
-            rows = self._query("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS")
-            if rows and rows[0][0] is not None:
-                start, end = int(rows[0][0]), int(rows[0][1])  # type: ignore[call-overload]
+            ((lo, hi, *checks),) = self._query(
+                "SELECT min(startTime), max(stopTime), "
+                f"{check_sql(('startTime', 'stopTime'), times=False)} FROM ANALYSIS_DETAILS"
+            )
+            raise_on_bad_rows(self.path, "ANALYSIS_DETAILS", "startTime, stopTime", [checks])
+            if lo is not None:
+                start, end = int(lo), int(hi)  # type: ignore[call-overload]
+                if start < 0 or end < start:
+                    raise TraceError(
+                        s.one_line(f"{self.path}: ANALYSIS_DETAILS: capture window [{start}, {end}] is impossible")
+                    )
         mode, launches, total = self._graph_mode()
         return Metadata(
             nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
@@ -304,6 +402,10 @@ class TraceReader:
             if key is None:
                 continue
             sm_sql = sms if sms else "NULL"
+            ((*checks,),) = self._query(
+                f"SELECT {check_sql((key,), (sms,) if sms else (), times=False)} FROM {table}"
+            )
+            raise_on_bad_rows(self.path, table, f"{key}, {sms}" if sms else key, [checks])
             rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
@@ -314,8 +416,7 @@ class TraceReader:
     def _graph_mode(self) -> tuple[GraphMode, int, int]:
         launches = total = 0
         if self.schema.has(s.GRAPH_TRACE, "start", "end"):
-            row = self._query(f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE}')[0]
-            launches, total = int(row[0]), int(row[1])  # type: ignore[call-overload]
+            launches, total = self.graph_totals()
         node = bool(self._node_mode)
         if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
             # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
@@ -350,11 +451,12 @@ class TraceReader:
             # One pass with no GROUP BY (SQLite would sort every row for it): each column
             # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
             # coalesce keeps the columns aligned: group_concat skips NULLs.
-            ((names_s, shorts_s, devs_s, starts_s, ends_s),) = self._query(
+            ((names_s, shorts_s, devs_s, starts_s, ends_s, *checks),) = self._query(
                 f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-                f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
-                f"FROM {s.KERNEL} WHERE {where}"
+                f"{_blob('coalesce(deviceId, -1)')}, {_blob('coalesce(start, 0)')}, {_blob(f'coalesce({_END}, 0)')}, "
+                f"{check_sql(('deviceId',), (name_col, short_col))} FROM {s.KERNEL} WHERE {where}"
             )
+            raise_on_bad_rows(self.path, s.KERNEL, f"start, end, deviceId, {name_col}, {short_col}", [checks])
             names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
             start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
             order = np.lexsort((devs, names))
@@ -385,7 +487,7 @@ class TraceReader:
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
+        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
@@ -393,6 +495,11 @@ class TraceReader:
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
         out = set()
         for r in rows:
+            # A handful of distinct rows: checking them here costs nothing per launch.
+            if not all(type(x) is int for x in r[1:-1]):
+                raise TraceError(
+                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:-1]!r}")
+                )
             v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
             out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
         return tuple(out)
@@ -401,10 +508,14 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
-        rows = self._query(
-            f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start) '
-            f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), '
+                f"{check_sql(('copyKind',), sizes=('bytes',))} "
+                f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+            )
         )
+        raise_on_bad_rows(self.path, s.MEMCPY, "start, end, copyKind, bytes", checks)
         out: dict[str, CopyRow] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
@@ -416,22 +527,29 @@ class TraceReader:
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
-        (ops, nbytes, total), = self._query(
-            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0) '
-            f"FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
+        (ops, nbytes, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
+            f"{check_sql(sizes=('bytes',))} FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
         )
+        raise_on_bad_rows(self.path, s.MEMSET, "start, end, bytes", [checks])
         if not ops:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
-    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+    def _sync_ids(self) -> dict[int, str]:
+        """StringIds ids of synchronising API names -> the name, version suffix stripped."""
         if not self.schema.has("StringIds", "id", "value"):
-            return ()
-        ids = {
+            return {}
+        return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
+            for i, v in self._query(
+                "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
+            )
             if _SYNC_API.match(str(v))
         }
+
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+        ids = self._sync_ids()
         if not ids:
             return ()
         totals: dict[str, tuple[int, int]] = {}
@@ -442,10 +560,14 @@ class TraceReader:
         for table in (s.RUNTIME, s.DRIVER):
             if not self.schema.has(table, "nameId", "start", "end"):
                 continue
-            for nid, calls, total in self._query(
-                f'SELECT nameId, count(*), sum("end" - start) FROM {table} '
-                f'WHERE nameId IN ({marks}) AND "end" IS NOT NULL{cond} GROUP BY nameId'
-            ):
+            rows, checks = _split_checks(
+                self._query(
+                    f'SELECT nameId, count(*), sum("end" - start), {check_sql()} FROM {table} '
+                    f"WHERE nameId IN ({marks}){cond} GROUP BY nameId"
+                )
+            )
+            raise_on_bad_rows(self.path, table, "start, end", checks)
+            for nid, calls, total in rows:
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
@@ -454,26 +576,13 @@ class TraceReader:
     def sync_events(self) -> SyncCalls:
         """The individual synchronising calls, for scoping them like launches."""
         e = np.empty(0, dtype=np.int64)
-        if not self.schema.has("StringIds", "id", "value"):
+        ids = self._sync_ids()
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if ids and self.schema.has(t, "nameId", "start", "end", "globalTid")]
+        if not tables:
             return SyncCalls((), e, e, e, e)
-        ids = {
-            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
-            if _SYNC_API.match(str(v))
-        }
-        parts = [
-            f'SELECT nameId, start, "end", globalTid FROM {table} '
-            f'WHERE nameId IN ({",".join(str(i) for i in ids)}) AND "end" IS NOT NULL'
-            for table in (s.RUNTIME, s.DRIVER)
-            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
-        ]
-        if not parts:
-            return SyncCalls((), e, e, e, e)
-        rows = self._query(
-            "SELECT group_concat(nameId), group_concat(start), group_concat(\"end\"), "
-            f"group_concat(globalTid) FROM ({' UNION ALL '.join(parts)})"
+        nid, start, end, tid = self._columns(
+            tables, ("nameId", "start", _END, "globalTid"), f"nameId IN ({','.join(str(i) for i in ids)})"
         )
-        nid, start, end, tid = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
         names = tuple(sorted(set(ids.values())))
         lookup = {i: names.index(n) for i, n in ids.items()}
         uniq, inverse = np.unique(nid, return_inverse=True)
@@ -484,10 +593,11 @@ class TraceReader:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
-        (v,), = self._query(
-            f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} '
+        (v, *checks), = self._query(
+            f'SELECT coalesce(sum("end" - start), 0), {check_sql()} FROM {s.KERNEL} '
             f"WHERE {self._where(s.KERNEL, sel)}"
         )
+        raise_on_bad_rows(self.path, s.KERNEL, "start, end", [checks])
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
@@ -498,10 +608,11 @@ class TraceReader:
         """
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
-        (n, total), = self._query(
-            f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
+        (n, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum("end" - start), 0), {check_sql()} FROM {s.GRAPH_TRACE} '
             f"WHERE {self._where(s.GRAPH_TRACE, sel)}"
         )
+        raise_on_bad_rows(self.path, s.GRAPH_TRACE, "start, end", [checks])
         return int(n), int(total)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
@@ -524,9 +635,15 @@ class TraceReader:
         return {
             int(d): str(t)  # type: ignore[call-overload]
             for d, t in self._query(
-                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} WHERE n.eventType = ?", (create,)
+                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
+                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+                (create,),
             )
         }
+
+    def _nvtx_check_sql(self) -> str:
+        """check_sql for closed NVTX ranges (marks and open ranges have no end: not checked)."""
+        return check_sql(nullable=[c for c in ("domainId", "globalTid") if self.schema.has(s.NVTX, c)], alias="n")
 
     def nvtx_summary(self, window: Window | None = None) -> tuple[RangeRow, ...]:
         """Range instances grouped by raw name and domain (SQL does the grouping)."""
@@ -538,11 +655,15 @@ class TraceReader:
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        rows = self._query(
-            f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
-            f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start), '
+                f"{self._nvtx_check_sql()} FROM {s.NVTX} n{join} "
+                f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
+                f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+            )
         )
+        raise_on_bad_rows(self.path, s.NVTX, "start, end, domainId, globalTid", checks)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
@@ -558,6 +679,9 @@ class TraceReader:
         name, join = self._nvtx_name_sql()
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
+        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
+        ((*checks,),) = self._query(f"SELECT {self._nvtx_check_sql()} FROM {s.NVTX} n WHERE {where}")
+        raise_on_bad_rows(self.path, s.NVTX, "start, end, domainId, globalTid", [checks])
         rows = self._query(
             f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
             f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
@@ -575,23 +699,27 @@ class TraceReader:
 
     def launch_calls(self) -> RuntimeCalls:
         """Runtime/driver calls that carry a correlation id to GPU work."""
-        parts = []
-        for table in (s.RUNTIME, s.DRIVER):
-            if self.schema.has(table, "start", "end", "globalTid", "correlationId"):
-                parts.append(
-                    f'SELECT start, "end", globalTid, correlationId FROM {table} '
-                    "WHERE correlationId IS NOT NULL AND correlationId != 0"
-                )
-        if not parts:
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
+        if not tables:
             e = np.empty(0, dtype=np.int64)
             return RuntimeCalls(e, e, e, e, e)
-        sql = " UNION ALL ".join(parts)
-        rows = self._query(
-            f"SELECT {_blob('start')}, {_blob(_END)}, {_blob('globalTid')}, "
-            f"{_blob('correlationId')} FROM ({sql})"
+        start, end, tid, corr = self._columns(
+            tables, ("start", _END, "globalTid", "correlationId"), "correlationId IS NOT NULL AND correlationId != 0"
         )
-        start, end, tid, corr = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
         return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
+
+    def _columns(self, tables: Sequence[str], cols: Sequence[str], where: str) -> list[IntArray]:
+        """Integer columns of the rows of ``tables`` matching ``where``, each as one array."""
+        parts: list[list[IntArray]] = [[] for _ in cols]
+        for table in tables:
+            row = self._query(
+                f"SELECT {', '.join(_blob(f'coalesce({c}, 0)') for c in cols)}, "
+                f"{check_sql([c for c in cols if c not in ('start', _END)])} FROM {table} WHERE {where}"
+            )[0]
+            raise_on_bad_rows(self.path, table, ", ".join(cols), [row[len(cols) :]])
+            for i in range(len(cols)):
+                parts[i].append(_ints(row[i]))  # type: ignore[arg-type]
+        return [np.concatenate(p) for p in parts]
 
     def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
         """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
