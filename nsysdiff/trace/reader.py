@@ -22,6 +22,7 @@ import numpy.typing as npt
 from nsysdiff.errors import TraceError
 from nsysdiff.model import GpuInfo, GraphMode, LaunchConfig
 from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine, intervals_ok, ints_ok
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
@@ -206,92 +207,14 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
         con.close()
 
 
-# --- impossible rows ---------------------------------------------------------------------
-#
-# nsys writes integer nanoseconds with end >= start >= 0 and integer ids. A row that breaks
-# this (a damaged or hand-made file) would otherwise be summed into a negative kernel time
-# or crash numpy's parser, so every query that sums or parses such columns also returns
-# CHECKS aggregates over the same rows, computed in the same scan, and the reader raises
-# on them before it uses a number. Keep these helpers apart from the queries: they must
-# survive any restructuring of the scans.
-
-CHECKS = 5  # how many values check_sql adds to a query's result row
-_INT64_MAX = (1 << 63) - 1
-
-
-def check_sql(
-    ids: Sequence[str] = (),
-    nullable: Sequence[str] = (),
-    alias: str = "",
-    times: bool = True,
-    sizes: Sequence[str] = (),
-) -> str:
-    """Aggregates counting the impossible rows of a scan, to append to its SELECT list.
-
-    ``ids`` must be integers, ``nullable`` integers or NULL; with ``times``, ``start`` and
-    ``end`` must be integers with ``0 <= start <= end``; ``sizes`` non-negative integers. The five values: rows with a
-    wrong type, the first such rowid, rows with impossible times, the first such rowid,
-    and the summed duration as a float (``total`` never overflows, unlike ``sum``).
-    """
-    a = f"{alias}." if alias else ""
-    typed = [f"typeof({a}{c}) = 'integer'" for c in ((("start", _END) if times else ()) + tuple(ids) + tuple(sizes))]
-    typed += [f"typeof({a}{c}) IN ('integer', 'null')" for c in nullable]
-    ok = "(" + " AND ".join(typed or ["1"]) + ")"
-    impossible = [f"{a}{c} < 0" for c in sizes]
-    total = "0"
-    if times:
-        impossible += [f"{a}start < 0", f"{a}{_END} < {a}start"]
-        total = f"total(CASE WHEN {ok} THEN {a}{_END} - {a}start END)"
-    wrong = f"({ok} AND ({' OR '.join(impossible)}))" if impossible else "0"
-    return (
-        f"coalesce(sum(NOT {ok}), 0), min(CASE WHEN NOT {ok} THEN {a}rowid END), "
-        f"coalesce(sum({wrong}), 0), min(CASE WHEN {wrong} THEN {a}rowid END), {total}"
-    )
-
-
-def raise_on_bad_rows(path: Path, table: str, what: str, checks: Sequence[Sequence[object]]) -> None:
-    """Raise a one-line :class:`TraceError` if the ``check_sql`` values show bad rows.
-
-    ``checks`` holds one tuple of values per result row (a grouped query returns several);
-    counts add up, first rowids take the smallest.
-    """
-    bad_type = sum(int(c[0]) for c in checks)  # type: ignore[call-overload]
-    bad_time = sum(int(c[2]) for c in checks)  # type: ignore[call-overload]
-    total = 0.0
-    for c in checks:
-        total += float(c[4])  # type: ignore[arg-type]
-
-    def first(i: int) -> object:
-        return min((c[i] for c in checks if c[i] is not None), default="?")  # type: ignore[type-var]
-
-    if bad_type:
-        raise TraceError(
-            s.one_line(
-                f"{path}: {table}: {bad_type} row(s) with a NULL or non-integer value in {what} "
-                f"(first rowid {first(1)}); the export is damaged"
-            )
-        )
-    if bad_time:
-        raise TraceError(
-            s.one_line(
-                f"{path}: {table}: {bad_time} row(s) ending before they start, or with a negative "
-                f"start or size (first rowid {first(3)}); the export is damaged"
-            )
-        )
-    if total > _INT64_MAX:
-        raise TraceError(
-            s.one_line(f"{path}: {table}: durations sum to {total:.4g} ns, past the int64 range; the export is damaged")
-        )
-
-
-def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    """(data columns, check columns) of each row of a query that ends with check_sql."""
-    return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
-
-
 def _blob(expr: str) -> str:
     """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
     return f"CAST(group_concat({expr}) AS BLOB)"
+
+
+def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(data columns, check columns) of each row of a query that ends with ``RowRules.sql``."""
+    return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
 
 def _ints(text: str | bytes | None) -> IntArray:
@@ -322,6 +245,15 @@ class TraceReader:
                     s.one_line(f"{self.path}: a sum of durations or sizes overflows int64; the export is damaged")
                 ) from None
             raise s.db_error(self.path, e) from None
+
+    def _verify(self, rules: RowRules, where: str, checks: Sequence[Sequence[object]]) -> None:
+        """Raise on the impossible rows that a scan's ``RowRules.sql`` values show."""
+        if not fine(checks):
+            raise self._diagnose(rules, where)
+
+    def _diagnose(self, rules: RowRules, where: str) -> TraceError:
+        (row,) = self._query(rules.diagnosis_sql(where))
+        return diagnosis(self.path, rules, row)
 
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
         """Resolve StringIds ids, fetching each at most once."""
@@ -369,11 +301,11 @@ class TraceReader:
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
+            rules = RowRules("ANALYSIS_DETAILS", ids=("startTime", "stopTime"), times=False)
             ((lo, hi, *checks),) = self._query(
-                "SELECT min(startTime), max(stopTime), "
-                f"{check_sql(('startTime', 'stopTime'), times=False)} FROM ANALYSIS_DETAILS"
+                f"SELECT min(startTime), max(stopTime), {rules.sql()} FROM ANALYSIS_DETAILS"
             )
-            raise_on_bad_rows(self.path, "ANALYSIS_DETAILS", "startTime, stopTime", [checks])
+            self._verify(rules, "1", [checks])
             if lo is not None:
                 start, end = int(lo), int(hi)  # type: ignore[call-overload]
                 if start < 0 or end < start:
@@ -402,10 +334,9 @@ class TraceReader:
             if key is None:
                 continue
             sm_sql = sms if sms else "NULL"
-            ((*checks,),) = self._query(
-                f"SELECT {check_sql((key,), (sms,) if sms else (), times=False)} FROM {table}"
-            )
-            raise_on_bad_rows(self.path, table, f"{key}, {sms}" if sms else key, [checks])
+            rules = RowRules(table, ids=(key,), nullable=(sms,) if sms else (), times=False)
+            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table}")
+            self._verify(rules, "1", [checks])
             rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
@@ -450,15 +381,14 @@ class TraceReader:
             pending = None if sel.launches_table else pool.submit(_fetch_beside, self.path, configs_sql)
             # One pass with no GROUP BY (SQLite would sort every row for it): each column
             # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
-            # coalesce keeps the columns aligned: group_concat skips NULLs.
-            ((names_s, shorts_s, devs_s, starts_s, ends_s, *checks),) = self._query(
-                f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-                f"{_blob('coalesce(deviceId, -1)')}, {_blob('coalesce(start, 0)')}, {_blob(f'coalesce({_END}, 0)')}, "
-                f"{check_sql(('deviceId',), (name_col, short_col))} FROM {s.KERNEL} WHERE {where}"
+            # coalesce keeps a missing name from shifting the columns (group_concat skips
+            # NULLs); a NULL anywhere else is an impossible row, caught by the checks.
+            ((count, *blobs),) = self._query(
+                f"SELECT count(*), {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
+                f"{_blob('deviceId')}, {_blob('start')}, {_blob(_END)} FROM {s.KERNEL} WHERE {where}"
             )
-            raise_on_bad_rows(self.path, s.KERNEL, f"start, end, deviceId, {name_col}, {short_col}", [checks])
-            names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
-            start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
+            rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
+            names, shorts, devs, start, end = self._parse(rules, where, count, blobs, (3, 4))
             order = np.lexsort((devs, names))
             names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
             first = (
@@ -508,14 +438,15 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
+        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
+        where = self._where(s.MEMCPY, sel)
         rows, checks = _split_checks(
             self._query(
-                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), '
-                f"{check_sql(('copyKind',), sizes=('bytes',))} "
-                f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
+                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
             )
         )
-        raise_on_bad_rows(self.path, s.MEMCPY, "start, end, copyKind, bytes", checks)
+        self._verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
@@ -527,11 +458,13 @@ class TraceReader:
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
+        rules = RowRules(s.MEMSET, sizes=("bytes",))
+        where = self._where(s.MEMSET, sel)
         (ops, nbytes, total, *checks), = self._query(
             f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
-            f"{check_sql(sizes=('bytes',))} FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
+            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
-        raise_on_bad_rows(self.path, s.MEMSET, "start, end, bytes", [checks])
+        self._verify(rules, where, [checks])
         if not ops:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
@@ -560,13 +493,15 @@ class TraceReader:
         for table in (s.RUNTIME, s.DRIVER):
             if not self.schema.has(table, "nameId", "start", "end"):
                 continue
+            rules = RowRules(table)
+            where = f"nameId IN ({marks}){cond}"
             rows, checks = _split_checks(
                 self._query(
-                    f'SELECT nameId, count(*), sum("end" - start), {check_sql()} FROM {table} '
-                    f"WHERE nameId IN ({marks}){cond} GROUP BY nameId"
+                    f'SELECT nameId, count(*), sum("end" - start), {rules.sql()} FROM {table} '
+                    f"WHERE {where} GROUP BY nameId"
                 )
             )
-            raise_on_bad_rows(self.path, table, "start, end", checks)
+            self._verify(rules, where, checks)
             for nid, calls, total in rows:
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
@@ -593,11 +528,11 @@ class TraceReader:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
+        rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
         (v, *checks), = self._query(
-            f'SELECT coalesce(sum("end" - start), 0), {check_sql()} FROM {s.KERNEL} '
-            f"WHERE {self._where(s.KERNEL, sel)}"
+            f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
-        raise_on_bad_rows(self.path, s.KERNEL, "start, end", [checks])
+        self._verify(rules, where, [checks])
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
@@ -608,11 +543,11 @@ class TraceReader:
         """
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
+        rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
         (n, total, *checks), = self._query(
-            f'SELECT count(*), coalesce(sum("end" - start), 0), {check_sql()} FROM {s.GRAPH_TRACE} '
-            f"WHERE {self._where(s.GRAPH_TRACE, sel)}"
+            f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
         )
-        raise_on_bad_rows(self.path, s.GRAPH_TRACE, "start, end", [checks])
+        self._verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
@@ -641,9 +576,10 @@ class TraceReader:
             )
         }
 
-    def _nvtx_check_sql(self) -> str:
-        """check_sql for closed NVTX ranges (marks and open ranges have no end: not checked)."""
-        return check_sql(nullable=[c for c in ("domainId", "globalTid") if self.schema.has(s.NVTX, c)], alias="n")
+    def _nvtx_rules(self) -> RowRules:
+        """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
+        nullable = tuple(c for c in ("domainId", "globalTid") if self.schema.has(s.NVTX, c))
+        return RowRules(s.NVTX, nullable=nullable, alias="n")
 
     def nvtx_summary(self, window: Window | None = None) -> tuple[RangeRow, ...]:
         """Range instances grouped by raw name and domain (SQL does the grouping)."""
@@ -655,15 +591,15 @@ class TraceReader:
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
+        rules = self._nvtx_rules()
+        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
         rows, checks = _split_checks(
             self._query(
                 f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start), '
-                f"{self._nvtx_check_sql()} FROM {s.NVTX} n{join} "
-                f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-                f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+                f"{rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2"
             )
         )
-        raise_on_bad_rows(self.path, s.NVTX, "start, end, domainId, globalTid", checks)
+        self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
@@ -680,8 +616,9 @@ class TraceReader:
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
-        ((*checks,),) = self._query(f"SELECT {self._nvtx_check_sql()} FROM {s.NVTX} n WHERE {where}")
-        raise_on_bad_rows(self.path, s.NVTX, "start, end, domainId, globalTid", [checks])
+        rules = self._nvtx_rules()
+        ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {s.NVTX} n WHERE {where}")
+        self._verify(rules, where, [checks])
         rows = self._query(
             f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
             f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
@@ -712,14 +649,28 @@ class TraceReader:
         """Integer columns of the rows of ``tables`` matching ``where``, each as one array."""
         parts: list[list[IntArray]] = [[] for _ in cols]
         for table in tables:
-            row = self._query(
-                f"SELECT {', '.join(_blob(f'coalesce({c}, 0)') for c in cols)}, "
-                f"{check_sql([c for c in cols if c not in ('start', _END)])} FROM {table} WHERE {where}"
-            )[0]
-            raise_on_bad_rows(self.path, table, ", ".join(cols), [row[len(cols) :]])
-            for i in range(len(cols)):
-                parts[i].append(_ints(row[i]))  # type: ignore[arg-type]
+            ((count, *blobs),) = self._query(
+                f"SELECT count(*), {', '.join(_blob(c) for c in cols)} FROM {table} WHERE {where}"
+            )
+            rules = RowRules(table, ids=tuple(c for c in cols if c not in ("start", _END)))
+            arrays = self._parse(rules, where, count, blobs, (cols.index("start"), cols.index(_END)))
+            for part, values in zip(parts, arrays, strict=True):
+                part.append(values)
         return [np.concatenate(p) for p in parts]
+
+    def _parse(
+        self, rules: RowRules, where: str, count: object, blobs: Sequence[object], times: tuple[int, int]
+    ) -> list[IntArray]:
+        """The ``group_concat`` columns of a bulk scan as arrays, checked as ``rules`` say.
+
+        ``times`` are the indexes of the start and end columns in ``blobs``.
+        """
+        if not all(ints_ok(b, int(count)) for b in blobs):  # type: ignore[arg-type, call-overload]
+            raise self._diagnose(rules, where)
+        arrays = [_ints(b) for b in blobs]  # type: ignore[arg-type]
+        if not intervals_ok(arrays[times[0]], arrays[times[1]]):
+            raise self._diagnose(rules, where)
+        return arrays
 
     def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
         """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
