@@ -14,6 +14,8 @@ from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import open_trace
 
+FINGERPRINT_MAX_BYTES = 256 << 20
+
 
 def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
     """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope)."""
@@ -49,6 +51,10 @@ def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:
+        # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+        # (and reading it whole would take the memory of the job).
+        if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+            raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise FingerprintError(f"{p}: can't be read ({e})") from None
