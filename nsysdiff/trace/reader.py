@@ -201,7 +201,7 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
     con = s.connect(path)
     try:
         return con.execute(sql).fetchall()
-    except sqlite3.Error as e:
+    except s.DB_ERRORS as e:
         raise s.db_error(path, e) from None
     finally:
         con.close()
@@ -238,7 +238,7 @@ class TraceReader:
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.Error as e:
+        except s.DB_ERRORS as e:
             if "integer overflow" in str(e):
                 # sum() refuses to wrap; only impossible values get there.
                 raise TraceError(
