@@ -235,6 +235,28 @@ def test_a_refused_file_is_left_alone(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite"]
 
 
+# --- hostile names -------------------------------------------------------------------------
+
+
+def test_ten_megabyte_names_are_cut_and_stay_distinct(tmp_path: Path) -> None:
+    # Unbounded, each regex of the taxonomy took half a second per name (a fuzz hang).
+    b = TraceBuilder()
+    b.kernel("A" * 10_000_000 + "x", 0, 100)
+    b.kernel("A" * 10_000_000 + "y", 200, 100)
+    b.nvtx_range("N" * 10_000_000, 0, 500)
+    fp = fingerprint_trace(b.write(tmp_path / "big.sqlite"))
+    names = sorted(k.demangled for k in fp.kernels)
+    assert len(names) == 2 and names[0] != names[1]
+    assert all(len(n) < 70_000 and "more characters cut; sha256" in n for n in names)
+    assert len(fp.nvtx[0].name) < 70_000
+
+
+def test_blob_names_are_text(tmp_path: Path) -> None:
+    sql = "UPDATE StringIds SET value = ? WHERE value = 'gemm'"
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql, params=(b"gemm\xff",))
+    assert "gemm\ufffd" in {k.name for k in fingerprint_trace(path).kernels}
+
+
 # --- the tamper hook itself ---------------------------------------------------------------
 
 
