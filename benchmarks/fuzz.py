@@ -334,6 +334,16 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], fingerprints: dict[
         pair = [str(base), str(target)] if rng.random() < 0.7 else [str(target), str(base)]
         argv = ["diff", *pair, "--format", fmt]
         inputs = [base, target]
+    if rng.random() < 0.2:  # scoped reading: windows, NVTX ranges and steps read more tables
+        argv += rng.choice(
+            (
+                ["--window", "0:1ms"],
+                ["--window", "0:10s", "--window-origin", "capture"],
+                ["--nvtx", "aten::mm"],
+                ["--per", "aten::mm", "--skip-first", "1"],
+                ["--nvtx", ".*"],
+            )
+        )
     env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
     if rng.random() < 0.5:
         env["GITHUB_ACTIONS"] = "true"

@@ -707,7 +707,9 @@ class TraceReader:
     def first_kernel_ns(self) -> int | None:
         if not self.has_kernels():
             return None
-        (v,), = self._query(f"SELECT min(start) FROM {s.KERNEL}")
+        rules = RowRules(s.KERNEL)
+        (v, *checks), = self._query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
+        self._verify(rules, "1", [checks])
         return None if v is None else int(v)  # type: ignore[call-overload]
 
 

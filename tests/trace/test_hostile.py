@@ -99,6 +99,30 @@ def test_null_name_ids_are_named_not_crashed(tmp_path: Path) -> None:
     assert any(k.demangled == "<string -1>" and k.calls == 1 for k in fp.kernels)
 
 
+SCOPED_CASES = {
+    "window, every start TEXT": (f"UPDATE {KERNEL} SET start = 'soon'", ["--window", "0:1ms"], KERNEL),
+    "nvtx, REAL runtime thread": (
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = 1.5 WHERE rowid = 3",
+        ["--nvtx", "step.*"],
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+    ),
+    "per, NVTX end before start": (
+        'UPDATE NVTX_EVENTS SET "end" = start - 1 WHERE rowid = 2',  # a push/pop range
+        ["--per", "step.*"],
+        "NVTX_EVENTS",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SCOPED_CASES, ids=list(SCOPED_CASES))
+def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
+    sql, options, table = SCOPED_CASES[case]
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql)
+    code, err = _cli("summary", *options, path)
+    assert code == int(ExitCode.BAD_INPUT), err
+    assert err.count("\n") == 1 and table in err and "rowid" in err
+
+
 # --- impossible times ----------------------------------------------------------------------
 
 
