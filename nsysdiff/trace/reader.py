@@ -191,6 +191,12 @@ _END = '"end"'  # a keyword in SQL: always quoted
 _NVTX_SUFFIXES = (", seq = ", ", op_id = ", ", sizes = ", ", stashed seq = ", ", input_op_ids = ")
 
 
+def _fold(name: str) -> str:
+    """:func:`_fold_sql` in Python, for registered strings resolved after the query."""
+    cuts = [i for p in _NVTX_SUFFIXES if (i := name.find(p)) >= 0]
+    return name[: min(cuts)] if cuts else name
+
+
 def _fold_sql(expr: str) -> str:
     far = 1 << 30
     cuts = ", ".join(f"coalesce(nullif(instr({expr}, '{p}'), 0), {far})" for p in _NVTX_SUFFIXES)
@@ -252,6 +258,7 @@ class TraceReader:
         self.con = con
         self.schema = schema
         self._strings: dict[int, str] = {}
+        self._missing_strings: set[int] = set()
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
 
     # --- plumbing ------------------------------------------------------------------
@@ -288,7 +295,9 @@ class TraceReader:
                 ):
                     self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
         for i in missing:
-            self._strings.setdefault(i, f"<string {i}>")
+            if i not in self._strings:
+                self._strings[i] = f"<string {i}>"
+                self._missing_strings.add(i)
         return self._strings
 
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
@@ -579,23 +588,35 @@ class TraceReader:
         return types, enum.get("NvtxDomainCreate", _NVTX_DOMAIN_CREATE_BUILTIN)
 
     def _nvtx_name_sql(self) -> tuple[str, str]:
+        """SQL for a range's explicit text and its registered string id (NULL when absent).
+
+        Registered strings are resolved in Python, once per id, rather than joined per row:
+        a join would copy a string into every range that uses it, and fold it per row.
+        """
         cols = self.schema.tables[s.NVTX]
-        if "textId" in cols and self.schema.has("StringIds", "id", "value"):
-            return "coalesce(n.text, st.value, '')", " LEFT JOIN StringIds st ON st.id = n.textId"
-        return "coalesce(n.text, '')", ""
+        text = "n.text" if "text" in cols else "NULL"
+        text_id = "n.textId" if "textId" in cols and self.schema.has("StringIds", "id", "value") else "NULL"
+        return text, f"CASE WHEN {text} IS NULL AND typeof({text_id}) = 'integer' THEN {text_id} END"
+
+    def _nvtx_name(self, text: object, text_id: object) -> str:
+        """A range's name: its text, else its registered string, else ''."""
+        if text is not None:
+            return name_text(text)
+        if text_id is None:
+            return ""
+        key = int(text_id)  # type: ignore[call-overload]
+        return self.strings([key])[key] if key not in self._missing_strings else ""
 
     def _nvtx_domains(self, create: int) -> dict[int, str]:
         if not self.schema.has(s.NVTX, "domainId"):
             return {}
-        name, join = self._nvtx_name_sql()
-        return {
-            int(d): name_text(t)  # type: ignore[call-overload]
-            for d, t in self._query(
-                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
-                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
-                (create,),
-            )
-        }
+        text, text_id = self._nvtx_name_sql()
+        rows = self._query(
+            f"SELECT n.domainId, {text}, {text_id} FROM {s.NVTX} n "
+            "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+            (create,),
+        )
+        return {int(d): self._nvtx_name(t, i) for d, t, i in rows}  # type: ignore[call-overload]
 
     def _nvtx_rules(self) -> RowRules:
         """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
@@ -607,25 +628,31 @@ class TraceReader:
         if not self.schema.has(s.NVTX, "start", "end", "eventType"):
             return ()
         types, create = self._nvtx_types()
-        name, join = self._nvtx_name_sql()
+        text, text_id = self._nvtx_name_sql()
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
         rules = self._nvtx_rules()
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
+        folded = _fold_sql(f"coalesce({text}, '')")
         rows, checks = _split_checks(
             self._query(
-                f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start), '
-                f"{rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2"
+                f"SELECT {folded}, {text_id}, coalesce({dom}, 0), count(*), "
+                f'sum(n."end" - n.start), {rules.sql()} FROM {s.NVTX} n WHERE {where} GROUP BY 1, 2, 3'
             )
         )
         self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
-        return tuple(
-            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
-            for n, d, c, t in rows
-        )
+        merged: dict[tuple[str, str], tuple[int, int]] = {}
+        for cut, sid, d, c, total in rows:
+            # A string id is there only when the text is not: it is looked up and folded
+            # here, once per id; explicit text was folded in SQL.
+            name = _fold(self._nvtx_name(None, sid)) if sid is not None else name_text(cut)
+            key = (name, domains.get(int(d), ""))  # type: ignore[call-overload]
+            calls, ns = merged.get(key, (0, 0))
+            merged[key] = (calls + int(c), ns + int(total))  # type: ignore[call-overload]
+        return tuple(RangeRow(n, d, c, ns) for (n, d), (c, ns) in merged.items())
 
     def nvtx_ranges(self) -> NvtxRanges:
         """Every closed range instance, for attribution of GPU work to ranges."""
@@ -633,7 +660,7 @@ class TraceReader:
             e = np.empty(0, dtype=np.int64)
             return NvtxRanges((), (), np.empty(0, dtype=np.bool_), e, e, e)
         types, create = self._nvtx_types()
-        name, join = self._nvtx_name_sql()
+        text, text_id = self._nvtx_name_sql()
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
@@ -641,13 +668,12 @@ class TraceReader:
         ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {s.NVTX} n WHERE {where}")
         self._verify(rules, where, [checks])
         rows = self._query(
-            f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
-            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL ORDER BY n.start'
+            f'SELECT {text}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0), {text_id} '
+            f"FROM {s.NVTX} n WHERE {where} ORDER BY n.start"
         )
         domains = self._nvtx_domains(create)
         return NvtxRanges(
-            name=tuple(name_text(r[0]) for r in rows),
+            name=tuple(self._nvtx_name(r[0], r[6]) for r in rows),
             domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
             push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
             start=np.array([r[3] for r in rows], dtype=np.int64),
