@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -259,6 +259,7 @@ class TraceReader:
         self.schema = schema
         self._strings: dict[int, str] = {}
         self._missing_strings: set[int] = set()
+        self._short: bool | None = None
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
 
     # --- plumbing ------------------------------------------------------------------
@@ -595,17 +596,33 @@ class TraceReader:
         """
         cols = self.schema.tables[s.NVTX]
         text = "n.text" if "text" in cols else "NULL"
-        text_id = "n.textId" if "textId" in cols and self.schema.has("StringIds", "id", "value") else "NULL"
-        return text, f"CASE WHEN {text} IS NULL AND typeof({text_id}) = 'integer' THEN {text_id} END"
+        if "textId" not in cols or not self.schema.has("StringIds", "id", "value"):
+            return text, "NULL"
+        return text, f"CASE WHEN {text} IS NULL AND typeof(n.textId) = 'integer' THEN n.textId END"
 
-    def _nvtx_name(self, text: object, text_id: object) -> str:
-        """A range's name: its text, else its registered string, else ''."""
-        if text is not None:
-            return name_text(text)
-        if text_id is None:
-            return ""
-        key = int(text_id)  # type: ignore[call-overload]
-        return self.strings([key])[key] if key not in self._missing_strings else ""
+    def _nvtx_namer(self, text_ids: Sequence[object]) -> Callable[[object, object], str]:
+        """A function giving a range's name: its text, else its registered string, else ''.
+
+        Every id in ``text_ids`` is resolved up front, in one batch of queries.
+        """
+        strings = self.strings([int(i) for i in set(text_ids) if i is not None])  # type: ignore[call-overload]
+        missing = self._missing_strings
+
+        def name(text: object, text_id: object) -> str:
+            if text is not None:
+                return name_text(text)
+            if text_id is None or text_id in missing:
+                return ""
+            return strings[text_id]  # type: ignore[index]
+
+        return name
+
+    def _short_strings(self) -> bool:
+        """Whether no StringIds value is longer than NAME_LIMIT (one pass over the strings)."""
+        if self._short is None:
+            (longest,) = self._query("SELECT coalesce(max(length(value)), 0) FROM StringIds")[0]
+            self._short = int(longest) <= NAME_LIMIT  # type: ignore[call-overload]
+        return self._short
 
     def _nvtx_domains(self, create: int) -> dict[int, str]:
         if not self.schema.has(s.NVTX, "domainId"):
@@ -616,7 +633,8 @@ class TraceReader:
             "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
             (create,),
         )
-        return {int(d): self._nvtx_name(t, i) for d, t, i in rows}  # type: ignore[call-overload]
+        name = self._nvtx_namer([r[2] for r in rows])
+        return {int(d): name(t, i) for d, t, i in rows}  # type: ignore[call-overload]
 
     def _nvtx_rules(self) -> RowRules:
         """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
@@ -629,6 +647,11 @@ class TraceReader:
             return ()
         types, create = self._nvtx_types()
         text, text_id = self._nvtx_name_sql()
+        join = ""
+        if text_id != "NULL" and self._short_strings():
+            # Every real export: join the strings and fold them in SQL, so that GROUP BY
+            # merges PyTorch's per-call registered names as it does explicit text.
+            text, text_id, join = f"coalesce({text}, st.value)", "NULL", " LEFT JOIN StringIds st ON st.id = n.textId"
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         cond = ""
         if window is not None:
@@ -639,16 +662,17 @@ class TraceReader:
         rows, checks = _split_checks(
             self._query(
                 f"SELECT {folded}, {text_id}, coalesce({dom}, 0), count(*), "
-                f'sum(n."end" - n.start), {rules.sql()} FROM {s.NVTX} n WHERE {where} GROUP BY 1, 2, 3'
+                f'sum(n."end" - n.start), {rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2, 3'
             )
         )
         self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
         merged: dict[tuple[str, str], tuple[int, int]] = {}
+        namer = self._nvtx_namer([r[1] for r in rows])
         for cut, sid, d, c, total in rows:
             # A string id is there only when the text is not: it is looked up and folded
             # here, once per id; explicit text was folded in SQL.
-            name = _fold(self._nvtx_name(None, sid)) if sid is not None else name_text(cut)
+            name = _fold(namer(None, sid)) if sid is not None else name_text(cut)
             key = (name, domains.get(int(d), ""))  # type: ignore[call-overload]
             calls, ns = merged.get(key, (0, 0))
             merged[key] = (calls + int(c), ns + int(total))  # type: ignore[call-overload]
@@ -672,8 +696,9 @@ class TraceReader:
             f"FROM {s.NVTX} n WHERE {where} ORDER BY n.start"
         )
         domains = self._nvtx_domains(create)
+        namer = self._nvtx_namer([r[6] for r in rows])
         return NvtxRanges(
-            name=tuple(self._nvtx_name(r[0], r[6]) for r in rows),
+            name=tuple(namer(r[0], r[6]) for r in rows),
             domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
             push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
             start=np.array([r[3] for r in rows], dtype=np.int64),
