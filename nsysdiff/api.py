@@ -10,34 +10,52 @@ from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import open_trace
 
 
-def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
-    """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope)."""
+def fingerprint_trace(
+    path: str | Path,
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    side: str = "",
+) -> Fingerprint:
+    """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
+    ``progress`` hears ``(side, table)`` before each table is read."""
     with open_trace(path) as r:
         if options is not None and options.active:
+            progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
+        progress(side, "kernels")
         groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        return assemble(
-            path,
-            r.metadata(),
-            groups,
-            r.has_kernels(),
-            r.memcpy(),
-            r.memset(),
-            r.sync_calls(),
-            r.nvtx_summary(),
-        )
+        progress(side, "metadata")
+        meta, has = r.metadata(), r.has_kernels()
+        progress(side, "memcpy")
+        memcpy = r.memcpy()
+        progress(side, "memset")
+        memset = r.memset()
+        progress(side, "sync calls")
+        sync = r.sync_calls()
+        progress(side, "NVTX ranges")
+        nvtx = r.nvtx_summary()
+        progress(side, "reducing")
+        return assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
 
 
 def is_fingerprint_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() == ".json"
 
 
-def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
+def load(
+    path: str | Path,
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    side: str = "",
+) -> Fingerprint:
     """A fingerprint from either a trace or a saved ``.json`` fingerprint.
 
     ``options`` scope a trace; a saved fingerprint is already scoped, so options given
@@ -45,7 +63,7 @@ def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
     """
     p = Path(path)
     if not is_fingerprint_file(p):
-        return fingerprint_trace(p, options)
+        return fingerprint_trace(p, options, progress=progress, side=side)
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:

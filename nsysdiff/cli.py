@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
-from nsysdiff import __version__, api, comparability, scope
+from nsysdiff import __version__, api, comparability, progress, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.render import Format, format_for, render
+from nsysdiff.render import Format, format_for, layout, render
 from nsysdiff.render import summary as summary_render
+from nsysdiff.render.names import Names
 
 app = typer.Typer(
     add_completion=False,
@@ -73,7 +73,30 @@ def _root(
 
 class SummaryFormat(str, Enum):
     text = "text"
+    markdown = "markdown"
     json = "json"
+
+
+WidthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--width",
+        metavar="COLUMNS",
+        min=40,
+        help="Text width in columns (default: $COLUMNS, else the terminal's, else 80).",
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")
+]
+NamesOpt = Annotated[
+    Names,
+    typer.Option(
+        "--names",
+        help="Kernel names: short (told apart by part of the signature where they collide) "
+        "or demangled.",
+    ),
+]
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -146,6 +169,8 @@ def summary(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Output format.")] = SummaryFormat.text,
     top: Annotated[int, typer.Option(help="Rows in the top-kernels and NVTX tables.")] = 20,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
+    width: WidthOpt = None,
+    quiet: QuietOpt = False,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -158,18 +183,15 @@ def summary(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
-    fp = api.load(trace, opts)
+    with progress.reading(quiet) as report_progress:
+        fp = api.load(trace, opts, progress=report_progress)
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
-        return
-    if output is None:
-        summary_render.render_text(fp, Console(), top=top)
-        return
-    try:
-        with output.open("w", encoding="utf-8") as fh:
-            summary_render.render_text(fp, Console(file=fh, width=140), top=top)
-    except OSError as e:
-        raise NsysdiffError(f"{output}: can't write ({e.strerror})") from None
+    elif fmt is SummaryFormat.markdown:
+        _write(summary_render.render_markdown(fp, top=top), output)
+    else:
+        stream = sys.stdout if output is None else None
+        _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top), output)
 
 
 @app.command()
@@ -219,7 +241,8 @@ def diff(
         typer.Option(
             "--output",
             "-o",
-            help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable.",
+            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+            "or one CSV per table into an existing DIR; repeatable.",
         ),
     ] = None,
     z_threshold: Annotated[
@@ -235,7 +258,13 @@ def diff(
     noise: Annotated[
         float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")
     ] = Settings().noise,
-    width: Annotated[int, typer.Option(help="Text report width in columns.")] = 120,
+    width: WidthOpt = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="Text: every section, not only the first screen."),
+    ] = False,
+    names: NamesOpt = Names.short,
+    quiet: QuietOpt = False,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -254,8 +283,8 @@ def diff(
     from nsysdiff import rules as rule_engine
 
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
-    for bad in (o for o in output or () if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")):
-        format_for(bad)
+    for path in (o for o in output or () if not o.is_dir()):
+        format_for(path)  # an unknown extension fails before any trace is read
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     opts = scope.options(
@@ -263,7 +292,9 @@ def diff(
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
-    b, c = api.load(base, opts), api.load(candidate, opts)
+    with progress.reading(quiet) as report_progress:
+        b = api.load(base, opts, progress=report_progress, side="base")
+        c = api.load(candidate, opts, progress=report_progress, side="candidate")
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
     findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
@@ -277,9 +308,17 @@ def diff(
         notes=notes,
         packs=ruleset.sources if ruleset else (),
     )
-    sys.stdout.write(render(report, fmt, width=width))
+    columns = layout.columns(width, sys.stdout)
+    sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
     for path in output or ():
-        _write(render(report, format_for(path), width=width), path)
+        if path.is_dir():
+            from nsysdiff.render import csv_report
+
+            csv_report.write_dir(report, path, names=names)
+            continue
+        # A file keeps every section: it is read later, not on one screen.
+        _write(render(report, format_for(path), width=layout.columns(width, None), details=True,
+                      names=names), path)  # fmt: skip
     if os.environ.get("GITHUB_ACTIONS") == "true" or fmt is Format.github:
         from nsysdiff.render import github
 

@@ -23,6 +23,8 @@ from nsysdiff import comparability
 from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
+from nsysdiff.render.devices import DEVICE_HEADER, device_rows
+from nsysdiff.render.names import Names, labels
 from nsysdiff.report import Finding, Level, Outcome, Report
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
@@ -53,6 +55,11 @@ def count(x: float) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def plural_calls(x: float) -> str:
+    """``1 call``, ``14 calls``, ``12.50 calls`` (per step)."""
+    return f"{count(x)} {'call' if x == 1 else 'calls'}"
 
 
 def failed_rules(report: Report) -> tuple[str, ...]:
@@ -153,10 +160,10 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     return parts
 
 
-def verdict_line(report: Report) -> str:
+def verdict_line(report: Report, name: Callable[[Row], str] = _short_name) -> str:
     """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
     head = f"{status_word(report)} (exit {int(report.exit_code)})"
-    return " · ".join([head, *verdict_details(report)])
+    return " · ".join([head, *verdict_details(report, name)])
 
 
 def finding_text(f: Finding) -> str:
@@ -248,9 +255,13 @@ def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
     return f'<code title="{attr(whole)}">{cell(short)}</code>'
 
 
-def kernel_code(r: Row) -> str:
-    """A kernel row's short name, with its demangled name (the row key) as the title."""
-    return code(r.name, full=r.key)
+def kernel_code(r: Row, label: str | None = None) -> str:
+    """A kernel row's name (``label``: its short name unless told), with its demangled
+    name (the row key) as the title. A label that tells colliding short names apart is
+    shown whole: its distinguishing part is at its end."""
+    if label is None or label == r.name:
+        return code(r.name, full=r.key)
+    return code(label, width=len(label), full=r.key)
 
 
 def _label(text: str) -> str:
@@ -276,7 +287,8 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
         [
             finding_mark(f),
             f"<code>{cell(f.rule_id)}</code>",
-            code(f.subject),
+            # Whole, never shortened: a subject pastes into a waiver.
+            code(f.subject, width=safe.NAME_LIMIT),
             cell(f.observed),
             cell(f.limit),
             cell(f.evidence)
@@ -287,14 +299,14 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
     return _table(("level", "rule", "subject", "observed", "limit", "evidence"), rows, "llllll")
 
 
-def _outliers(diff: Diff) -> list[str]:
+def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str]:
     rows = []
     for r in diff.outliers:
         b, c = side_ns(r)
         dist = r.distribution
         rows.append(
             [
-                kernel_code(r),
+                kcode(r),
                 cell(r.category or "-"),
                 f"{b} → {c}",
                 f"**{u.ratio(r.ratio)}**",
@@ -409,13 +421,13 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
     return out
 
 
-def _top_changes(diff: Diff) -> list[str]:
+def _top_changes(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str]:
     rows = []
     for r in diff.kernels[:TOP_CHANGES]:
         b, c = side_ns(r)
         rows.append(
             [
-                kernel_code(r),
+                kcode(r),
                 b,
                 c,
                 u.signed_ns(r.delta_ns),
@@ -442,18 +454,42 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
-def render(report: Report) -> str:
+def render(report: Report, names: Names = Names.short) -> str:
     """The report, within GitHub's step-summary limit (see :func:`safe.cap_markdown`)."""
     # Every string from a trace or a rule file becomes one inert line, cut at
     # safe.NAME_LIMIT characters, before cell() escapes it for Markdown.
-    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text))))
+    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text), names)))
 
 
-def _render(report: Report) -> str:
+def _named_rows(rows: Sequence[Row]) -> list[str]:
+    """NVTX ranges or sync calls: the columns and verdicts of the kernel table."""
+    out = []
+    for r in rows[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        out.append(
+            [code(r.key), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), calls_pair(r),
+             f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+             "**outlier**" if r.is_outlier else r.verdict.value]
+        )  # fmt: skip
+    header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect",
+              "verdict")  # fmt: skip
+    return _table(header, out, "lrrrrrrl")
+
+
+def _devices(diff: Diff) -> list[str]:
+    return _table(DEVICE_HEADER, device_rows(diff), "lrrrrrl")
+
+
+def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
     h = d.headline
+    named = labels(d.kernels, names)
+
+    def kcode(r: Row) -> str:
+        return kernel_code(r, named.get(r.key))
+
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
-    out = [" · ".join([first, *verdict_details(report, kernel_code)]), ""]
+    out = [" · ".join([first, *verdict_details(report, kcode)]), ""]
     if report.reasons:
         out += ["> [!WARNING]", "> The traces can't be compared meaningfully:"]
         out += [f"> - {cell(r)}" for r in report.reasons]
@@ -490,7 +526,7 @@ def _render(report: Report) -> str:
             f"{h.scale:.2f}x",
             "",
         ]
-        out += _outliers(d)
+        out += _outliers(d, kcode)
         out.append("")
     else:
         out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
@@ -524,8 +560,19 @@ def _render(report: Report) -> str:
         out += _details(
             f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of "
             f"{len(d.kernels):,} kernels)",
-            _top_changes(d),
+            _top_changes(d, kcode),
         )
+    if d.nvtx:
+        out += _details(
+            f"NVTX ranges ({min(TOP_CHANGES, len(d.nvtx))} of {len(d.nvtx):,})", _named_rows(d.nvtx)
+        )
+    if d.sync:
+        out += _details(
+            f"Synchronising API calls ({min(TOP_CHANGES, len(d.sync))} of {len(d.sync):,})",
+            _named_rows(d.sync),
+        )
+    if d.base.devices or d.candidate.devices:
+        out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "

@@ -26,6 +26,7 @@ GOLDEN_NAMES = {
     Format.json: "diff.json",
     Format.junit: "diff.xml",
     Format.github: "diff.github.txt",
+    Format.csv: "diff.csv",
 }
 
 HOSTILE = "evil%0A::error::pwned\n::warning title=x::injected\r,comma:colon 100%"
@@ -55,7 +56,17 @@ def hostile_findings(name: str = HOSTILE) -> tuple[Finding, ...]:
 
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
 def test_golden(report: Report, fmt: Format, golden: Callable[[str, str], None]) -> None:
-    golden(GOLDEN_NAMES[fmt], render(report, fmt, width=120))
+    golden(GOLDEN_NAMES[fmt], render(report, fmt, width=120, details=True))
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize("details", [False, True], ids=["first-screen", "details"])
+def test_golden_text_widths(
+    report: Report, width: int, details: bool, golden: Callable[[str, str], None]
+) -> None:
+    out = text.render(report, width=width, details=details)
+    assert max(len(line) for line in out.splitlines()) <= width
+    golden(f"diff.{'details' if details else 'screen'}.{width}.txt", out)
 
 
 def test_golden_covers_every_format() -> None:
@@ -131,7 +142,7 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
 
 
 def test_text_order_and_content(report: Report) -> None:
-    out = text.render(report, width=120)
+    out = text.render(report, width=120, details=True)
     order = [
         "nsysdiff: FAIL (exit 1)",
         "note: nsys versions differ",
@@ -147,6 +158,8 @@ def test_text_order_and_content(report: Report) -> None:
         "Memory operations",
         "Variant drift: 1 family, 1 appeared (60.10 ms), 1 disappeared (51.94 ms)",
         "Top changes by absolute time (10 of 11 kernels)",
+        "Devices (whole scope)",
+        "Comparability",
         "Method:",
         "Not measured:",
     ]
@@ -221,11 +234,12 @@ def test_markdown_layout(report: Report) -> None:
     order = [
         "### Failed rules (2)", "### Outliers (1)", "### Categories", "```mermaid",
         "<summary>Other findings", "<summary>Memory copies", "<summary>Variant drift",
-        "<summary>Top changes",
+        "<summary>Top changes", "<summary>NVTX ranges", "<summary>Synchronising API calls",
+        "<summary>Devices",
     ]  # fmt: skip
     positions = [out.index(s) for s in order]
     assert positions == sorted(positions)
-    assert out.count("<details>") == out.count("</details>") == 4
+    assert out.count("<details>") == out.count("</details>") == 7
     assert "😀" not in out and not re.search(r"[\U0001F300-\U0001FAFF]", out)
 
 
