@@ -235,14 +235,21 @@ def report_data(report: Report) -> dict[str, Any]:
     }
 
 
-def finite(obj: Any) -> Any:
-    """``obj`` with every NaN or infinity replaced by ``None``."""
+def finite(obj: Any, key: str = "") -> Any:
+    """``obj`` with every NaN or infinity replaced by ``None``, no ``-0.0``, and every
+    duration (a key ending in ``_ns``) rounded to the nanosecond: a per-step average or a
+    difference of sums is a float, and ``-6139773464.000001`` claims a precision no trace
+    has."""
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        if not math.isfinite(obj):
+            return None
+        if key.endswith("_ns"):
+            return round(obj)
+        return obj + 0.0  # -0.0 + 0.0 is 0.0
     if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
+        return {k: finite(v, k if isinstance(k, str) else "") for k, v in obj.items()}
     if isinstance(obj, list):
-        return [finite(v) for v in obj]
+        return [finite(v, key) for v in obj]
     return obj
 
 

@@ -43,7 +43,17 @@ def _hint(key: str, others: list[set[str]]) -> str:
     left = list(range(len(others)))
     chosen: list[str] = []
     while left:
-        best = max(tokens, key=lambda t: sum(1 for i in left if t not in others[i]), default=None)
+        # Most other keys told apart first; on a tie the rarer word, then the later one
+        # (a template's innermost argument says more than its namespace).
+        best = max(
+            tokens,
+            key=lambda t: (
+                sum(1 for i in left if t not in others[i]),
+                -sum(1 for o in others if t in o),
+                tokens.index(t),
+            ),
+            default=None,
+        )
         if best is None or all(best in others[i] for i in left):
             return ""  # the same tokens, in another order or repeated: no word tells them apart
         chosen.append(best)

@@ -68,7 +68,9 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
 
 
 def render_json(fp: Fingerprint) -> str:
-    return json.dumps(summary_data(fp), indent=1) + "\n"
+    from nsysdiff.render.json_report import finite
+
+    return json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:
