@@ -1,4 +1,5 @@
-"""The bundled example's reports are kept as golden files beside it."""
+"""The bundled examples' reports are kept as golden files beside them: the generated
+cascade pair, and a real H100 bs1/bs16 capture whose logits really diverge."""
 
 from __future__ import annotations
 
@@ -24,6 +25,39 @@ def test_cascade_report_matches_golden(fmt: str, suffix: str, update_golden: boo
     if update_golden:
         golden.write_text(result.stdout)
     assert result.stdout == golden.read_text()
+
+
+H100 = ROOT / "examples" / "h100"
+H100_ARGS = [str(H100 / "bs1.sqlite"), str(H100 / "bs16.sqlite"), "--rules", "batch-invariance"]
+
+
+@pytest.mark.parametrize(
+    ("golden", "options"),
+    [
+        ("screen-80.txt", ["--width", "80"]),
+        ("report.txt", ["--width", "120", "--details"]),
+        ("report.md", ["--format", "markdown"]),
+        ("report.json", ["--format", "json"]),
+    ],
+)
+def test_h100_report_matches_golden(golden: str, options: list[str], update_golden: bool) -> None:
+    result = CliRunner().invoke(app, route([*H100_ARGS, *options]))
+    assert result.exit_code == 1, result.output
+    path = H100 / golden
+    if update_golden:
+        path.write_text(result.stdout)
+    assert result.stdout == path.read_text()
+
+
+def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
+    """README: the verdict on line 1, every failed rule on one 80x40 screen."""
+    lines = (H100 / "screen-80.txt").read_text().splitlines()
+    assert lines[0].startswith("nsysdiff: FAIL (exit 1) · 3 failed rules")
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    for subject in ("gemm-selection · nvjet_sm90_tst_*_bz", "nvjet_sm90_tst_*_bz_splitK",
+                    "launch-split · reduce_kernel", "attention-path"):  # fmt: skip
+        assert subject in text
 
 
 def test_regenerating_the_example_reproduces_the_committed_traces(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ _GLUE = re.compile(r"\S+ → \S+|\d (?:ns|us|ms|s|B|KB|MB|GB)\b")
 
 
 def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | None = None,
-          bold: bool = False) -> None:  # fmt: skip
+          bold: bool = False, max_lines: int | None = None) -> None:  # fmt: skip
     """``text`` as lines of at most ``width`` cells, continuation lines indented by ``hang``.
 
     A number stays with its unit and an arrow with both its ends: ``392 → 392`` and
@@ -72,6 +72,9 @@ def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | 
         subsequent_indent=indent if hang is None else hang,
         break_on_hyphens=False,
         break_long_words=True,
+        # Cut only between words, so a number is shown whole or not at all.
+        max_lines=max_lines,
+        placeholder=" …",
     )
     for line in lines or [""]:
         console.print(Text(line.replace(_NBSP, " "), style="bold" if bold else ""))

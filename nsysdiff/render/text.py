@@ -39,6 +39,7 @@ TOP_CHANGES = 10
 TOP_RANGES = 10  # NVTX ranges and sync calls shown with --details
 VARIANTS_SHOWN = 8  # per side and family
 HANG = " " * 17  # continuation indent of a finding
+FIRST_SCREEN_EVIDENCE = 2  # lines of a failed finding's evidence before --details
 
 Label = Callable[[Row], str]
 
@@ -141,8 +142,16 @@ def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
             )
 
 
-def _findings(console: Console, title: str, findings: Sequence[Finding], failing: set[Finding], width: int) -> None:
-    """Findings with their subject in full (it pastes into a waiver), wrapped."""
+def _findings(
+    console: Console,
+    title: str,
+    findings: Sequence[Finding],
+    failing: set[Finding],
+    width: int,
+    evidence_lines: int | None = None,
+) -> None:
+    """Findings with their subject in full (it pastes into a waiver), wrapped; the
+    evidence cut to ``evidence_lines`` (between words) on the first screen."""
     if not findings:
         return
     _title(console, title, width)
@@ -153,7 +162,7 @@ def _findings(console: Console, title: str, findings: Sequence[Finding], failing
         wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
               indent=HANG)  # fmt: skip
         if f.evidence:
-            wrap(console, f.evidence, width, indent=HANG)
+            wrap(console, f.evidence, width, indent=HANG, max_lines=evidence_lines)
         if f.waived:
             wrap(console, f"waived: {f.waiver_reason or 'no reason given'}", width, indent=HANG)
 
@@ -380,8 +389,11 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     failing = set(report.failed)
     if not details:
         failed = report.failed
-        _findings(console, f"Failed rules ({m.plural(len(m.failed_rules(report)), 'rule')}, "
-                  f"{m.plural(len(failed), 'finding')})", failed, failing, width)  # fmt: skip
+        title = (
+            f"Failed rules ({m.plural(len(m.failed_rules(report)), 'rule')}, "
+            f"{m.plural(len(failed), 'finding')})"
+        )
+        _findings(console, title, failed, failing, width, evidence_lines=FIRST_SCREEN_EVIDENCE)
         _more(console, report, width)
     else:
         _findings(console, f"Findings ({m.finding_counts_of(report.findings)})", report.findings,
