@@ -7,12 +7,13 @@ from pathlib import Path
 
 from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
-from nsysdiff.errors import ExitCode, FingerprintError
+from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, fingerprint_from_json
 from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
+from nsysdiff.trace.launches import Grouping, by_launch
 from nsysdiff.trace.reader import open_trace
 
 
@@ -22,15 +23,23 @@ def fingerprint_trace(
     *,
     progress: Step = silent,
     side: str = "",
+    by: Grouping = Grouping.name,
 ) -> Fingerprint:
     """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
-    ``progress`` hears ``(side, table)`` before each table is read."""
+    ``progress`` hears ``(side, table)`` before each table is read; ``by`` says what makes
+    two launches the same kernel."""
+    scoped = options is not None and options.active
+    if scoped and by is not Grouping.name:
+        raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
     with open_trace(path) as r:
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
         progress(side, "kernels")
         groups = r.kernels()  # first: it also learns the graph mode that metadata reports
+        if by is Grouping.name_launch:
+            progress(side, "launch shapes")
+            groups = by_launch(r, groups)
         progress(side, "metadata")
         meta, has = r.metadata(), r.has_kernels()
         progress(side, "memcpy")
@@ -55,6 +64,7 @@ def load(
     *,
     progress: Step = silent,
     side: str = "",
+    by: Grouping = Grouping.name,
 ) -> Fingerprint:
     """A fingerprint from either a trace or a saved ``.json`` fingerprint.
 
@@ -63,7 +73,7 @@ def load(
     """
     p = Path(path)
     if not is_fingerprint_file(p):
-        return fingerprint_trace(p, options, progress=progress, side=side)
+        return fingerprint_trace(p, options, progress=progress, side=side, by=by)
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:

@@ -25,6 +25,7 @@ from nsysdiff.model import fingerprint_to_json
 from nsysdiff.render import Format, format_for, layout, render
 from nsysdiff.render import summary as summary_render
 from nsysdiff.render.names import Names
+from nsysdiff.trace.launches import Grouping
 
 app = typer.Typer(
     add_completion=False,
@@ -88,6 +89,14 @@ WidthOpt = Annotated[
 ]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")
+]
+ByOpt = Annotated[
+    Grouping,
+    typer.Option(
+        "--by",
+        help="What makes launches one kernel: its name, or name+launch (name, grid and block, "
+        "as nsys stats gpukernsum groups them).",
+    ),
 ]
 NamesOpt = Annotated[
     Names,
@@ -171,6 +180,7 @@ def summary(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
     width: WidthOpt = None,
     quiet: QuietOpt = False,
+    by: ByOpt = Grouping.name,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -184,7 +194,7 @@ def summary(
         phases_file=phases,
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
-        fp = api.load(trace, opts, progress=report_progress)
+        fp = api.load(trace, opts, progress=report_progress, by=by)
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
     elif fmt is SummaryFormat.markdown:
@@ -264,6 +274,7 @@ def diff(
         typer.Option("--details", help="Text: every section, not only the first screen."),
     ] = False,
     names: NamesOpt = Names.short,
+    by: ByOpt = Grouping.name,
     quiet: QuietOpt = False,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
@@ -293,8 +304,8 @@ def diff(
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
-        b = api.load(base, opts, progress=report_progress, side="base")
-        c = api.load(candidate, opts, progress=report_progress, side="candidate")
+        b = api.load(base, opts, progress=report_progress, side="base", by=by)
+        c = api.load(candidate, opts, progress=report_progress, side="candidate", by=by)
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
     findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from nsysdiff.diff import Row
 from nsysdiff.render import units as u
+from nsysdiff.trace.launches import LAUNCH_SUFFIX
 
 HINT_WIDTH = 48  # characters of the distinguishing part shown beside a short name
 
@@ -91,6 +92,12 @@ def labels_of(pairs: Iterable[tuple[str, str]], names: Names = Names.short) -> d
     pairs = list(pairs)
     if names is Names.demangled:
         return {key: key for key, _ in pairs}
+    # Grouped by name and launch (--by name+launch), a key ends with its shape: labels are
+    # made for the names, and every label shows its shape.
+    shapes = {key: m.group(0) for key, _ in pairs if (m := LAUNCH_SUFFIX.search(key))}
+    if shapes:
+        plain = labels_of({(key.removesuffix(shapes.get(key, "")), name) for key, name in pairs}, names)
+        return {key: plain[key.removesuffix(shapes.get(key, ""))] + shapes.get(key, "") for key, _ in pairs}
     groups: dict[str, set[str]] = defaultdict(set)
     for key, name in pairs:
         groups[name].add(key)

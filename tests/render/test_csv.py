@@ -108,3 +108,30 @@ def test_kernel_csv_matches_nsys_stats_gpukernsum(trace: str) -> None:
         theirs[r["Name"]][0] += int(r["Total Time (ns)"])
         theirs[r["Name"]][1] += int(r["Instances"])
     assert ours == {k: tuple(v) for k, v in theirs.items()}
+
+
+@pytest.mark.skipif(
+    not (traces_dir() / "nsys-stats" / "fuser_h100_report1_gpukernsum.csv").exists(),
+    reason="real traces not found",
+)
+@pytest.mark.parametrize(
+    "trace", ["fuser_h100_report1", "fuser_h200_2025", "nsysai_mfu_h100x2_before", "pipit_cloverleaf_a100"]
+)
+def test_by_name_and_launch_matches_gpukernsum_rows(trace: str) -> None:
+    """--by name+launch: one row per (name, grid, block), as gpukernsum prints them,
+    to the nanosecond."""
+    path = traces_dir() / f"{trace}.sqlite"
+    oracle = traces_dir() / "nsys-stats" / f"{trace}_gpukernsum.csv"
+    if not path.exists() or not oracle.exists() or not oracle.read_text().strip():
+        pytest.skip("no kernels or no oracle for this trace")
+    args = ["diff", str(path), str(path), "--no-rules", "--format", "csv", "--by", "name+launch"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    ours = {r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"]))
+            for r in rows_of(res.stdout)}  # fmt: skip
+    theirs = {}
+    for r in rows_of(oracle.read_text()):
+        grid = ",".join(r["GridXYZ"].split())
+        block = ",".join(r["BlockXYZ"].split())
+        theirs[f"{r['Name']} [grid {grid}, block {block}]"] = (int(r["Total Time (ns)"]), int(r["Instances"]))
+    assert ours == theirs

@@ -123,3 +123,12 @@ def test_nvtx_only_pair_shows_its_ranges() -> None:
     assert "NVTX ranges by absolute time (10 of" in full.stdout
     md = runner.invoke(app, route([*args, "--no-rules", "--format", "markdown"]))
     assert "<summary>NVTX ranges" in md.stdout
+
+
+def test_by_name_and_launch_needs_the_whole_trace(tmp_path: Path) -> None:
+    path = _summary_trace(tmp_path)
+    res = runner.invoke(app, ["summary", str(path), "--by", "name+launch", "--window", "0:1s"])
+    assert res.exit_code == 2
+    split = runner.invoke(app, ["summary", str(path), "--by", "name+launch", "--width", "120"])
+    assert split.exit_code == 0, split.output
+    assert "short_kernel [grid 1,1,1, block 128,1,1]" in split.stdout

@@ -69,3 +69,14 @@ def test_nsys_ai_elementwise_kernels_are_told_apart() -> None:
     elementwise = [named[k.demangled] for k in fp.kernels if k.name == "elementwise_kernel"]
     assert len(elementwise) >= 4
     assert len(set(elementwise)) == len(elementwise)
+
+
+def test_launch_shapes_follow_the_label() -> None:
+    grid_a, grid_b = " [grid 8,1,1, block 128,1,1]", " [grid 16,1,1, block 128,1,1]"
+    got = labels_of([(ADD + grid_a, "elementwise_kernel"), (ADD + grid_b, "elementwise_kernel"),
+                     (MUL + grid_a, "elementwise_kernel")])  # fmt: skip
+    assert got == {
+        ADD + grid_a: "elementwise_kernel ⟨CUDAFunctor_add⟩" + grid_a,
+        ADD + grid_b: "elementwise_kernel ⟨CUDAFunctor_add⟩" + grid_b,
+        MUL + grid_a: "elementwise_kernel ⟨MulFunctor⟩" + grid_a,
+    }
