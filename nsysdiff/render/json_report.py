@@ -115,6 +115,12 @@ def variant_row(v: VariantDrift) -> dict[str, Any]:
     }
 
 
+def _value(v: float | None, unit: str) -> float | int | None:
+    if v is None:
+        return None
+    return round(v) if unit == "ns" else v
+
+
 def finding_row(f: Finding, failing: bool) -> dict[str, Any]:
     return {
         "level": f.level.value,
@@ -123,6 +129,10 @@ def finding_row(f: Finding, failing: bool) -> dict[str, Any]:
         "subject": f.subject,
         "observed": f.observed,
         "limit": f.limit,
+        # The same as numbers; a duration ("unit": "ns") is rounded to the nanosecond.
+        "observed_value": _value(f.observed_value, f.unit),
+        "limit_value": _value(f.limit_value, f.unit),
+        "unit": f.unit or None,
         "evidence": f.evidence,
         "message": f.message,
         "waived": f.waived,

@@ -350,6 +350,11 @@ def formatter(metric: str) -> Callable[[float], str]:
     return units.fmt_time
 
 
+def unit_of(metric: str) -> str:
+    """The unit of a metric's value in a finding's numbers."""
+    return {"calls": "calls", "ops": "ops", "bytes": "bytes", "share": "fraction"}.get(metric, "ns")
+
+
 def _show(v: float | None, fmt: Callable[[float], str]) -> str:
     return "-" if v is None else fmt(v)
 
@@ -384,29 +389,31 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
         new = b is None or bv is None
         message = rule.message or f"{o.metric} of {subject} is over budget"
-        breaches: list[tuple[str, str]] = []
+        unit = unit_of(o.metric)
+        # (observed, limit) as shown, and as numbers with their unit.
+        breaches: list[tuple[str, str, float | None, float, str]] = []
         if o.max_ratio is not None:
+            limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
             if new:
-                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
             elif bv is not None and bv > 0 and cv / bv > o.max_ratio * (1 + 1e-9):
-                breaches.append(
-                    (units.fmt_ratio(cv / bv), f"max_ratio {units.fmt_ratio(o.max_ratio)}")
-                )
+                breaches.append((units.fmt_ratio(cv / bv), limit, cv / bv, o.max_ratio, "ratio"))
             elif bv == 0 and cv > 0:
-                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
         if o.max_increase is not None:
             inc = cv - (bv or 0.0)
             if inc > o.max_increase + 1e-9:
-                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}"))
+                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}", inc, o.max_increase, unit))
         if o.max_value is not None and cv > o.max_value + 1e-9:
-            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}"))
+            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}", cv, o.max_value, unit))
         if o.max_share is not None and diff.candidate.kernel_ns:
             share = c.total_ns / diff.candidate.kernel_ns
             if share > o.max_share + 1e-12:
                 breaches.append(
-                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}")
-                )
-        for observed, limit in breaches:
+                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}", share,
+                     o.max_share, "fraction")
+                )  # fmt: skip
+        for observed, limit, observed_value, limit_value, value_unit in breaches:
             yield Finding(
                 level=rule.level,
                 rule_id=rule.id,
@@ -416,6 +423,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 limit=limit,
                 evidence=evidence,
                 message=message,
+                observed_value=observed_value,
+                limit_value=limit_value,
+                unit=value_unit,
             )
 
 

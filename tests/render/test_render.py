@@ -313,7 +313,8 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
         "attention-budget",
     ]
     assert list(doc["findings"][0]) == [
-        "level", "rule_id", "kind", "subject", "observed", "limit", "evidence", "message",
+        "level", "rule_id", "kind", "subject", "observed", "limit", "observed_value", "limit_value",
+        "unit", "evidence", "message",
         "waived", "waiver_reason", "statistical", "fails",
     ]  # fmt: skip
     assert {r["rule_id"]: r["failed"] for r in doc["rules"]}["sync-budget"] is False
@@ -529,3 +530,31 @@ def test_levels_map_to_commands() -> None:
     assert {lvl: github._COMMAND[lvl] for lvl in Level} == {
         Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "notice",
     }  # fmt: skip
+
+
+def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:
+    """A budget finding gives observed, limit and unit as numbers; durations in whole ns."""
+    from datetime import date
+
+    from render.synthetic import pair
+
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.api import judge
+    from nsysdiff.diff import Settings, compare
+
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "version: 1\nrules:\n"
+        "  - {id: attention-time, kind: budget, category: attention, metric: total_time, max_increase: 1ms}\n"
+        "  - {id: attention-ratio, kind: budget, category: attention, metric: total_time, max_ratio: 1.1x}\n"
+    )
+    ruleset = rule_engine.load_rules([str(rules_file)])
+    d = compare(*pair(), Settings())
+    findings, results = rule_engine.evaluate(d, ruleset, today=date(2026, 1, 1))
+    doc = json.loads(json_report.render(judge(d, findings, results)))
+    by_rule = {f["rule_id"]: f for f in doc["findings"]}
+    time, ratio = by_rule["attention-time"], by_rule["attention-ratio"]
+    assert (time["observed_value"], time["limit_value"], time["unit"]) == (13_970_000, 1_000_000, "ns")
+    assert time["observed"] == "+13.97 ms"
+    assert ratio["unit"] == "ratio" and ratio["limit_value"] == 1.1
+    assert ratio["observed_value"] == pytest.approx(60.17 / 46.20, abs=1e-3)
