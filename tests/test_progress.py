@@ -45,7 +45,7 @@ def _run_with_stderr_on_a_pty(args: list[str], env: dict[str, str]) -> tuple[str
 def test_progress_on_a_terminal_names_side_and_table() -> None:
     out, err = _run_with_stderr_on_a_pty(DIFF, _env())
     assert "reading base: kernels" in err and "reading candidate: NVTX ranges" in err
-    assert out.startswith("nsysdiff: UNJUDGED") and "reading" not in out
+    assert out.startswith("nsysdiff: NOT JUDGED") and "reading" not in out
 
 
 def test_silent_with_quiet_in_ci_and_off_a_terminal() -> None:
@@ -56,9 +56,9 @@ def test_silent_with_quiet_in_ci_and_off_a_terminal() -> None:
     ):
         out, err = _run_with_stderr_on_a_pty(args, env)
         assert "reading" not in err, (args, env)
-        assert out.startswith("nsysdiff: UNJUDGED")
+        assert out.startswith("nsysdiff: NOT JUDGED")
     piped = subprocess.run(DIFF, capture_output=True, text=True, env=_env(), cwd=ROOT)
-    assert piped.stderr == "" and piped.stdout.startswith("nsysdiff: UNJUDGED")
+    assert piped.stderr == "" and piped.stdout.startswith("nsysdiff: NOT JUDGED")
 
 
 def test_steps_reach_the_callback_in_order() -> None:

@@ -36,7 +36,7 @@ _STATUS = {
     Outcome.PASS: "PASS",
     Outcome.FAIL: "FAIL",
     Outcome.INCONCLUSIVE: "INCONCLUSIVE",
-    Outcome.UNJUDGED: "UNJUDGED",
+    Outcome.UNJUDGED: "NOT JUDGED",  # a plain word: "unjudged" stays in the JSON
 }
 
 
@@ -44,7 +44,7 @@ _STATUS = {
 
 
 def status_word(report: Report) -> str:
-    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``UNJUDGED``."""
+    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``NOT JUDGED``."""
     return _STATUS[report.outcome]
 
 
@@ -146,7 +146,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     time and the top outlier. ``name`` formats the outlier's row (its kernel name)."""
     parts = []
     if report.outcome is Outcome.UNJUDGED:
-        parts.append("not judged (--no-rules)")
+        parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
         parts.append("can't compare: " + "; ".join(report.reasons))
     else:

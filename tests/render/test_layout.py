@@ -41,7 +41,7 @@ def test_readme_command_1_fits_one_80x40_screen() -> None:
     res = runner.invoke(app, route(args), env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("nsysdiff: UNJUDGED (exit 0)")
+    assert lines[0].startswith("nsysdiff: NOT JUDGED (exit 0)")
     assert len(lines) <= 40 and max(len(line) for line in lines) <= 80
     assert "Outliers (1)" in res.stdout and lines[-1].endswith("comparability and the method.")
 

@@ -120,7 +120,7 @@ def test_every_format_renders_every_outcome(
         ),
         ("pass", "PASS (exit 0) · 0 failed rules · no findings · kernel time"),
         ("strict", "FAIL (exit 1) · 3 failed rules · 2 errors, 1 warning, 1 info, 1 waived"),
-        ("unjudged", "UNJUDGED (exit 0) · not judged (--no-rules) · kernel time"),
+        ("unjudged", "NOT JUDGED (exit 0) · rules off (--no-rules) · kernel time"),
         (
             "inconclusive",
             "INCONCLUSIVE (exit 3) · can't compare: candidate (bs16.sqlite) has no kernel data",
@@ -134,7 +134,7 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
     assert text.render(report, width=200).startswith("nsysdiff: " + start)
     first = markdown.render(report).splitlines()[0]
     assert first.startswith(
-        f"**nsysdiff: {start.split(' ')[0]}** (exit {int(report.exit_code)}) · "
+        f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · "
     )
 
 
