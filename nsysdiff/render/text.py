@@ -62,7 +62,11 @@ def _headline(console: Console, report: Report, width: int) -> None:
         ("base", _side_label(bm.source, bm.nsys_version)),
         ("candidate", _side_label(cm.source, cm.nsys_version)),
     ]
-    if h.per is None:
+    if not h.base_kernels and not h.candidate_kernels:
+        # No kernel on either side (an NVTX-only capture): no total, scale or launches to
+        # speak of; the NVTX ranges and API calls follow instead of the outliers.
+        rows.append(("kernels", "none on either side: the ranges and calls below are what changed"))
+    elif h.per is None:
         rows.append(
             ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
              f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})")
@@ -75,14 +79,15 @@ def _headline(console: Console, report: Report, width: int) -> None:
         )  # fmt: skip
         rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
         rows.append(("steps", m.steps_phrase(d) or "-"))
-    rows.append(
-        ("scale", f"{m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios, "
-         f"over the {h.common_kernels:,} kernels on both sides)")
-    )  # fmt: skip
-    rows.append(
-        ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
-         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
-    )  # fmt: skip
+    if h.base_kernels or h.candidate_kernels:
+        rows.append(
+            ("scale", f"{m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios, "
+             f"over the {h.common_kernels:,} kernels on both sides)")
+        )  # fmt: skip
+        rows.append(
+            ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
+             f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
+        )  # fmt: skip
     rows += comparability.scope_lines(d)
     for label, text in rows:
         wrap(console, f"{label:<12} {text}", width, hang=" " * 13)
@@ -340,6 +345,8 @@ def _footer(console: Console, d: Diff, width: int) -> None:
 def hidden_sections(report: Report) -> list[str]:
     """The sections the first screen leaves out, each with its size."""
     d = report.diff
+    shown_ranges = 0 if d.kernels else min(TOP_RANGES, len(d.nvtx))
+    shown_calls = 0 if d.kernels else min(TOP_RANGES, len(d.sync))
     others = [f for f in report.findings if f not in set(report.failed)]
     parts = [
         (len(others), "other finding"),
@@ -348,8 +355,8 @@ def hidden_sections(report: Report) -> list[str]:
         (len(d.memcpy) + len(d.memset), "copy kind"),
         (len(d.variants), "drifting family", "drifting families"),
         (len(d.kernels), "kernel"),
-        (len(d.nvtx), "NVTX range"),
-        (len(d.sync), "sync call"),
+        (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
+        (len(d.sync) - shown_calls, "more sync call" if shown_calls else "sync call"),
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
     ]
     return [m.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
@@ -385,7 +392,12 @@ def render(report: Report, *, width: int = 120, details: bool = False,
         wrap(console, f"  note: {note}", width, hang="    ")
     console.print()
     _headline(console, report, width)
-    _outliers(console, d, width, label)
+    kernels = bool(d.kernels)
+    if kernels:
+        _outliers(console, d, width, label)
+    elif not details:
+        _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
+        _named_changes(console, "Synchronising API calls", "call", d.sync, width)
     failing = set(report.failed)
     if not details:
         failed = report.failed
