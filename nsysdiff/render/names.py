@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from nsysdiff.diff import Row
@@ -37,28 +37,40 @@ def _tokens(demangled: str) -> list[str]:
     return list(dict.fromkeys(_TOKEN.findall(demangled)))
 
 
-def _hint(key: str, others: list[set[str]]) -> str:
+def _hint(key: str, others: list[set[str]], df: Counter[str]) -> str:
     """The fewest tokens of ``key`` that some other key lacks, until every other key
-    lacks one of them (greedy cover), shown in the order they occur in ``key``."""
+    lacks one of them (greedy cover), shown in the order they occur in ``key``.
+
+    ``df`` counts the keys of the group that hold each token (``key`` included)."""
     tokens = _tokens(key)
-    left = list(range(len(others)))
-    chosen: list[str] = []
+    position = {t: i for i, t in enumerate(tokens)}
+    # First pick: the others lacking a token are the group less its holders, so the df
+    # alone decides, without a pass over every other key (groups run to hundreds): the
+    # rarest word, on a tie the later one (a template's innermost argument says more than
+    # its namespace).
+    # Words before numbers (a functor's name reads better than a lambda's instance
+    # number), as long as the word tells the key from at least one other.
+    n = len(others) + 1
+    best = min(tokens, key=lambda t: (df[t] >= n, t.isdigit(), df[t], -position[t]), default=None)
+    if best is None or df[best] >= n:
+        return ""  # every other key holds every word: only order or repetition differs
+    chosen = {best}
+    left = [o for o in others if best in o]
     while left:
-        # Most other keys told apart first; on a tie the rarer word, then the later one
-        # (a template's innermost argument says more than its namespace).
-        best = max(
+        nxt = max(
             tokens,
             key=lambda t: (
-                sum(1 for i in left if t not in others[i]),
-                -sum(1 for o in others if t in o),
-                tokens.index(t),
+                any(t not in o for o in left),
+                not t.isdigit(),
+                sum(1 for o in left if t not in o),
+                -df[t],
+                position[t],
             ),
-            default=None,
         )
-        if best is None or all(best in others[i] for i in left):
-            return ""  # the same tokens, in another order or repeated: no word tells them apart
-        chosen.append(best)
-        left = [i for i in left if best in others[i]]
+        if all(nxt in o for o in left):
+            return ""
+        chosen.add(nxt)
+        left = [o for o in left if nxt in o]
     return " ".join(t for t in tokens if t in chosen)
 
 
@@ -108,11 +120,12 @@ def labels_of(pairs: Iterable[tuple[str, str]], names: Names = Names.short) -> d
             out[keys[0]] = name
             continue
         token_sets = [set(_tokens(k)) for k in keys]
+        df = Counter(t for ts in token_sets for t in ts)
         arities = [arity(k, name) for k in keys]
         seen: set[str] = set()
         for i, key in enumerate(keys, 1):
             others = token_sets[: i - 1] + token_sets[i:]
-            hint = u.shorten(_hint(key, others), HINT_WIDTH)
+            hint = u.shorten(_hint(key, others, df), HINT_WIDTH)
             n = arities[i - 1]
             if not hint and n is not None and arities.count(n) == 1:
                 # Same words, another signature: nvFuser keeps a kernel's name when a
