@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.diff import Diff
+from nsysdiff.diff import MIN_COMMON, Diff
 from nsysdiff.model import Fingerprint, GraphMode, Scope
 from nsysdiff.render.units import ns as fmt_ns
 from nsysdiff.scope import describe
@@ -201,6 +201,19 @@ def assess(
                 f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})"
             )
     return tuple(reasons), tuple(notes)
+
+
+def scale_reason(d: Diff) -> str | None:
+    """Why the diff has no meaningful overall scale, when it has none (docs/diff.md)."""
+    info = d.headline.scale_info
+    if info.meaningful or not d.base.kernels or not d.candidate.kernels:
+        return None  # kernel-less sides have their own reason
+    return (
+        f"no meaningful overall scale: only {_pct(info.base_share)} of base and "
+        f"{_pct(info.candidate_share)} of candidate kernel time is in kernel families that "
+        f"run on both sides (at least {MIN_COMMON:.0%} of each is needed); the traces mostly "
+        "ran different code, so no kernel can be judged against the rest"
+    )
 
 
 def _pair(b: str, c: str) -> str:

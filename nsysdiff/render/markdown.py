@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from nsysdiff import comparability
-from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.attribution import Contributor, Effects
+from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.report import Finding, Level, Outcome, Report
@@ -83,6 +84,60 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
 
 def scale_phrase(scale: float) -> str:
     return f"everything scaled ~{scale:.2f}x"
+
+
+def scale_parts(diff: Diff) -> tuple[str, str | None]:
+    """The scale with its uncertainty, and what it is measured over (None: no family on
+    both sides); "none meaningful" when too little time is in common families."""
+    i = diff.headline.scale_info
+    if not i.families:
+        return "none: no kernel family runs on both sides", None
+    over = (
+        f"over {plural(i.families, 'family', 'families')} on both sides: "
+        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate kernel time"
+    )
+    if not i.meaningful:
+        return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    return f"{i.factor:.2f}x (typical family), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
+
+
+def scale_line(diff: Diff) -> str:
+    main, over = scale_parts(diff)
+    return main if over is None else f"{main}, {over}"
+
+
+_KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
+
+
+def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``."""
+    if c.kind == "replacement":
+        return (
+            f"new {name(c.name)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(c.replaces or '')} {u.signed_ns(-(c.replaces_ns or 0))}"
+        )
+    if c.kind in ("new", "removed"):
+        return f"{c.kind} {name(c.name)} {u.signed_ns(c.delta_ns)}"
+    word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
+    if c.kind == "count" and c.delta_ns < 0:
+        word = "fewer calls"
+    return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
+
+
+def effects_text(e: Effects) -> str:
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
+    return (
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · "
+        f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
+    )
+
+
+def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str | None:
+    """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
+    a = diff.attribution
+    if not a.top:
+        return None
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name) for c in a.top)
 
 
 def kernel_time_phrase(diff: Diff) -> str:
@@ -149,7 +204,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]
-        parts.append(f"top outlier {name(top)} {u.ratio(top.ratio)}")
+        faster = top.deviation is not None and top.deviation < 1
+        parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
     return parts
 
 
@@ -461,7 +517,7 @@ def _render(report: Report) -> str:
     context = [
         f"base <code>{cell(d.base_meta.source)}</code> → "
         f"candidate <code>{cell(d.candidate_meta.source)}</code>",
-        scale_phrase(h.scale),
+        cell(scale_line(d)),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
         f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
         f"({h.common_kernels:,} common)",
@@ -473,6 +529,9 @@ def _render(report: Report) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
+    change = attribution_line(d, lambda n: code(n))
+    if change:
+        out += [f"**Change** {change}", ""]
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
@@ -529,7 +588,8 @@ def _render(report: Report) -> str:
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
-        f"(time-weighted median), ≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
+        f"(weighted median of family ratios, no family over a fifth of the weight), "
+        f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
         f"either side's kernel time; unchanged within {s.noise:g}x. One trace per side: "
         f"ratios are not confidence intervals.</sub>"
     )

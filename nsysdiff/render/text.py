@@ -93,9 +93,11 @@ def _headline(console: Console, report: Report) -> None:
             f"per step     {u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"
         )
         console.print(f"steps        {m.steps_phrase(d)}")
-    console.print(
-        f"scale        {m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios)"
-    )
+    main, over = m.scale_parts(d)
+    console.print(f"scale        {main}")
+    if over:
+        console.print(f"             {over}")
+    _attribution(console, d, console.width)
     console.print(
         f"launches     {h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)"
@@ -105,6 +107,17 @@ def _headline(console: Console, report: Report) -> None:
     same = m.kernel_count_phrase(d)
     if same:
         console.print(Text(same, style="bold"))
+
+
+def _attribution(console: Console, d: Diff, width: int) -> None:
+    """The change split exactly by kind, then its top contributors, one a line."""
+    a = d.attribution
+    if not a.top:
+        return
+    console.print(f"change       {u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}")
+    room = max(MIN_NAME, (width - 50) // 2)
+    for c in a.top:
+        console.print(f"             {m.contributor_text(c, lambda n: u.shorten(n, room))}")
 
 
 def _comparability(console: Console, d: Diff) -> None:
@@ -131,7 +144,8 @@ def _outliers(console: Console, d: Diff, width: int) -> None:
         b, c = m.side_ns(r)
         console.print(
             Text(
-                f"{i:>2}. {u.shorten(r.name, max(MIN_NAME, width - 24))}  [{r.category or '-'}]",
+                f"{i:>2}. {u.shorten(r.name, max(MIN_NAME, width - 38))}  [{r.category or '-'}]"
+                + ("  improvement" if r.deviation is not None and r.deviation < 1 else ""),
                 style="bold",
             )
         )
@@ -320,12 +334,13 @@ def _footer(console: Console, d: Diff) -> None:
     s = d.settings
     console.print()
     console.print(
-        f"Method: overall scale = time-weighted median of per-kernel log ratios (kernels on both "
-        f"sides). Outlier = |modified z| ≥ {s.z_threshold:g} "
+        f"Method: overall scale = weighted median of per-family log ratios (families on both "
+        f"sides, no family over a fifth of the weight; spread with the same weights). "
+        f"Outlier = |modified z| ≥ {s.z_threshold:g} "
         f"(MAD floor {u.ratio(math.exp(s.mad_floor))}), "
         f"≥ {s.min_deviation:g}x beyond the scale either way, ≥ {100 * s.min_share:g}% of either "
         f"side's kernel time. Unchanged within {s.noise:g}x. Count effect = Δcalls × base mean; "
-        f"per-call effect = candidate calls × Δmean. Distribution: {stats.DISTRIBUTION_METHOD}."
+        f"per-call effect = the rest of a kernel's change. Distribution: {stats.DISTRIBUTION_METHOD}."
     )
     console.print(
         "Not measured: run-to-run variance (one trace per side, so a ratio is not a confidence "
