@@ -144,9 +144,7 @@ def _top_category(c: Change) -> str:
     return c.category.split(".")[0]
 
 
-def pair(
-    changes: Sequence[Change], phases_of: Mapping[str, frozenset[str]] | None = None
-) -> tuple[Replacement, ...]:
+def pair(changes: Sequence[Change], phases_of: Mapping[str, frozenset[str]] | None = None) -> tuple[Replacement, ...]:
     """Match disappearances with appearances, best matches first, one to one.
 
     A pair needs the same top-level category (``gemm.nvjet`` and ``gemm.cublas`` are
@@ -183,8 +181,7 @@ def pair(
 def _contributors(changes: Sequence[Change], replacements: Sequence[Replacement]) -> tuple[Contributor, ...]:
     paired = {p.new for p in replacements} | {p.removed for p in replacements}
     items = [
-        Contributor("replacement", p.new_name, p.new, p.delta_ns, p.removed_name, p.removed_ns)
-        for p in replacements
+        Contributor("replacement", p.new_name, p.new, p.delta_ns, p.removed_name, p.removed_ns) for p in replacements
     ]
     for c in changes:
         if c.key in paired:

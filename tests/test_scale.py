@@ -19,9 +19,7 @@ MS = 1_000_000
 
 def flagged(d: Diff) -> set[str]:
     """Families flagged, as a family row or through one of their kernels."""
-    return {r.key for r in d.families if r.is_outlier} | {
-        r.family or "" for r in d.kernels if r.is_outlier
-    }
+    return {r.key for r in d.families if r.is_outlier} | {r.family or "" for r in d.kernels if r.is_outlier}
 
 
 def background(n: int = 20, total_ms: float = 100.0) -> dict[str, tuple[int, int]]:
@@ -34,8 +32,7 @@ def background(n: int = 20, total_ms: float = 100.0) -> dict[str, tuple[int, int
 def scaled(spec: dict[str, tuple[int, int]], factor: float, jitter: float = 0.0) -> dict[str, tuple[int, int]]:
     """Every kernel ``factor`` slower, each off by up to ``jitter`` (deterministic)."""
     return {
-        n: (c, round(t * factor * (1 + jitter * (((i * 7) % 5) - 2) / 2)))
-        for i, (n, (c, t)) in enumerate(spec.items())
+        n: (c, round(t * factor * (1 + jitter * (((i * 7) % 5) - 2) / 2))) for i, (n, (c, t)) in enumerate(spec.items())
     }
 
 
