@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import open_trace
@@ -21,9 +22,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
         if options is not None and options.active:
             return scope.fingerprint(r, options)
         groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        return assemble(
+        meta = r.metadata()
+        fp = assemble(
             path,
-            r.metadata(),
+            meta,
             groups,
             r.has_kernels(),
             r.memcpy(),
@@ -31,6 +33,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
             r.sync_calls(),
             r.nvtx_summary(),
         )
+        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+            # Graph-mode replays have no kernel rows: their launches are what can be compared.
+            fp = dataclasses.replace(fp, graphs=r.graph_launches())
+        return fp
 
 
 def is_fingerprint_file(path: str | Path) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,7 @@ from nsysdiff.model import (
     ApiStats,
     CopyStats,
     Fingerprint,
+    GraphStats,
     GroupStats,
     KernelStats,
     RangeStats,
@@ -216,6 +217,10 @@ class Headline:
     base_per_step_ns: float | None = None  # kernel time per step: the GPU-side TPOT
     candidate_per_step_ns: float | None = None
     scale_info: Scale = NO_SCALE
+    # What the scale and the outliers are about: "kernels"; "nvtx" when neither side has
+    # kernel data but both have NVTX ranges; "graphs" when both are graph-mode captures
+    # without kernel rows (whole-graph launches per graph id).
+    basis: str = "kernels"
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,15 +239,21 @@ class Diff:
     variants: tuple[VariantDrift, ...]
     attribution: attribution.Attribution = attribution.EMPTY
     phases: tuple[PhaseDiff, ...] = ()  # phases named on both sides, in base order
+    graphs: tuple[Row, ...] = ()  # whole-graph launches per graph id (graph-mode captures)
 
     @property
     def per_step(self) -> bool:
         return self.headline.per is not None
 
     @property
+    def scored(self) -> tuple[Row, ...]:
+        """The rows the scale is about: kernels, or NVTX ranges or graphs (``basis``)."""
+        return {"nvtx": self.nvtx, "graphs": self.graphs}.get(self.headline.basis, self.kernels)
+
+    @property
     def outliers(self) -> tuple[Row, ...]:
-        """Outlier kernels, most abnormal first."""
-        rows = [r for r in self.kernels if r.is_outlier]
+        """Outlier kernels (NVTX ranges, graphs: ``basis``), most abnormal first."""
+        rows = [r for r in self.scored if r.is_outlier]
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
     def kernel_label(self, row: Row) -> str:
@@ -448,12 +459,16 @@ def _family_totals(kernels: Sequence[KernelStats]) -> dict[str, int]:
 def overall_scale(
     base: Sequence[KernelStats], cand: Sequence[KernelStats], min_share: float = 0.0
 ) -> Scale:
-    """The scale over the families on both sides (see the module docstring).
+    """The scale over the families on both sides (see the module docstring)."""
+    return scale_of(_family_totals(base), _family_totals(cand), min_share)
 
-    Families under ``min_share`` of both sides' time are left out (their ratios are timing
+
+def scale_of(fb: Mapping[str, float], fc: Mapping[str, float], min_share: float = 0.0) -> Scale:
+    """The scale over the keys (families, NVTX ranges, graphs) on both sides.
+
+    Keys under ``min_share`` of both sides' time are left out (their ratios are timing
     noise) unless that would leave nothing.
     """
-    fb, fc = _family_totals(base), _family_totals(cand)
     tb, tc = sum(fb.values()), sum(fc.values())
     common = sorted(f for f in fb.keys() & fc.keys() if fb[f] > 0 and fc[f] > 0)
     if not common or not tb or not tc:
@@ -480,6 +495,32 @@ def overall_scale(
         base_share=float(share_b.sum()),
         candidate_share=float(share_c.sum()),
     )
+
+
+def _graph_items(graphs: Iterable[GraphStats]) -> list[_Item]:
+    return [_Item(f"graph {g.graph_id}", f"graph {g.graph_id}", g.launches, g.total_ns) for g in graphs]
+
+
+def _sums(b: Sequence[_Item], c: Sequence[_Item], bt: float, ct: float, own: bool) -> tuple[float, float]:
+    """What a row's share is of: its own kind's total when it is the basis (NVTX ranges
+    nest, so that total counts nested time twice: a share, not a budget), else kernel time."""
+    if not own:
+        return bt, ct
+    return sum(i.total_ns for i in b), sum(i.total_ns for i in c)
+
+
+def basis_of(base: Fingerprint, cand: Fingerprint) -> str:
+    """What a diff of the two can judge: ``kernels``, else ``graphs`` (both graph-mode
+    captures without kernel rows), else ``nvtx`` (both have NVTX ranges)."""
+    if base.kernels or cand.kernels:
+        return "kernels"
+    if base.graphs and cand.graphs:
+        return "graphs"
+    return "nvtx" if base.nvtx and cand.nvtx else "kernels"
+
+
+def _totals(items: Iterable[_Item]) -> dict[str, float]:
+    return {i.key: i.total_ns for i in items}
 
 
 def _copy_side(c: CopyStats, n: int | None) -> CopySide:
@@ -577,13 +618,23 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
     per = steps(base, cand)
     bn, cn = per if per else (None, None)
     bt, ct = _div(base.kernel_ns, bn), _div(cand.kernel_ns, cn)
-    info = overall_scale(base.kernels, cand.kernels, settings.min_share)
-    if per:
+    basis = basis_of(base, cand)
+    b_nvtx, c_nvtx = _per_step(_nvtx_items(base.nvtx), bn), _per_step(_nvtx_items(cand.nvtx), cn)
+    b_graphs, c_graphs = _per_step(_graph_items(base.graphs), bn), _per_step(_graph_items(cand.graphs), cn)
+    if basis == "kernels":
+        info = overall_scale(base.kernels, cand.kernels, settings.min_share)
+    else:
+        # Without kernel data the ranges (or graph launches) are what can be compared;
+        # their per-step values already carry the step ratio, so no .times() below.
+        b_items, c_items = (b_nvtx, c_nvtx) if basis == "nvtx" else (b_graphs, c_graphs)
+        info = scale_of(_totals(b_items), _totals(c_items), settings.min_share)
+    if per and basis == "kernels":
         # Dividing by the steps shifts every log ratio by the same amount: the MAD stays.
         info = info.times(per[0] / per[1])
     scale = info.factor
     spread = max(info.spread, settings.mad_floor)
-    scored = info.meaningful
+    scored = info.meaningful and basis == "kernels"
+    other = info.meaningful and basis != "kernels"
     kernels = _rows(
         _per_step(_kernel_items(base), bn), _per_step(_kernel_items(cand), cn),
         bt, ct, settings, scale, spread, scored,
@@ -617,7 +668,16 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         base_per_step_ns=bt if per else None,
         candidate_per_step_ns=ct if per else None,
         scale_info=info,
+        basis=basis,
     )
+    nvtx = _rows(
+        b_nvtx, c_nvtx, *_sums(b_nvtx, c_nvtx, bt, ct, basis == "nvtx"),
+        settings, scale, spread, other and basis == "nvtx",
+    )  # fmt: skip
+    graphs = _rows(
+        b_graphs, c_graphs, *_sums(b_graphs, c_graphs, bt, ct, basis == "graphs"),
+        settings, scale, spread, other and basis == "graphs",
+    )  # fmt: skip
     c_phases = {p.name: p for p in cand.phases}
     phases = tuple(
         PhaseDiff(
@@ -650,16 +710,8 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
             1.0,
             False,
         ),
-        nvtx=_rows(
-            _per_step(_nvtx_items(base.nvtx), bn),
-            _per_step(_nvtx_items(cand.nvtx), cn),
-            bt,
-            ct,
-            settings,
-            1.0,
-            1.0,
-            False,
-        ),
+        nvtx=nvtx,
+        graphs=graphs,
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,
     )

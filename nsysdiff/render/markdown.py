@@ -86,19 +86,35 @@ def scale_phrase(scale: float) -> str:
     return f"everything scaled ~{scale:.2f}x"
 
 
+_BASIS_WORDS = {
+    "kernels": ("family", "families", "kernel time"),
+    "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
+    "graphs": ("CUDA graph", "CUDA graphs", "graph time"),
+}
+
+
+def basis_phrase(diff: Diff) -> str | None:
+    """What was compared instead of kernels, when there is no kernel data."""
+    return {
+        "nvtx": "NVTX ranges (no kernel data on either side)",
+        "graphs": "whole-graph launches per graph id (graph-mode captures: kernels inside graphs not visible)",
+    }.get(diff.headline.basis)
+
+
 def scale_parts(diff: Diff) -> tuple[str, str | None]:
     """The scale with its uncertainty, and what it is measured over (None: no family on
     both sides); "none meaningful" when too little time is in common families."""
     i = diff.headline.scale_info
+    one, many, time = _BASIS_WORDS[diff.headline.basis]
     if not i.families:
-        return "none: no kernel family runs on both sides", None
+        return f"none: no {one} runs on both sides", None
     over = (
-        f"over {plural(i.families, 'family', 'families')} on both sides: "
-        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate kernel time"
+        f"over {plural(i.families, one, many)} on both sides: "
+        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
     )
     if not i.meaningful:
         return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
-    return f"{i.factor:.2f}x (typical family), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
+    return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
 
 
 def scale_line(diff: Diff) -> str:
@@ -409,6 +425,21 @@ def _chart(diff: Diff) -> list[str]:
     ]
 
 
+def _basis_rows(diff: Diff) -> list[str]:
+    """Without kernel data: the NVTX ranges or graphs compared instead, largest change first."""
+    if diff.headline.basis == "kernels" or not diff.scored:
+        return []
+    what = "NVTX ranges" if diff.headline.basis == "nvtx" else "CUDA graphs"
+    rows = []
+    for r in diff.scored[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        verdict = "**outlier**" if r.is_outlier else r.verdict.value
+        rows.append([code(r.key), calls_pair(r), f"{b} → {c}", u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+                     u.ratio(r.deviation), verdict])  # fmt: skip
+    header = (what, "count", "base → candidate", "Δ", "ratio", "vs scale", "verdict")
+    return [f"### {what}", "", *_table(header, rows, "llrrrrl"), ""]
+
+
 def _phases(diff: Diff) -> list[str]:
     rows = []
     for p in diff.phases:
@@ -517,6 +548,7 @@ def _render(report: Report) -> str:
     context = [
         f"base <code>{cell(d.base_meta.source)}</code> → "
         f"candidate <code>{cell(d.candidate_meta.source)}</code>",
+        *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
         cell(scale_line(d)),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
         f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
@@ -553,6 +585,7 @@ def _render(report: Report) -> str:
         out.append("")
     else:
         out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+    out += _basis_rows(d)
     if d.categories:
         out += ["### Categories", ""]
         out += _categories(d)

@@ -93,6 +93,9 @@ def _headline(console: Console, report: Report) -> None:
             f"per step     {u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"
         )
         console.print(f"steps        {m.steps_phrase(d)}")
+    compared = m.basis_phrase(d)
+    if compared:
+        console.print(f"compared     {compared}")
     main, over = m.scale_parts(d)
     console.print(f"scale        {main}")
     if over:
@@ -217,6 +220,34 @@ def _categories(console: Console, d: Diff, width: int) -> None:
     )
     console.print()
     console.print(_grid("Categories", header, rows, width, optional=(5, 7, 3)))
+
+
+def _basis_rows(console: Console, d: Diff, width: int) -> None:
+    """Without kernel data: the NVTX ranges or graphs that were compared instead."""
+    if d.headline.basis == "kernels" or not d.scored:
+        return
+    shown = d.scored[:TOP_CHANGES]
+    rows = []
+    for r in shown:
+        b, c = m.side_ns(r)
+        rows.append(
+            [
+                r.key,
+                m.calls_pair(r),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.mean_ratio),
+                u.ratio(r.deviation),
+                "OUTLIER" if r.is_outlier else r.verdict.value,
+            ]
+        )
+    what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
+    header = (what, "count", "base", "candidate", "Δ", "ratio", "mean", "vs scale", "verdict")
+    title = f"{what} by absolute change ({len(shown)} of {len(d.scored):,})"
+    console.print()
+    console.print(_grid(title, header, rows, width, optional=(6, 7, 1)))
 
 
 def _phases(console: Console, d: Diff, width: int) -> None:
@@ -375,6 +406,7 @@ def render(report: Report, *, width: int = 120) -> str:
     _headline(console, report)
     _outliers(console, d, width)
     _findings(console, report.findings, set(report.failed))
+    _basis_rows(console, d, width)
     _categories(console, d, width)
     _phases(console, d, width)
     _copies(console, (*d.memcpy, *d.memset), width)

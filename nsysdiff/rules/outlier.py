@@ -128,6 +128,13 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         min_time_ns=o.min_time_ns,
         direction=o.direction,
     )
+    if diff.headline.basis != "kernels":
+        # No kernel data: the NVTX ranges (or graph launches) are what the scale is about.
+        what = "NVTX range" if diff.headline.basis == "nvtx" else "CUDA"
+        for row in diff.scored:
+            if gate.passes(row):
+                yield _finding(diff, rule, gate, row, what, row.key, "")
+        return
     members: dict[str, list[Row]] = {}
     for k in diff.kernels:
         members.setdefault(k.family or "", []).append(k)

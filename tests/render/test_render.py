@@ -261,7 +261,7 @@ def test_markdown_cell_escaping() -> None:
 TOP_LEVEL = [
     "format", "version", "outcome", "exit_code", "strict", "packs", "reasons", "notes",
     "comparability", "settings", "overall", "attribution", "outliers", "kernels", "families", "categories",
-    "memcpy", "memset", "sync", "nvtx", "variants", "phases", "findings", "rules", "base_meta",
+    "memcpy", "memset", "sync", "nvtx", "graphs", "variants", "phases", "findings", "rules", "base_meta",
     "candidate_meta", "scope",
 ]  # fmt: skip
 KERNEL_KEYS = [
