@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import traces_dir
+from conftest import real_trace, traces_dir
 from fpspec import fingerprint
 from typer.testing import CliRunner
 
@@ -24,13 +24,6 @@ RANGES = {f"stage{i}": (100, (10 + i) * MS) for i in range(8)}
 def run(*args: str) -> tuple[int, str]:
     r = CliRunner().invoke(app, route(list(args)))
     return r.exit_code, r.stdout
-
-
-def _real(name: str) -> Path:
-    p = T / f"{name}.sqlite"
-    if not p.exists():
-        pytest.skip(f"{p} not found")
-    return p
 
 
 def test_nvtx_only_sides_compare_their_ranges() -> None:
@@ -61,7 +54,7 @@ def test_nvtx_only_cli_verdicts(tmp_path: Path) -> None:
 
 
 def test_real_nvtx_only_pair_is_judged() -> None:
-    b, c = _real("ecf_nvtxonly_baseline"), _real("ecf_nvtxonly_poolformer")
+    b, c = real_trace("ecf_nvtxonly_baseline"), real_trace("ecf_nvtxonly_poolformer")
     code, out = run(str(b), str(c))
     assert code in (0, 1) and "NVTX ranges by absolute change" in out
     assert "find_centers" in out
@@ -69,7 +62,7 @@ def test_real_nvtx_only_pair_is_judged() -> None:
 
 
 def test_graph_mode_against_itself_passes_and_says_what_it_cannot_see() -> None:
-    g = _real("h100/graph_mode")
+    g = real_trace("h100/graph_mode")
     code, out = run(str(g), str(g))
     assert code == 0
     assert "kernels inside the graphs are not visible" in out
@@ -77,7 +70,7 @@ def test_graph_mode_against_itself_passes_and_says_what_it_cannot_see() -> None:
 
 
 def test_graph_mode_regression_fails_the_total_budget(tmp_path: Path) -> None:
-    fp = load(_real("h100/graph_mode"))
+    fp = load(real_trace("h100/graph_mode"))
     assert fp.meta.graph_mode is GraphMode.GRAPH and fp.graphs == (GraphStats(1, 200, 19_369_531),)
     slow = dataclasses.replace(fp, graphs=(GraphStats(1, 200, round(19_369_531 * 1.5)),))
     b, c = tmp_path / "b.json", tmp_path / "c.json"
@@ -88,5 +81,5 @@ def test_graph_mode_regression_fails_the_total_budget(tmp_path: Path) -> None:
 
 
 def test_graph_against_node_capture_stays_inconclusive() -> None:
-    code, out = run(str(_real("h100/graph_mode")), str(_real("h100/graph_node")))
+    code, out = run(str(real_trace("h100/graph_mode")), str(real_trace("h100/graph_node")))
     assert code == 3 and "CUDA graph trace modes differ" in out

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-import pytest
-from conftest import traces_dir
+from conftest import real_trace, traces_dir
 from fpspec import fingerprint, saved_pair
 from typer.testing import CliRunner
 
@@ -75,16 +74,9 @@ def test_no_common_families_is_inconclusive_unless_a_structure_rule_fails(tmp_pa
     assert code == 1 and "note: no meaningful overall scale" in out
 
 
-def _real(name: str) -> Path:
-    p = T / f"{name}.sqlite"
-    if not p.exists():
-        pytest.skip(f"{p} not found")
-    return p
-
-
 def test_torch_compile_speedup_passes_the_default_pack() -> None:
     # torch.compile made decode 0.70x: it used to fail on two outliers, one of them faster.
-    b, c = _real("h100/llm_bs1"), _real("h100/llm_bs1_compile")
+    b, c = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs1_compile")
     diff = compare(api.load(b), api.load(c))
     findings, results = evaluate(diff, load_rules(["default"]), today=date(2026, 1, 1))
     report = api.judge(diff, findings, results)
@@ -96,11 +88,11 @@ def test_torch_compile_speedup_passes_the_default_pack() -> None:
 
 def test_one_small_kernel_faster_on_another_gpu_passes() -> None:
     # One 11 us kernel got faster in a 402 us trace: an improvement, and too small anyway.
-    code, out = run(str(_real("fuser_h100_report1")), str(_real("fuser_h200_report1")))
+    code, out = run(str(real_trace("fuser_h100_report1")), str(real_trace("fuser_h200_report1")))
     assert code == 0 and "FAIL" not in out
 
 
 def test_traces_with_nothing_in_common_are_inconclusive() -> None:
-    code, out = run(str(_real("fuser_h200_report1")), str(_real("fuser_h200_2025")))
+    code, out = run(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")))
     assert code == 3 and "no meaningful overall scale" in out
     assert "scaled ~1.00x" not in out
