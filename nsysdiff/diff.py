@@ -256,6 +256,18 @@ class Diff:
         rows = [r for r in self.scored if r.is_outlier]
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
+    @property
+    def outlier_families(self) -> tuple[Row, ...]:
+        """Families of several variants flagged as a whole (a change spread over light
+        variants shows only here), most abnormal first."""
+        if self.headline.basis != "kernels":
+            return ()
+        counts: dict[str | None, int] = {}
+        for k in self.kernels:
+            counts[k.family] = counts.get(k.family, 0) + 1
+        rows = [r for r in self.families if r.is_outlier and counts.get(r.key, 0) > 1]
+        return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
+
     def kernel_label(self, row: Row) -> str:
         """The short name when no other kernel shares it, else the demangled name."""
         same = sum(1 for r in self.kernels if r.name == row.name)

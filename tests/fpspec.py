@@ -91,12 +91,14 @@ def fingerprint(
 
 
 def saved_pair(
-    folder: Path, base: Mapping[str, tuple[int, int]], cand: Mapping[str, tuple[int, int]]
+    folder: Path,
+    base: Mapping[str, tuple[int, int]] | Fingerprint,
+    cand: Mapping[str, tuple[int, int]] | Fingerprint,
 ) -> tuple[str, str]:
-    """Two specs saved as fingerprint files (``b.json``, ``c.json``) for the CLI."""
+    """Two specs (or fingerprints) saved as fingerprint files (``b.json``, ``c.json``)."""
     paths = []
     for name, spec in (("b", base), ("c", cand)):
         p = folder / f"{name}.json"
-        p.write_text(fingerprint_to_json(fingerprint(spec)))
+        p.write_text(fingerprint_to_json(spec if isinstance(spec, Fingerprint) else fingerprint(spec)))
         paths.append(str(p))
     return paths[0], paths[1]

@@ -7,10 +7,13 @@ heavy kernel nor many light variants decide it (docs/diff.md, "Overall scale").
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
-from fpspec import fingerprint, kernel
+from fpspec import fingerprint, kernel, saved_pair
+from typer.testing import CliRunner
 
+from nsysdiff.cli import app, route
 from nsysdiff.diff import Diff, compare
 from nsysdiff.model import KernelStats
 
@@ -146,3 +149,16 @@ def test_one_heavy_family_does_not_decide_the_scale() -> None:
     assert d.headline.scale == pytest.approx(1.1, rel=1e-3)
     assert flagged(d) == {"heavy_kernel"}
     assert not math.isclose(d.headline.ratio or 0, d.headline.scale)
+
+
+def test_a_family_flagged_as_a_whole_is_reported_as_one(tmp_path: Path) -> None:
+    rest = background(20, 93.0)
+    base = [*(kernel(n, c, t) for n, (c, t) in rest.items()), *_variants(1.0)]
+    cand = [*(kernel(n, c, t) for n, (c, t) in rest.items()), *_variants(3.0)]
+    d = compare(fingerprint(base), fingerprint(cand))
+    assert [r.key for r in d.outlier_families] == ["vectorized_elementwise_kernel"]
+    r = CliRunner().invoke(app, route(list(saved_pair(tmp_path, fingerprint(base), fingerprint(cand)))))
+    assert r.exit_code == 1
+    assert "Families flagged as a whole (1)" in r.stdout and "[21 variants]" in r.stdout
+    (finding,) = [line for line in r.stdout.splitlines() if "outlier · " in line]
+    assert "vectorized_elementwise_kernel" in finding

@@ -287,6 +287,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "overall": overall(d),
         "attribution": attribution_data(d),
         "outliers": [r.key for r in d.outliers],
+        "outlier_families": [r.key for r in d.outlier_families],
         "kernels": [kernel_row(r) for r in d.kernels],
         "families": [named_row(r) for r in d.families],
         "categories": [named_row(r) for r in d.categories],

@@ -222,6 +222,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
         top = outliers[0]
         faster = top.deviation is not None and top.deviation < 1
         parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
+    elif report.diff.outlier_families:
+        fam = report.diff.outlier_families[0]
+        parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
     return parts
 
 
@@ -425,6 +428,25 @@ def _chart(diff: Diff) -> list[str]:
     ]
 
 
+def _outlier_families(diff: Diff) -> list[str]:
+    """Families whose variants together scaled abnormally."""
+    fams = diff.outlier_families
+    if not fams:
+        return []
+    rows = []
+    for r in fams:
+        b, c = side_ns(r)
+        n = sum(1 for k in diff.kernels if k.family == r.key)
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        rows.append([code(r.key), str(n), f"{b} → {c}", f"**{u.ratio(r.ratio)}**", u.ratio(r.deviation), score])
+    header = ("family", "variants", "base → candidate", "ratio", "vs scale", "score")
+    title = (
+        f"### Families flagged as a whole ({len(fams)}): variants together against the overall "
+        f"{diff.headline.scale:.2f}x"
+    )
+    return [title, "", *_table(header, rows, "lrrrrr"), ""]
+
+
 def _basis_rows(diff: Diff) -> list[str]:
     """Without kernel data: the NVTX ranges or graphs compared instead, largest change first."""
     if diff.headline.basis == "kernels" or not diff.scored:
@@ -583,8 +605,9 @@ def _render(report: Report) -> str:
         ]
         out += _outliers(d)
         out.append("")
-    else:
+    elif not d.outlier_families:
         out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+    out += _outlier_families(d)
     out += _basis_rows(d)
     if d.categories:
         out += ["### Categories", ""]

@@ -132,6 +132,8 @@ def _comparability(console: Console, d: Diff) -> None:
 
 def _outliers(console: Console, d: Diff, width: int) -> None:
     outliers = d.outliers
+    if not outliers and d.outlier_families:
+        return  # the families flagged as a whole follow
     if not outliers:
         console.print()
         console.print(
@@ -167,6 +169,25 @@ def _outliers(console: Console, d: Diff, width: int) -> None:
                 f"    distribution: P(candidate call slower) {r.distribution.prob_slower:.2f}, "
                 f"KS {r.distribution.ks_distance:.2f}"
             )
+
+
+def _outlier_families(console: Console, d: Diff, width: int) -> None:
+    """Families whose variants together scaled abnormally (none of them may on its own)."""
+    fams = d.outlier_families
+    if not fams:
+        return
+    _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
+           f"{d.headline.scale:.2f}x")  # fmt: skip
+    for r in fams:
+        b, c = m.side_ns(r)
+        n = sum(1 for k in d.kernels if k.family == r.key)
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        console.print(Text(f" - {u.shorten(r.name, max(MIN_NAME, width - 40))}  [{n} variants]{mark}", style="bold"))
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        console.print(
+            f"   {b} → {c}  {u.ratio(r.ratio)} total · calls {m.calls_pair(r)} · "
+            f"{u.ratio(r.deviation)} vs the overall scale · score {score}"
+        )
 
 
 def _findings(console: Console, findings: Sequence[Finding], failing: set[Finding]) -> None:
@@ -405,6 +426,7 @@ def render(report: Report, *, width: int = 120) -> str:
     console.print()
     _headline(console, report)
     _outliers(console, d, width)
+    _outlier_families(console, d, width)
     _findings(console, report.findings, set(report.failed))
     _basis_rows(console, d, width)
     _categories(console, d, width)

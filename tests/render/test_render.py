@@ -260,9 +260,9 @@ def test_markdown_cell_escaping() -> None:
 
 TOP_LEVEL = [
     "format", "version", "outcome", "exit_code", "strict", "packs", "reasons", "notes",
-    "comparability", "settings", "overall", "attribution", "outliers", "kernels", "families", "categories",
-    "memcpy", "memset", "sync", "nvtx", "graphs", "variants", "phases", "findings", "rules", "base_meta",
-    "candidate_meta", "scope",
+    "comparability", "settings", "overall", "attribution", "outliers", "outlier_families",
+    "kernels", "families", "categories", "memcpy", "memset", "sync", "nvtx", "graphs",
+    "variants", "phases", "findings", "rules", "base_meta", "candidate_meta", "scope",
 ]  # fmt: skip
 KERNEL_KEYS = [
     "name", "demangled", "family", "category", "base", "candidate", "delta_ns", "ratio",
