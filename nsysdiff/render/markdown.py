@@ -140,6 +140,14 @@ def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> 
     return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
 
 
+def no_outlier_line(diff: Diff) -> str:
+    """What the outlier section says when it has nothing to show."""
+    what = {"nvtx": "NVTX range", "graphs": "CUDA graph"}.get(diff.headline.basis, "kernel")
+    if not diff.headline.scale_info.meaningful:
+        return f"No outlier test: without a meaningful overall scale no {what} can be judged against the rest."
+    return f"No outlier: no {what} scaled abnormally against the overall {diff.headline.scale:.2f}x."
+
+
 def effects_text(e: Effects) -> str:
     """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
     return (
@@ -606,7 +614,7 @@ def _render(report: Report) -> str:
         out += _outliers(d)
         out.append("")
     elif not d.outlier_families:
-        out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+        out += [no_outlier_line(d), ""]
     out += _outlier_families(d)
     out += _basis_rows(d)
     if d.categories:

@@ -117,7 +117,8 @@ def _attribution(console: Console, d: Diff, width: int) -> None:
     a = d.attribution
     if not a.top:
         return
-    console.print(f"change       {u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}")
+    label = "change/step" if d.per_step else "change"
+    console.print(f"{label:<12} {u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}")
     room = max(MIN_NAME, (width - 50) // 2)
     for c in a.top:
         console.print(f"             {m.contributor_text(c, lambda n: u.shorten(n, room))}")
@@ -136,9 +137,7 @@ def _outliers(console: Console, d: Diff, width: int) -> None:
         return  # the families flagged as a whole follow
     if not outliers:
         console.print()
-        console.print(
-            f"No outlier: no kernel scaled abnormally against the overall {d.headline.scale:.2f}x."
-        )
+        console.print(m.no_outlier_line(d))
         return
     _title(
         console,
