@@ -21,14 +21,18 @@ import dataclasses
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import pytest
 from conftest import traces_dir
 
-from nsysdiff.api import load
+from nsysdiff import comparability
+from nsysdiff.api import judge, load
 from nsysdiff.diff import Diff, compare
 from nsysdiff.model import Fingerprint, KernelStats
+from nsysdiff.report import Outcome
+from nsysdiff.rules import evaluate, load_rules
 
 BACKGROUND = 1.10
 SPIKE = 3.0
@@ -119,6 +123,18 @@ def cases(path: Path) -> Iterator[Case]:
         if len(ks) >= 2 and sum(k.total_ns for k in ks) >= MIN_PLANT_SHARE * total:
             cand = _plant(fp, lambda o, fam=fam: SPIKE if o.family == fam else BACKGROUND)
             yield Case(name, f"family {fam}", fam, frozenset(flagged(compare(fp, cand))))
+
+
+@pytest.mark.skipif(not TRACES, reason="real traces not found (set NSYSDIFF_TRACES or add ../shared/traces)")
+@pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
+def test_every_trace_against_itself_passes_the_default_pack(path: Path) -> None:
+    fp = _load(path)
+    reasons, notes = comparability.assess(fp, fp)
+    d = compare(fp, fp)
+    findings, results = evaluate(d, load_rules(["default"]), today=date(2026, 1, 1))
+    report = judge(d, findings, results, reasons=reasons, notes=notes)
+    assert report.outcome is Outcome.PASS, report.reasons
+    assert report.findings == ()
 
 
 @pytest.mark.skipif(not TRACES, reason="real traces not found (set NSYSDIFF_TRACES or add ../shared/traces)")
