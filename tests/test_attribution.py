@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fpspec import fingerprint, kernel
 from nsysdiff.api import load
 from nsysdiff.attribution import Change, Effects, attribute, pair
 from nsysdiff.diff import Diff, compare
+from nsysdiff.model import Scope
 
 MS = 1_000_000
 
@@ -132,3 +134,19 @@ def test_h100_gemm_tile_swap_is_a_replacement() -> None:
         "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT",
         "nvjet_sm90_tst_64x16_64x16_2x1_v_bz_splitK_TNT",
     ) in swaps
+
+
+def test_per_step_parts_sum_to_the_per_step_change() -> None:
+    base = dataclasses.replace(
+        fingerprint({"a_kernel": (40, 4000), "b_kernel": (8, 80)}), scope=Scope(per="step", steps=4)
+    )
+    cand = dataclasses.replace(
+        fingerprint({"a_kernel": (50, 6000), "c_kernel": (5, 50)}), scope=Scope(per="step", steps=5)
+    )
+    d = compare(base, cand)
+    a = d.attribution
+    assert a.delta_ns == pytest.approx((6050 / 5) - (4080 / 4))
+    assert a.effects.total_ns == pytest.approx(a.delta_ns)
+    parts = {p.key: p.effects for p in a.kernels}
+    assert parts["a_kernel"].count_ns == pytest.approx(0.0)  # 10 calls per step on both sides
+    assert parts["a_kernel"].per_call_ns == pytest.approx(1200 - 1000)
