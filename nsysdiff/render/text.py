@@ -13,6 +13,7 @@ markup) and no colour, so the output is plain deterministic text fit for golden 
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Sequence
@@ -119,9 +120,10 @@ def _attribution(console: Console, d: Diff, width: int) -> None:
         return
     label = "change/step" if d.per_step else "change"
     console.print(f"{label:<12} {u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}")
-    room = max(MIN_NAME, (width - 50) // 2)
     for c in a.top:
-        console.print(f"             {m.contributor_text(c, lambda n: u.shorten(n, room))}")
+        # One name a line gets the room of the line; a replacement shares it between two.
+        room = max(MIN_NAME, (width - 50) // 2 if c.kind == "replacement" else width - 45)
+        console.print(f"             {m.contributor_text(c, functools.partial(u.shorten, width=room))}")
 
 
 def _comparability(console: Console, d: Diff) -> None:
