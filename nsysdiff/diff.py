@@ -202,7 +202,7 @@ class Headline:
     base_total_ns: int
     candidate_total_ns: int
     ratio: float | None
-    scale: float  # robust time-weighted centre of per-kernel ratios
+    scale: float  # scale_info.factor: the weighted median of per-family ratios
     base_launches: int
     candidate_launches: int
     base_kernels: int  # distinct kernels

@@ -82,10 +82,6 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "none"
 
 
-def scale_phrase(scale: float) -> str:
-    return f"everything scaled ~{scale:.2f}x"
-
-
 _BASIS_WORDS = {
     "kernels": ("family", "families", "kernel time"),
     "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
