@@ -163,6 +163,11 @@ def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str 
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
+    if h.basis == "graphs":
+        b, c = diff.base_meta.graph_total_ns, diff.candidate_meta.graph_total_ns
+        return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
+    if h.basis == "nvtx":
+        return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
         return (
             f"kernel time per {h.per} step {u.ns(h.base_per_step_ns)} → "
