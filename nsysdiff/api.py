@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import open_trace
@@ -23,9 +24,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
         if options is not None and options.active:
             return scope.fingerprint(r, options)
         groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        return assemble(
+        meta = r.metadata()
+        fp = assemble(
             path,
-            r.metadata(),
+            meta,
             groups,
             r.has_kernels(),
             r.memcpy(),
@@ -33,6 +35,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
             r.sync_calls(),
             r.nvtx_summary(),
         )
+        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+            # Graph-mode replays have no kernel rows: their launches are what can be compared.
+            fp = dataclasses.replace(fp, graphs=r.graph_launches())
+        return fp
 
 
 def is_fingerprint_file(path: str | Path) -> bool:
@@ -82,12 +88,22 @@ def judge(
     notes: Sequence[str] = (),
     packs: Sequence[str] = (),
 ) -> Report:
-    """The outcome and exit code of a diff and its findings."""
+    """The outcome and exit code of a diff and its findings.
+
+    Without a meaningful overall scale the statistics judge nothing, so the outcome is
+    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    """
+    no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(
         sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
     )
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
+    if no_scale is not None:
+        if any(not f.statistical for f in provisional.failed):
+            notes = (*notes, no_scale)
+        else:
+            reasons = (*reasons, no_scale)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
     elif not judged:
