@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,12 +10,14 @@ from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.launches import Grouping, by_launch
 from nsysdiff.trace.reader import open_trace
+
+FINGERPRINT_MAX_BYTES = 256 << 20
 
 
 def fingerprint_trace(
@@ -51,7 +54,12 @@ def fingerprint_trace(
         progress(side, "NVTX ranges")
         nvtx = r.nvtx_summary()
         progress(side, "reducing")
-        return assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+            # Graph-mode replays have no kernel rows: their launches are what can be compared.
+            progress(side, "graph launches")
+            fp = dataclasses.replace(fp, graphs=r.graph_launches())
+        return fp
 
 
 def is_fingerprint_file(path: str | Path) -> bool:
@@ -77,6 +85,10 @@ def load(
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:
+        # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+        # (and reading it whole would take the memory of the job).
+        if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+            raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise FingerprintError(f"{p}: can't be read ({e})") from None
@@ -104,12 +116,22 @@ def judge(
     notes: Sequence[str] = (),
     packs: Sequence[str] = (),
 ) -> Report:
-    """The outcome and exit code of a diff and its findings."""
+    """The outcome and exit code of a diff and its findings.
+
+    Without a meaningful overall scale the statistics judge nothing, so the outcome is
+    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    """
+    no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(
         sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
     )
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
+    if no_scale is not None:
+        if any(not f.statistical for f in provisional.failed):
+            notes = (*notes, no_scale)
+        else:
+            reasons = (*reasons, no_scale)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
     elif not judged:

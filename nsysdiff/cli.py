@@ -22,7 +22,7 @@ from nsysdiff import __version__, api, comparability, progress, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.render import Format, format_for, layout, render
+from nsysdiff.render import Format, format_for, layout, render, safe
 from nsysdiff.render import summary as summary_render
 from nsysdiff.render.names import Names
 from nsysdiff.trace.launches import Grouping
@@ -40,7 +40,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _stderr(message: str) -> None:
-    print(f"nsysdiff: error: {message}", file=sys.stderr)
+    # Messages name files and values from untrusted inputs: one inert line.
+    print(f"nsysdiff: error: {safe.text(message)}", file=sys.stderr)
 
 
 def handled(fn: F) -> F:

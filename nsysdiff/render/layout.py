@@ -97,9 +97,15 @@ def grid(
         return width - others - 3 * (len(keep) - 1)
 
     longest = max(len(header[0]), *(len(r[0]) for r in rows))
+    def width_of(i: int) -> int:
+        return max(len(header[i]), *(len(r[i]) for r in rows)) + 3
+
     needed = min(WANTED_NAME, longest)
     for col in optional:
         if name_room() >= needed:
+            # One more optional column goes when that alone lets every name fit unwrapped.
+            if name_room() < longest <= name_room() + width_of(col):
+                keep.remove(col)
             break
         keep.remove(col)
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)

@@ -39,7 +39,7 @@ TOP_CHANGES = 10
 TOP_RANGES = 10  # NVTX ranges and sync calls shown with --details
 VARIANTS_SHOWN = 8  # per side and family
 HANG = " " * 17  # continuation indent of a finding
-FIRST_SCREEN_EVIDENCE = 2  # lines of a failed finding's evidence before --details
+FIRST_SCREEN_EVIDENCE = 1  # line of a failed finding's evidence before --details
 
 Label = Callable[[Row], str]
 
@@ -62,11 +62,7 @@ def _headline(console: Console, report: Report, width: int) -> None:
         ("base", _side_label(bm.source, bm.nsys_version)),
         ("candidate", _side_label(cm.source, cm.nsys_version)),
     ]
-    if not h.base_kernels and not h.candidate_kernels:
-        # No kernel on either side (an NVTX-only capture): no total, scale or launches to
-        # speak of; the NVTX ranges and API calls follow instead of the outliers.
-        rows.append(("kernels", "none on either side: the ranges and calls below are what changed"))
-    elif h.per is None:
+    if h.per is None:
         rows.append(
             ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
              f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})")
@@ -79,21 +75,34 @@ def _headline(console: Console, report: Report, width: int) -> None:
         )  # fmt: skip
         rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
         rows.append(("steps", m.steps_phrase(d) or "-"))
-    if h.base_kernels or h.candidate_kernels:
-        rows.append(
-            ("scale", f"{m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios, "
-             f"over the {h.common_kernels:,} kernels on both sides)")
-        )  # fmt: skip
-        rows.append(
-            ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
-             f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
-        )  # fmt: skip
+    compared = m.basis_phrase(d)
+    if compared:
+        rows.append(("compared", compared))
+    main, over = m.scale_parts(d)
+    rows.append(("scale", main))
+    if over:
+        rows.append(("", over))
+    a = d.attribution
+    if a.top:
+        # The change split exactly by kind, then its top contributors, one a line.
+        rows.append(("change/step" if d.per_step else "change",
+                     f"{u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}"))  # fmt: skip
+        rows += [("", m.contributor_text(c, _whole)) for c in a.top]
+    rows.append(
+        ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
+         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
+    )  # fmt: skip
     rows += comparability.scope_lines(d)
     for label, text in rows:
         wrap(console, f"{label:<12} {text}", width, hang=" " * 13)
     same = m.kernel_count_phrase(d)
     if same:
         wrap(console, same, width, bold=True)
+
+
+def _whole(name: str) -> str:
+    """A name as it is: the text report wraps names rather than shortening them."""
+    return name
 
 
 def _comparability(console: Console, d: Diff, width: int) -> None:
@@ -105,13 +114,11 @@ def _comparability(console: Console, d: Diff, width: int) -> None:
 
 def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
     outliers = d.outliers
+    if not outliers and d.outlier_families:
+        return  # the families flagged as a whole follow
     if not outliers:
         console.print()
-        wrap(
-            console,
-            f"No outlier: no kernel scaled abnormally against the overall {d.headline.scale:.2f}x.",
-            width,
-        )
+        wrap(console, m.no_outlier_line(d), width)
         return
     _title(
         console,
@@ -120,7 +127,8 @@ def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
     )
     for i, r in enumerate(outliers, 1):
         b, c = m.side_ns(r)
-        wrap(console, f"{i:>2}. {label(r)}  [{r.category or '-'}]", width, hang="    ", bold=True)
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        wrap(console, f"{i:>2}. {label(r)}  [{r.category or '-'}]{mark}", width, hang="    ", bold=True)
         wrap(
             console,
             f"{b} → {c}  {u.ratio(r.ratio)} total · per call {m.per_call_pair(r)} · "
@@ -145,6 +153,47 @@ def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
                 width,
                 indent="    ",
             )
+
+
+def _outlier_families(console: Console, d: Diff, width: int) -> None:
+    """Families whose variants together scaled abnormally (none of them may on its own)."""
+    fams = d.outlier_families
+    if not fams:
+        return
+    _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
+           f"{d.headline.scale:.2f}x", width)  # fmt: skip
+    for r in fams:
+        b, c = m.side_ns(r)
+        n = sum(1 for k in d.kernels if k.family == r.key)
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        wrap(console, f" - {r.name}  [{n} variants]{mark}", width, hang="   ", bold=True)
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        wrap(
+            console,
+            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {m.calls_pair(r)} · "
+            f"{u.ratio(r.deviation)} vs the overall scale · score {score}",
+            width,
+            indent="   ",
+        )
+
+
+def _basis_rows(console: Console, d: Diff, width: int) -> None:
+    """Without kernel data: the NVTX ranges or graphs that were compared instead."""
+    if d.headline.basis == "kernels" or not d.scored:
+        return
+    shown = d.scored[:TOP_CHANGES]
+    rows = []
+    for r in shown:
+        b, c = m.side_ns(r)
+        rows.append(
+            [r.key, m.calls_pair(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+             u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
+        )  # fmt: skip
+    what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
+    header = (what, "count", "base", "candidate", "Δ", "ratio", "mean", "vs scale", "verdict")
+    title = f"{what} by absolute change ({len(shown)} of {len(d.scored):,})"
+    console.print()
+    console.print(grid(title, header, rows, width, optional=(6, 7, 1, 4)))
 
 
 def _findings(
@@ -325,12 +374,13 @@ def _footer(console: Console, d: Diff, width: int) -> None:
     console.print()
     wrap(
         console,
-        f"Method: overall scale = time-weighted median of per-kernel log ratios (kernels on both "
-        f"sides). Outlier = |modified z| ≥ {s.z_threshold:g} "
+        f"Method: overall scale = weighted median of per-family log ratios (families on both "
+        f"sides, no family over a fifth of the weight; spread with the same weights). "
+        f"Outlier = |modified z| ≥ {s.z_threshold:g} "
         f"(MAD floor {u.ratio(math.exp(s.mad_floor))}), "
         f"≥ {s.min_deviation:g}x beyond the scale either way, ≥ {100 * s.min_share:g}% of either "
         f"side's kernel time. Unchanged within {s.noise:g}x. Count effect = Δcalls × base mean; "
-        f"per-call effect = candidate calls × Δmean. Distribution: {stats.DISTRIBUTION_METHOD}.",
+        f"per-call effect = the rest of a kernel's change. Distribution: {stats.DISTRIBUTION_METHOD}.",
         width,
     )
     wrap(
@@ -345,8 +395,7 @@ def _footer(console: Console, d: Diff, width: int) -> None:
 def hidden_sections(report: Report) -> list[str]:
     """The sections the first screen leaves out, each with its size."""
     d = report.diff
-    shown_ranges = 0 if d.kernels else min(TOP_RANGES, len(d.nvtx))
-    shown_calls = 0 if d.kernels else min(TOP_RANGES, len(d.sync))
+    shown_ranges = min(TOP_CHANGES, len(d.scored)) if d.headline.basis == "nvtx" else 0
     others = [f for f in report.findings if f not in set(report.failed)]
     parts = [
         (len(others), "other finding"),
@@ -356,7 +405,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len(d.variants), "drifting family", "drifting families"),
         (len(d.kernels), "kernel"),
         (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
-        (len(d.sync) - shown_calls, "more sync call" if shown_calls else "sync call"),
+        (len(d.sync), "sync call"),
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
     ]
     return [m.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
@@ -392,12 +441,10 @@ def render(report: Report, *, width: int = 120, details: bool = False,
         wrap(console, f"  note: {note}", width, hang="    ")
     console.print()
     _headline(console, report, width)
-    kernels = bool(d.kernels)
-    if kernels:
-        _outliers(console, d, width, label)
-    elif not details:
-        _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
-        _named_changes(console, "Synchronising API calls", "call", d.sync, width)
+    _outliers(console, d, width, label)
+    _outlier_families(console, d, width)
+    # Without kernel data, what was compared instead belongs on the first screen.
+    _basis_rows(console, d, width)
     failing = set(report.failed)
     if not details:
         failed = report.failed
@@ -415,7 +462,8 @@ def render(report: Report, *, width: int = 120, details: bool = False,
         _copies(console, (*d.memcpy, *d.memset), width)
         _variants(console, d.variants, width, named)
         _top_changes(console, d, width, label)
-        _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
+        if d.headline.basis != "nvtx":  # else the compared ranges are above
+            _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
         _named_changes(console, "Synchronising API calls", "call", d.sync, width)
         _devices(console, d, width)
         _comparability(console, d, width)
