@@ -66,3 +66,8 @@ def test_regenerating_the_example_reproduces_the_committed_traces(tmp_path: Path
 
     for made in write(tmp_path):
         assert made.read_bytes() == (EXAMPLE / made.name).read_bytes()
+
+
+def test_readme_shows_the_h100_first_screen_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "```\n" + (H100 / "screen-80.txt").read_text() + "```\n" in readme
