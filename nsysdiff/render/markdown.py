@@ -686,7 +686,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
             f"{len(d.kernels):,} kernels)",
             _top_changes(d, kcode),
         )
-    if d.nvtx:
+    if d.nvtx and d.headline.basis != "nvtx":  # else the compared ranges are above
         out += _details(
             f"NVTX ranges ({min(TOP_CHANGES, len(d.nvtx))} of {len(d.nvtx):,})", _named_rows(d.nvtx)
         )

@@ -124,7 +124,7 @@ def test_nvtx_only_pair_shows_its_ranges() -> None:
     full = runner.invoke(app, route([*args, "--no-rules", "--details"]), env={"COLUMNS": "80"})
     assert full.stdout.count("NVTX ranges by absolute") == 1  # the compared ranges, once
     md = runner.invoke(app, route([*args, "--no-rules", "--format", "markdown"]))
-    assert "<summary>NVTX ranges" in md.stdout
+    assert "### NVTX ranges" in md.stdout and "<summary>NVTX ranges" not in md.stdout  # once
 
 
 def test_by_name_and_launch_needs_the_whole_trace(tmp_path: Path) -> None:
