@@ -181,6 +181,7 @@ def summary(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
     width: WidthOpt = None,
     quiet: QuietOpt = False,
+    names: NamesOpt = Names.short,
     by: ByOpt = Grouping.name,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
@@ -199,10 +200,10 @@ def summary(
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
     elif fmt is SummaryFormat.markdown:
-        _write(summary_render.render_markdown(fp, top=top), output)
+        _write(summary_render.render_markdown(fp, top=top, names=names), output)
     else:
         stream = sys.stdout if output is None else None
-        _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top), output)
+        _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top, names=names), output)
 
 
 @app.command()

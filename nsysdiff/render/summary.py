@@ -12,7 +12,7 @@ from nsysdiff.model import Fingerprint, KernelStats, to_data
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.layout import grid, plain_console, wrap
-from nsysdiff.render.names import labels_of
+from nsysdiff.render.names import Names, labels_of
 
 SUMMARY_FORMAT = "nsysdiff-summary"
 SUMMARY_VERSION = 1
@@ -134,13 +134,13 @@ def header_lines(fp: Fingerprint) -> list[str]:
 Tables = list[tuple[str, tuple[str, ...], list[list[str]], tuple[int, ...]]]
 
 
-def tables(fp: Fingerprint, top: int) -> Tables:
+def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
     """(title, header, rows, optional columns) per table, optional ones in the order they
     give way to a narrow width."""
     out: Tables = []
     if fp.meta.has_kernels and fp.kernels:
         shown = fp.kernels[:top]
-        label = labels_of((k.demangled, k.name) for k in fp.kernels)
+        label = labels_of(((k.demangled, k.name) for k in fp.kernels), names)
         rows = [
             [label[k.demangled], f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns), u.ns(k.p50_ns),
              u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns))]
@@ -177,7 +177,7 @@ def tables(fp: Fingerprint, top: int) -> Tables:
     return out
 
 
-def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
+def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names = Names.short) -> None:
     """The census on ``console``, at its width: names wrap, numbers never do."""
     # Every string from the trace is neutralised (safe.text) and printed as Text, never
     # as markup: a name like "{ForeignNode[/ConstantOfShape_3_]}" is data.
@@ -185,19 +185,19 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
     width = console.width
     for line in header_lines(fp):
         wrap(console, line, width, hang="  ")
-    for title, header, rows, optional in tables(fp, top):
+    for title, header, rows, optional in tables(fp, top, names):
         console.print()
         console.print(grid(title, header, rows, width, optional=optional))
 
 
-def render_plain(fp: Fingerprint, width: int, top: int = 20) -> str:
+def render_plain(fp: Fingerprint, width: int, top: int = 20, names: Names = Names.short) -> str:
     """The census as plain text ``width`` columns wide."""
     buf = io.StringIO()
-    render_text(fp, plain_console(buf, width), top=top)
+    render_text(fp, plain_console(buf, width), top=top, names=names)
     return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
 
-def render_markdown(fp: Fingerprint, top: int = 20) -> str:
+def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) -> str:
     """The census as GitHub Markdown: the header as a list, one table per section."""
     from nsysdiff.render.markdown import cell
 
@@ -205,7 +205,7 @@ def render_markdown(fp: Fingerprint, top: int = 20) -> str:
     head = header_lines(fp)
     out = [f"### <code>{cell(head[0])}</code>", ""]
     out += [f"- {cell(line)}" for line in head[1:]]
-    for title, header, rows, _ in tables(fp, top):
+    for title, header, rows, _ in tables(fp, top, names):
         out += ["", f"#### {cell(title)}", ""]
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join([":--", *("--:" for _ in header[1:])]) + "|")

@@ -134,3 +134,14 @@ def test_by_name_and_launch_needs_the_whole_trace(tmp_path: Path) -> None:
     split = runner.invoke(app, ["summary", str(path), "--by", "name+launch", "--width", "120"])
     assert split.exit_code == 0, split.output
     assert "short_kernel [grid 1,1,1, block 128,1,1]" in split.stdout
+
+
+def test_summary_names_demangled(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.kernels("k", [0, 10_000], [1_000, 1_000], demangled="void ns::k<float>(int)")
+    b.kernels("k", [20_000], [2_000], demangled="void ns::k<double>(int)")
+    path = b.write(tmp_path / "two.sqlite")
+    short = runner.invoke(app, ["summary", str(path), "--width", "100"]).stdout
+    assert "k ⟨double⟩" in short and "k ⟨float⟩" in short
+    full = runner.invoke(app, ["summary", str(path), "--width", "100", "--names", "demangled"]).stdout
+    assert "void ns::k<double>(int)" in full and "void ns::k<float>(int)" in full
