@@ -82,6 +82,8 @@ def load(
     p = Path(path)
     if not is_fingerprint_file(p):
         return fingerprint_trace(p, options, progress=progress, side=side, by=by)
+    if by is not Grouping.name:
+        raise UsageError(f"{p}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:

@@ -145,3 +145,12 @@ def test_summary_names_demangled(tmp_path: Path) -> None:
     assert "k ⟨double⟩" in short and "k ⟨float⟩" in short
     full = runner.invoke(app, ["summary", str(path), "--width", "100", "--names", "demangled"]).stdout
     assert "void ns::k<double>(int)" in full and "void ns::k<float>(int)" in full
+
+
+def test_by_name_and_launch_refuses_a_saved_fingerprint(tmp_path: Path) -> None:
+    path = _summary_trace(tmp_path)
+    saved = tmp_path / "fp.json"
+    assert runner.invoke(app, ["fingerprint", str(path), "-o", str(saved)]).exit_code == 0
+    res = runner.invoke(app, ["summary", str(saved), "--by", "name+launch"])
+    assert res.exit_code == 2
+    assert "needs the trace" in res.stderr
