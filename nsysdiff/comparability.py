@@ -32,6 +32,7 @@ class Fact:
     label: str
     base: str
     candidate: str
+    joint: bool = False  # one value for the pair (the kernel overlap), not one per side
 
     @property
     def same(self) -> bool:
@@ -95,7 +96,7 @@ def facts(base: Fingerprint, cand: Fingerprint) -> tuple[Fact, ...]:
     if overlap is not None:
         shared = len({k.demangled for k in base.kernels} & {k.demangled for k in cand.kernels})
         text = f"{overlap:.0%} ({shared} shared)"
-        out.append(Fact("kernel overlap", text, text))
+        out.append(Fact("kernel overlap", text, text, joint=True))
     return tuple(out)
 
 
@@ -258,4 +259,4 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
 
 def fact_lines(d: Diff) -> tuple[tuple[str, str], ...]:
     """(label, text) lines of the comparability section."""
-    return tuple((f.label, _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))
+    return tuple((f.label, f.base if f.joint else _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))
