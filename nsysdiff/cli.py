@@ -357,7 +357,7 @@ def rules_list() -> None:
 
     for p in catalog.packs():
         extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
-        print(f"{p.name:<17} {p.rules:>3} rules{extends}  {p.description}")
+        print(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
 
 
 @rules_app.command("explain")
@@ -380,7 +380,8 @@ def rules_validate(
     from nsysdiff import rules as rule_engine
 
     ruleset = rule_engine.load_rules(files)
-    print(f"ok: {', '.join(files)} ({len(ruleset.rules)} rules, {len(ruleset.waivers)} waivers)")
+    rules, waivers = len(ruleset.rules), len(ruleset.waivers)
+    print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")
 
 
 def route(argv: list[str]) -> list[str]:

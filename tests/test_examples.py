@@ -71,3 +71,12 @@ def test_regenerating_the_example_reproduces_the_committed_traces(tmp_path: Path
 def test_readme_shows_the_h100_first_screen_as_it_is() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "```\n" + (H100 / "screen-80.txt").read_text() + "```\n" in readme
+
+
+@pytest.mark.parametrize("report", ["h100/report.txt", "h100/report.md", "cascade/report.txt", "h100/screen-80.txt"])
+def test_reports_say_1_call_not_1_calls(report: str) -> None:
+    import re
+
+    text = (ROOT / "examples" / report).read_text(encoding="utf-8")
+    assert not re.search(r"(?<![\d.,])1 (calls|rules|waivers|families|variants)\b", text)
+    assert "1 call," in (ROOT / "examples" / "h100" / "report.txt").read_text(encoding="utf-8")

@@ -125,7 +125,8 @@ def _calls(row: Row, side: str) -> str:
 def _kernel(row: Row) -> str:
     s = row.base or row.candidate
     assert s is not None
-    return f"{row.name} ({units.fmt_count(s.calls)} calls, {units.fmt_time(s.total_ns)})"
+    calls = "call" if s.calls == 1 else "calls"
+    return f"{row.name} ({units.fmt_count(s.calls)} {calls}, {units.fmt_time(s.total_ns)})"
 
 
 def _listed(items: Sequence[str], most: int = 3) -> str:

@@ -67,7 +67,7 @@ def test_validate_ok(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["rules", "validate", str(path)])
     assert r.exit_code == 0, r.output
-    assert r.stdout == f"ok: {path} (9 rules, 1 waivers)\n"
+    assert r.stdout == f"ok: {path} (9 rules, 1 waiver)\n"
 
 
 def test_validate_error(tmp_path: Path) -> None:
