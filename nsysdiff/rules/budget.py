@@ -359,11 +359,6 @@ def unit_of(metric: str) -> str:
     return {"calls": "calls", "ops": "ops", "bytes": "bytes", "share": "fraction"}.get(metric, "ns")
 
 
-def _calls(n: float) -> str:
-    """A count as the tables print it: ``8,955``."""
-    return f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
-
-
 def _show(v: float | None, fmt: Callable[[float], str]) -> str:
     return "-" if v is None else fmt(v)
 
@@ -389,7 +384,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             before = units.fmt_time(b.total_ns) if b else "-"
             evidence += f"; total time {before} -> {units.fmt_time(c.total_ns)}"
         counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
-        evidence += f", {counted} {_calls(b.calls) if b else '-'} -> {_calls(c.calls)}"
+        evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
         if o.per is not None and normalised:
             evidence += f"; per {o.per} step ({bs} -> {cs} steps)"
         elif o.per is not None:

@@ -125,8 +125,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             continue
         b, c = row.base, row.candidate
         evidence = (
-            f"matches /{pattern.pattern}/; calls {b.calls if b else '-'} -> "
-            f"{c.calls if c else '-'}, "
+            f"matches /{pattern.pattern}/; calls {units.fmt_count(b.calls) if b else '-'} -> "
+            f"{units.fmt_count(c.calls) if c else '-'}, "
             f"total {units.fmt_time(b.total_ns) if b else '-'} -> "
             f"{units.fmt_time(c.total_ns) if c else '-'}"
         )
