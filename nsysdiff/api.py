@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nsysdiff import comparability, scope
+from nsysdiff import comparability, inputs, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
@@ -33,25 +33,40 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
         )
 
 
-def is_fingerprint_file(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".json"
+def _quiet(_: str) -> None:
+    pass
 
 
-def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
-    """A fingerprint from either a trace or a saved ``.json`` fingerprint.
+def load(
+    path: str | Path,
+    options: ScopeOptions | None = None,
+    *,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> Fingerprint:
+    """A fingerprint from a trace, a saved fingerprint, or an nsys report (exported first).
 
-    ``options`` scope a trace; a saved fingerprint is already scoped, so options given
-    with one must restate its scope (else :class:`~nsysdiff.errors.UsageError`).
+    What the file is comes from its content (:func:`nsysdiff.inputs.recognise`). ``options``
+    scope a trace; a saved fingerprint is already scoped, so options given with one must
+    restate its scope (else :class:`~nsysdiff.errors.UsageError`). A report is exported
+    with ``nsys`` into a temporary directory (``keep_export`` keeps it there instead), and
+    ``notify`` is told so.
     """
-    p = Path(path)
-    if not is_fingerprint_file(p):
+    src = inputs.recognise(Path(path))
+    p = src.path
+    if src.kind is inputs.Kind.NSYS_REPORT:
+        with inputs.exported(p, keep_export, notify) as exported:
+            return fingerprint_trace(exported, options)
+    if src.kind is inputs.Kind.SQLITE:
         return fingerprint_trace(p, options)
-    if not p.is_file():
-        raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise FingerprintError(f"{p}: can't be read ({e})") from None
+    text = src.text
+    if text is None:
+        if not p.is_file():
+            raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise FingerprintError(f"{p}: can't be read ({e})") from None
     fp = fingerprint_from_json(text, str(p))
     if options is not None:
         scope.check_saved(fp, options, str(p))
