@@ -72,7 +72,7 @@ def test_explain_a_pack() -> None:
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[0] == "pack tpot: 9 rules (rules/tpot.yaml)"
-    assert lines[1] == "extends: default"
+    assert lines[1] == ""
     assert "  decode-step-time             budget       error" in lines
 
 
