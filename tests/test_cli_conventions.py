@@ -296,13 +296,19 @@ def test_waiver_that_matches_nothing_warns(
 
 def test_closed_pipe_leaves_the_exit_code_to_the_verdict(fps: tuple[Path, Path]) -> None:
     base, cand = fps
-    for pair, verdict in (((base, base), 0), ((base, cand), 1)):
-        p = subprocess.Popen([*PY, *map(str, pair), "-f", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    runs = [
+        ([base, base, "-f", "json"], 0),
+        ([base, cand, "-f", "json"], 1),
+        (["summary", base, "-f", "json"], 0),
+        (["fingerprint", base], 0),
+    ]
+    for argv, verdict in runs:
+        p = subprocess.Popen([*PY, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert p.stdout is not None and p.stderr is not None
         p.stdout.readline()
         p.stdout.close()  # like `| head -1`
-        assert p.wait(timeout=60) == verdict
-        assert p.stderr.read() == b""
+        assert p.wait(timeout=60) == verdict, argv
+        assert p.stderr.read() == b"", argv
 
 
 @pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
