@@ -26,7 +26,7 @@ from nsysdiff import __version__, api, comparability, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.render import Format, format_for, render
+from nsysdiff.render import Format, format_for, render, safe
 from nsysdiff.render import summary as summary_render
 
 # -h as well as --help, inherited by every command and group.
@@ -46,8 +46,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def one_line(message: str) -> str:
-    """Messages may quote SQLite or nsys text with newlines; a CI log wants one line."""
-    return " ".join(message.split())
+    """One inert line: messages quote SQLite or nsys text with newlines, and name files and
+    values from untrusted inputs (no control sequence, no workflow command)."""
+    return safe.text(" ".join(message.split()))
 
 
 def _stderr(message: str, level: str = "error") -> None:

@@ -20,8 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import GpuInfo, GraphMode, LaunchConfig
+from nsysdiff.model import GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine, intervals_ok, ints_ok
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
@@ -200,8 +201,8 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
     con = s.connect(path)
     try:
         return con.execute(sql).fetchall()
-    except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+    except s.DB_ERRORS as e:
+        raise s.db_error(path, e) from None
     finally:
         con.close()
 
@@ -209,6 +210,11 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
 def _blob(expr: str) -> str:
     """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
     return f"CAST(group_concat({expr}) AS BLOB)"
+
+
+def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(data columns, check columns) of each row of a query that ends with ``RowRules.sql``."""
+    return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
 
 def _ints(text: str | bytes | None) -> IntArray:
@@ -232,8 +238,22 @@ class TraceReader:
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as e:
-            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+        except s.DB_ERRORS as e:
+            if "integer overflow" in str(e):
+                # sum() refuses to wrap; only impossible values get there.
+                raise TraceError(
+                    s.one_line(f"{self.path}: a sum of durations or sizes overflows int64; the export is damaged")
+                ) from None
+            raise s.db_error(self.path, e) from None
+
+    def _verify(self, rules: RowRules, where: str, checks: Sequence[Sequence[object]]) -> None:
+        """Raise on the impossible rows that a scan's ``RowRules.sql`` values show."""
+        if not fine(checks):
+            raise self._diagnose(rules, where)
+
+    def _diagnose(self, rules: RowRules, where: str) -> TraceError:
+        (row,) = self._query(rules.diagnosis_sql(where))
+        return diagnosis(self.path, rules, row)
 
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
         """Resolve StringIds ids, fetching each at most once."""
@@ -253,7 +273,8 @@ class TraceReader:
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
         """SQL conditions that apply ``sel`` to an activity table (kernel, memcpy...)."""
         a = f"{alias}." if alias else ""
-        conds = [f'{a}start IS NOT NULL', f'{a}"end" IS NOT NULL']
+        # No "start IS NOT NULL": a NULL time is an impossible row that check_sql counts.
+        conds = ["1"]
         if sel.window is not None:
             conds.append(f"{a}start >= {int(sel.window.start_ns)}")
             conds.append(f"{a}start < {int(sel.window.end_ns)}")
@@ -267,7 +288,8 @@ class TraceReader:
     def _enum(self, table: str) -> dict[str, int]:
         if not self.schema.has(table, "id", "name"):
             return {}
-        return {str(n): int(i) for i, n in self._query(f"SELECT id, name FROM {table}")}  # type: ignore[call-overload]
+        rows = self._query(f"SELECT id, name FROM {table} WHERE typeof(id) = 'integer'")
+        return {str(n): int(i) for i, n in rows}  # type: ignore[call-overload]
 
     # --- metadata ------------------------------------------------------------------
 
@@ -279,9 +301,17 @@ class TraceReader:
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
-            rows = self._query("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS")
-            if rows and rows[0][0] is not None:
-                start, end = int(rows[0][0]), int(rows[0][1])  # type: ignore[call-overload]
+            rules = RowRules("ANALYSIS_DETAILS", ids=("startTime", "stopTime"), times=False)
+            ((lo, hi, *checks),) = self._query(
+                f"SELECT min(startTime), max(stopTime), {rules.sql()} FROM ANALYSIS_DETAILS"
+            )
+            self._verify(rules, "1", [checks])
+            if lo is not None:
+                start, end = int(lo), int(hi)  # type: ignore[call-overload]
+                if start < 0 or end < start:
+                    raise TraceError(
+                        s.one_line(f"{self.path}: ANALYSIS_DETAILS: capture window [{start}, {end}] is impossible")
+                    )
         mode, launches, total = self._graph_mode()
         return Metadata(
             nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
@@ -304,6 +334,9 @@ class TraceReader:
             if key is None:
                 continue
             sm_sql = sms if sms else "NULL"
+            rules = RowRules(table, ids=(key,), nullable=(sms,) if sms else (), times=False)
+            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table}")
+            self._verify(rules, "1", [checks])
             rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
@@ -314,8 +347,7 @@ class TraceReader:
     def _graph_mode(self) -> tuple[GraphMode, int, int]:
         launches = total = 0
         if self.schema.has(s.GRAPH_TRACE, "start", "end"):
-            row = self._query(f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE}')[0]
-            launches, total = int(row[0]), int(row[1])  # type: ignore[call-overload]
+            launches, total = self.graph_totals()
         node = bool(self._node_mode)
         if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
             # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
@@ -349,14 +381,14 @@ class TraceReader:
             pending = None if sel.launches_table else pool.submit(_fetch_beside, self.path, configs_sql)
             # One pass with no GROUP BY (SQLite would sort every row for it): each column
             # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
-            # coalesce keeps the columns aligned: group_concat skips NULLs.
-            ((names_s, shorts_s, devs_s, starts_s, ends_s),) = self._query(
-                f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-                f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
-                f"FROM {s.KERNEL} WHERE {where}"
+            # coalesce keeps a missing name from shifting the columns (group_concat skips
+            # NULLs); a NULL anywhere else is an impossible row, caught by the checks.
+            ((count, *blobs),) = self._query(
+                f"SELECT count(*), {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
+                f"{_blob('deviceId')}, {_blob('start')}, {_blob(_END)} FROM {s.KERNEL} WHERE {where}"
             )
-            names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
-            start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
+            rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
+            names, shorts, devs, start, end = self._parse(rules, where, count, blobs, (3, 4))
             order = np.lexsort((devs, names))
             names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
             first = (
@@ -385,7 +417,7 @@ class TraceReader:
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
+        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
@@ -393,6 +425,11 @@ class TraceReader:
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
         out = set()
         for r in rows:
+            # A handful of distinct rows: checking them here costs nothing per launch.
+            if not all(type(x) is int for x in r[1:-1]):
+                raise TraceError(
+                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:-1]!r}")
+                )
             v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
             out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
         return tuple(out)
@@ -401,10 +438,15 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
-        rows = self._query(
-            f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start) '
-            f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
+        where = self._where(s.MEMCPY, sel)
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
+                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
+            )
         )
+        self._verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
@@ -416,22 +458,31 @@ class TraceReader:
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
-        (ops, nbytes, total), = self._query(
-            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0) '
-            f"FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
+        rules = RowRules(s.MEMSET, sizes=("bytes",))
+        where = self._where(s.MEMSET, sel)
+        (ops, nbytes, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
+            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
+        self._verify(rules, where, [checks])
         if not ops:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
-    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+    def _sync_ids(self) -> dict[int, str]:
+        """StringIds ids of synchronising API names -> the name, version suffix stripped."""
         if not self.schema.has("StringIds", "id", "value"):
-            return ()
-        ids = {
+            return {}
+        return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
+            for i, v in self._query(
+                "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
+            )
             if _SYNC_API.match(str(v))
         }
+
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+        ids = self._sync_ids()
         if not ids:
             return ()
         totals: dict[str, tuple[int, int]] = {}
@@ -442,10 +493,16 @@ class TraceReader:
         for table in (s.RUNTIME, s.DRIVER):
             if not self.schema.has(table, "nameId", "start", "end"):
                 continue
-            for nid, calls, total in self._query(
-                f'SELECT nameId, count(*), sum("end" - start) FROM {table} '
-                f'WHERE nameId IN ({marks}) AND "end" IS NOT NULL{cond} GROUP BY nameId'
-            ):
+            rules = RowRules(table)
+            where = f"nameId IN ({marks}){cond}"
+            rows, checks = _split_checks(
+                self._query(
+                    f'SELECT nameId, count(*), sum("end" - start), {rules.sql()} FROM {table} '
+                    f"WHERE {where} GROUP BY nameId"
+                )
+            )
+            self._verify(rules, where, checks)
+            for nid, calls, total in rows:
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
@@ -454,26 +511,13 @@ class TraceReader:
     def sync_events(self) -> SyncCalls:
         """The individual synchronising calls, for scoping them like launches."""
         e = np.empty(0, dtype=np.int64)
-        if not self.schema.has("StringIds", "id", "value"):
+        ids = self._sync_ids()
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if ids and self.schema.has(t, "nameId", "start", "end", "globalTid")]
+        if not tables:
             return SyncCalls((), e, e, e, e)
-        ids = {
-            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
-            if _SYNC_API.match(str(v))
-        }
-        parts = [
-            f'SELECT nameId, start, "end", globalTid FROM {table} '
-            f'WHERE nameId IN ({",".join(str(i) for i in ids)}) AND "end" IS NOT NULL'
-            for table in (s.RUNTIME, s.DRIVER)
-            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
-        ]
-        if not parts:
-            return SyncCalls((), e, e, e, e)
-        rows = self._query(
-            "SELECT group_concat(nameId), group_concat(start), group_concat(\"end\"), "
-            f"group_concat(globalTid) FROM ({' UNION ALL '.join(parts)})"
+        nid, start, end, tid = self._columns(
+            tables, ("nameId", "start", _END, "globalTid"), f"nameId IN ({','.join(str(i) for i in ids)})"
         )
-        nid, start, end, tid = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
         names = tuple(sorted(set(ids.values())))
         lookup = {i: names.index(n) for i, n in ids.items()}
         uniq, inverse = np.unique(nid, return_inverse=True)
@@ -484,10 +528,11 @@ class TraceReader:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
-        (v,), = self._query(
-            f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} '
-            f"WHERE {self._where(s.KERNEL, sel)}"
+        rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
+        (v, *checks), = self._query(
+            f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
+        self._verify(rules, where, [checks])
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
@@ -498,11 +543,23 @@ class TraceReader:
         """
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
-        (n, total), = self._query(
-            f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
-            f"WHERE {self._where(s.GRAPH_TRACE, sel)}"
+        rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
+        (n, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
         )
+        self._verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
+
+    def graph_launches(self) -> tuple[GraphStats, ...]:
+        """Whole-graph launches per graph id (GRAPH_TRACE), by id: the only timing a
+        graph-mode capture has of the work inside its graphs."""
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end", "graphId"):
+            return ()
+        rows = self._query(
+            f'SELECT graphId, count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
+            f"WHERE {self._where(s.GRAPH_TRACE, Selection())} GROUP BY graphId ORDER BY graphId"
+        )
+        return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
 
@@ -524,9 +581,16 @@ class TraceReader:
         return {
             int(d): str(t)  # type: ignore[call-overload]
             for d, t in self._query(
-                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} WHERE n.eventType = ?", (create,)
+                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
+                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+                (create,),
             )
         }
+
+    def _nvtx_rules(self) -> RowRules:
+        """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
+        nullable = tuple(c for c in ("domainId", "globalTid") if self.schema.has(s.NVTX, c))
+        return RowRules(s.NVTX, nullable=nullable, alias="n")
 
     def nvtx_summary(self, window: Window | None = None) -> tuple[RangeRow, ...]:
         """Range instances grouped by raw name and domain (SQL does the grouping)."""
@@ -538,11 +602,15 @@ class TraceReader:
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        rows = self._query(
-            f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
-            f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+        rules = self._nvtx_rules()
+        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start), '
+                f"{rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2"
+            )
         )
+        self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
@@ -558,6 +626,10 @@ class TraceReader:
         name, join = self._nvtx_name_sql()
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
+        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
+        rules = self._nvtx_rules()
+        ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {s.NVTX} n WHERE {where}")
+        self._verify(rules, where, [checks])
         rows = self._query(
             f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
             f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
@@ -575,23 +647,41 @@ class TraceReader:
 
     def launch_calls(self) -> RuntimeCalls:
         """Runtime/driver calls that carry a correlation id to GPU work."""
-        parts = []
-        for table in (s.RUNTIME, s.DRIVER):
-            if self.schema.has(table, "start", "end", "globalTid", "correlationId"):
-                parts.append(
-                    f'SELECT start, "end", globalTid, correlationId FROM {table} '
-                    "WHERE correlationId IS NOT NULL AND correlationId != 0"
-                )
-        if not parts:
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
+        if not tables:
             e = np.empty(0, dtype=np.int64)
             return RuntimeCalls(e, e, e, e, e)
-        sql = " UNION ALL ".join(parts)
-        rows = self._query(
-            f"SELECT {_blob('start')}, {_blob(_END)}, {_blob('globalTid')}, "
-            f"{_blob('correlationId')} FROM ({sql})"
+        start, end, tid, corr = self._columns(
+            tables, ("start", _END, "globalTid", "correlationId"), "correlationId IS NOT NULL AND correlationId != 0"
         )
-        start, end, tid, corr = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
         return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
+
+    def _columns(self, tables: Sequence[str], cols: Sequence[str], where: str) -> list[IntArray]:
+        """Integer columns of the rows of ``tables`` matching ``where``, each as one array."""
+        parts: list[list[IntArray]] = [[] for _ in cols]
+        for table in tables:
+            ((count, *blobs),) = self._query(
+                f"SELECT count(*), {', '.join(_blob(c) for c in cols)} FROM {table} WHERE {where}"
+            )
+            rules = RowRules(table, ids=tuple(c for c in cols if c not in ("start", _END)))
+            arrays = self._parse(rules, where, count, blobs, (cols.index("start"), cols.index(_END)))
+            for part, values in zip(parts, arrays, strict=True):
+                part.append(values)
+        return [np.concatenate(p) for p in parts]
+
+    def _parse(
+        self, rules: RowRules, where: str, count: object, blobs: Sequence[object], times: tuple[int, int]
+    ) -> list[IntArray]:
+        """The ``group_concat`` columns of a bulk scan as arrays, checked as ``rules`` say.
+
+        ``times`` are the indexes of the start and end columns in ``blobs``.
+        """
+        if not all(ints_ok(b, int(count)) for b in blobs):  # type: ignore[arg-type, call-overload]
+            raise self._diagnose(rules, where)
+        arrays = [_ints(b) for b in blobs]  # type: ignore[arg-type]
+        if not intervals_ok(arrays[times[0]], arrays[times[1]]):
+            raise self._diagnose(rules, where)
+        return arrays
 
     def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
         """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
