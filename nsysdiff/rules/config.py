@@ -486,8 +486,10 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
     for spec in specs:
         src = resolve(spec, None)
         if src is None:
+            close = difflib.get_close_matches(spec, pack_names(), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise RuleError(
-                f"{spec}: no such rule file, and not a shipped pack ({', '.join(pack_names())})"
+                f"{spec}: no such rule file, and not a shipped pack{hint} ({', '.join(pack_names())})"
             )
         loader.load(src)
     for w in loader.waivers:

@@ -231,6 +231,9 @@ def test_unknown_spec() -> None:
     with pytest.raises(RuleError) as e:
         load_rules(["no-such-pack"])
     assert str(e.value) == f"no-such-pack: no such rule file, and not a shipped pack ({PACKS})"
+    with pytest.raises(RuleError) as e:
+        load_rules(["stict"])
+    assert str(e.value) == f"stict: no such rule file, and not a shipped pack; did you mean 'strict'? ({PACKS})"
 
 
 @pytest.mark.parametrize(
