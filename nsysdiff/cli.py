@@ -89,7 +89,8 @@ def _root(
 
 
 # --- option values ------------------------------------------------------------------
-# typer calls these with the text given; BadParameter becomes one usage line (see main).
+# typer calls these with the text given (and with the default); BadParameter becomes one
+# usage line (see usage_line).
 
 
 def _number(text: str, what: str) -> float:
@@ -237,7 +238,9 @@ def summary(
         Path, typer.Argument(metavar="TRACE", help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint.")
     ],
     fmt: Annotated[
-        SummaryFormat, typer.Option("--format", "-f", metavar="text|json", help="Output format.")
+        SummaryFormat, typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."
+        )
     ] = SummaryFormat.text,
     top: Annotated[
         int, typer.Option(parser=_top, metavar="N", help="Rows in the top-kernels and NVTX tables.")
