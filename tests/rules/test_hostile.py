@@ -152,3 +152,13 @@ def test_limits_are_the_documented_ones() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "rules.md").read_text(encoding="utf-8")
     assert f"{yamldoc.MAX_BYTES:,} bytes" in docs
     assert f"{yamldoc.MAX_DEPTH} levels" in docs
+
+
+def test_nvtx_and_phase_patterns_match_in_linear_time() -> None:
+    from nsysdiff.scope import parse_pattern
+
+    pattern = parse_pattern("(a+)+$@(b+)+$")
+    start = time.perf_counter()
+    assert not pattern.matches("a" * 200_000 + "!", "b" * 200_000 + "!")
+    assert pattern.matches("aaa", "bb")
+    assert time.perf_counter() - start < 1.0
