@@ -68,7 +68,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
 
 
 def render_json(fp: Fingerprint) -> str:
-    return json.dumps(summary_data(fp), indent=1) + "\n"
+    return safe.json_document(json.dumps(summary_data(fp), indent=1)) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:
