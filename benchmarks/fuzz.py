@@ -37,6 +37,7 @@ with the command that reproduces each).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import io
 import json
@@ -54,6 +55,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nsysdiff import api, cli
 from nsysdiff.model import fingerprint_to_json
@@ -252,7 +254,8 @@ def mutate_sql(rng: random.Random, path: Path) -> str:
     column = rng.choice(cols)
     value = rng.choice(_VALUES)
     every = rng.random() < 0.1
-    where = "" if every else f" WHERE rowid IN (SELECT rowid FROM {table} ORDER BY random() LIMIT {rng.choice((1, 2, 50))})"
+    some = f"SELECT rowid FROM {table} ORDER BY random() LIMIT {rng.choice((1, 2, 50))}"
+    where = "" if every else f" WHERE rowid IN ({some})"
     try:
         tamper(path, f'UPDATE {table} SET "{column}" = ?{where}', params=(value,))
     except sqlite3.Error as e:  # a UNIQUE id collision: the file stays as it was
@@ -263,7 +266,7 @@ def mutate_sql(rng: random.Random, path: Path) -> str:
 def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
     """A saved fingerprint with one hostile change: (new text, what changed)."""
     doc = json.loads(text)
-    paths: list[tuple[object, object]] = []
+    paths: list[tuple[Any, Any]] = []
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
@@ -293,11 +296,11 @@ def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
     elif choice == 5:
         value = {"x": [1, "y"]}
     elif choice == 6 and isinstance(parent, list):
-        parent.append(parent[key])  # type: ignore[index]  # a duplicate row
+        parent.append(parent[key])  # a duplicate row
         return json.dumps(doc), "duplicate a list item"
     else:
         value = 0
-    parent[key] = value  # type: ignore[index]
+    parent[key] = value
     out = json.dumps(doc)
     if raw is not None:
         out = out.replace(json.dumps(sentinel), raw, 1)
@@ -331,6 +334,16 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], fingerprints: dict[
         pair = [str(base), str(target)] if rng.random() < 0.7 else [str(target), str(base)]
         argv = ["diff", *pair, "--format", fmt]
         inputs = [base, target]
+    if rng.random() < 0.2:  # scoped reading: windows, NVTX ranges and steps read more tables
+        argv += rng.choice(
+            (
+                ["--window", "0:1ms"],
+                ["--window", "0:10s", "--window-origin", "capture"],
+                ["--nvtx", "aten::mm"],
+                ["--per", "aten::mm", "--skip-first", "1"],
+                ["--nvtx", ".*"],
+            )
+        )
     env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
     if rng.random() < 0.5:
         env["GITHUB_ACTIONS"] = "true"
@@ -421,11 +434,22 @@ def _preload() -> None:
     from nsysdiff import validation
 
     for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema"):
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            pass
     validation._validator()
+
+
+def _warm(trace: Path) -> None:
+    """Run each command once in the parent: typer, rich and the renderers import lazily."""
+    for argv in (["summary", str(trace)], ["diff", str(trace), str(trace), "--format", "markdown"]):
+        sys.argv = ["nsysdiff", *argv]
+        with (
+            open(os.devnull, "w") as null,
+            contextlib.redirect_stdout(null),
+            contextlib.redirect_stderr(null),
+            contextlib.suppress(SystemExit),
+        ):
+            cli.main()
 
 
 def run(
@@ -436,14 +460,19 @@ def run(
     work: Path,
     only: int | None = None,
     keep: bool = False,
+    real: bool = True,
     progress: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Run the cases (or just ``only``) under ``work``; return one Outcome per case."""
+    """Run the cases (or just ``only``) under ``work``; return one Outcome per case.
+
+    ``real``: mutate the real traces too, not only the builder's.
+    """
     _preload()
     seeds_dir = work / "seeds"
     seeds_dir.mkdir(parents=True, exist_ok=True)
-    seeds = [_copy(p, seeds_dir / p.name) for p in real_seeds()] + builder_seeds(seeds_dir)
+    seeds = [_copy(p, seeds_dir / p.name) for p in (real_seeds() if real else [])] + builder_seeds(seeds_dir)
     fingerprints = {p: fingerprint_to_json(api.fingerprint_trace(p)) for p in seeds}
+    _warm(seeds[-1])
     numbers: Iterator[int] = iter([only] if only is not None else range(cases))
     running: dict[int, tuple[Case, float, dict[Path, str], set[str]]] = {}
     outcomes: list[Outcome] = []
@@ -490,17 +519,20 @@ def run(
 
 
 def tally(outcomes: Sequence[Outcome]) -> dict[str, int]:
-    problems = [p for o in outcomes for p in o.problems]
+    """Cases per kind of broken promise (a case counts once per kind)."""
+
+    def count(*prefixes: str) -> int:
+        return sum(1 for o in outcomes if any(p.startswith(prefixes) for p in o.problems))
+
     return {
         "cases": len(outcomes),
-        "crashes": sum(1 for o in outcomes if any(p.startswith(("crash", "traceback")) for p in o.problems)),
-        "hangs": sum(1 for o in outcomes if "hang" in o.problems),
-        "modified inputs": sum(1 for o in outcomes if any(p.startswith(("modified", "new files")) for p in o.problems)),
-        "injected commands": sum(1 for o in outcomes if any(p.startswith("injected") for p in o.problems)),
-        "control characters": sum(1 for o in outcomes if any(p.split()[0] in ("ESC", "BEL", "NUL") for p in o.problems)),
-        "oversized markdown": sum(1 for o in outcomes if any(p.startswith("markdown") for p in o.problems)),
+        "crashes": count("crash", "traceback"),
+        "hangs": count("hang"),
+        "modified inputs": count("modified", "new files"),
+        "injected commands": count("injected"),
+        "control characters": count("ESC", "BEL", "NUL"),
+        "oversized markdown": count("markdown"),
         "failing cases": sum(1 for o in outcomes if o.problems),
-        "problems": len(problems),
     }
 
 
@@ -512,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
     ap.add_argument("--only", type=int, help="run only case number N (to reproduce a failure)")
     ap.add_argument("--keep", type=Path, help="work in DIR and keep every case's files")
+    ap.add_argument("--no-real", action="store_true", help="mutate only TraceBuilder traces, not the real ones")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="nsysdiff-fuzz-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -521,14 +554,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(o: Outcome) -> None:
         codes["hang" if o.code is None else str(o.code)] += 1
         if o.problems:
+            argv = " ".join(map(repr, o.case.argv))
             print(f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
-                  f"  nsysdiff {' '.join(map(repr, o.case.argv))}\n  files: {o.case.directory}", flush=True)  # fmt: skip
+                  f"  nsysdiff {argv}\n  files: {o.case.directory}", flush=True)  # fmt: skip
         done = sum(codes.values())
         if done % 500 == 0:
             print(f"{done} cases, {time.monotonic() - started:.0f} s", flush=True)
 
     try:
-        outcomes = run(args.seed, args.cases, args.timeout, max(args.jobs, 1), work, args.only, bool(args.keep), progress)
+        outcomes = run(
+            args.seed, args.cases, args.timeout, max(args.jobs, 1), work, args.only, bool(args.keep),
+            not args.no_real, progress,
+        )  # fmt: skip
     finally:
         if not args.keep:
             leftovers = [p for p in work.iterdir() if p.name.startswith("case-")]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nsysdiff import comparability, scope
+from nsysdiff import comparability, inputs, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
@@ -62,8 +62,8 @@ def fingerprint_trace(
         return fp
 
 
-def is_fingerprint_file(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".json"
+def _quiet(_: str) -> None:
+    pass
 
 
 def load(
@@ -73,27 +73,38 @@ def load(
     progress: Step = silent,
     side: str = "",
     by: Grouping = Grouping.name,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
 ) -> Fingerprint:
-    """A fingerprint from either a trace or a saved ``.json`` fingerprint.
+    """A fingerprint from a trace, a saved fingerprint, or an nsys report (exported first).
 
-    ``options`` scope a trace; a saved fingerprint is already scoped, so options given
-    with one must restate its scope (else :class:`~nsysdiff.errors.UsageError`).
+    What the file is comes from its content (:func:`nsysdiff.inputs.recognise`). ``options``
+    scope a trace; a saved fingerprint is already scoped, so options given with one must
+    restate its scope (else :class:`~nsysdiff.errors.UsageError`). A report is exported
+    with ``nsys`` into a temporary directory (``keep_export`` keeps it there instead), and
+    ``notify`` is told so.
     """
-    p = Path(path)
-    if not is_fingerprint_file(p):
+    src = inputs.recognise(Path(path))
+    p = src.path
+    if src.kind is inputs.Kind.NSYS_REPORT:
+        with inputs.exported(p, keep_export, notify) as exported:
+            return fingerprint_trace(exported, options, progress=progress, side=side, by=by)
+    if src.kind is inputs.Kind.SQLITE:
         return fingerprint_trace(p, options, progress=progress, side=side, by=by)
     if by is not Grouping.name:
         raise UsageError(f"{p}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
-    if not p.is_file():
-        raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    try:
-        # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
-        # (and reading it whole would take the memory of the job).
-        if p.stat().st_size > FINGERPRINT_MAX_BYTES:
-            raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise FingerprintError(f"{p}: can't be read ({e})") from None
+    text = src.text
+    if text is None:
+        if not p.is_file():
+            raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+        try:
+            # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+            # (and reading it whole would take the memory of the job).
+            if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+                raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise FingerprintError(f"{p}: can't be read ({e})") from None
     fp = fingerprint_from_json(text, str(p))
     if options is not None:
         scope.check_saved(fp, options, str(p))

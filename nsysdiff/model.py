@@ -304,8 +304,10 @@ def _build(tp: Any, data: Any, where: str) -> Any:
 
 
 def fingerprint_to_json(fp: Fingerprint) -> str:
+    from nsysdiff.render import safe  # the same inert JSON as every report (lossless)
+
     doc = {"format": FORMAT, "version": FORMAT_VERSION, **to_data(fp)}
-    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    return safe.json_document(json.dumps(doc, indent=1, sort_keys=False)) + "\n"
 
 
 def fingerprint_from_json(text: str, source: str) -> Fingerprint:

@@ -257,7 +257,7 @@ def test_phases_file(tmp_path: Path) -> None:
         ("phases: []\n", "expected a mapping"),
         ("phases:\n  decode: 3\n", "decode: expected an NVTX pattern"),
         ("other: 1\n", "top-level `phases:`"),
-        ("phases: [\n", "not valid YAML"),
+        ("phases: [\n", "YAML syntax error"),
     ]:
         f.write_text(text)
         with pytest.raises(UsageError, match=match):

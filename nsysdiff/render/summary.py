@@ -70,7 +70,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
 def render_json(fp: Fingerprint) -> str:
     from nsysdiff.render.json_report import finite
 
-    return json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False) + "\n"
+    return safe.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:

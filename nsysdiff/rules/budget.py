@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ import numpy as np
 from nsysdiff import categories
 from nsysdiff.diff import Diff
 from nsysdiff.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -36,7 +36,7 @@ _METRICS_FOR: dict[str, tuple[str, ...]] = {
 _ADDITIVE = ("total_time", "calls", "ops", "bytes")  # divided by steps under `per:`
 
 
-def _category(value: Any) -> re.Pattern[str]:
+def _category(value: Any) -> Regex:
     pattern = opt.regex(value)
     known = categories.names()
     if not any(pattern.search(n) for n in known):
@@ -132,7 +132,7 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True)
 class BudgetOptions:
     selector: str
-    pattern: re.Pattern[str] | None  # None for memset and whole
+    pattern: Regex | None  # None for memset and whole
     metric: str
     max_ratio: float | None
     max_increase: float | None
@@ -196,7 +196,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
     raw = values[selector]
     return BudgetOptions(
         selector=selector,
-        pattern=raw if isinstance(raw, re.Pattern) else None,
+        pattern=raw if isinstance(raw, Regex) else None,
         metric=metric,
         max_ratio=values["max_ratio"],
         max_increase=bounds["max_increase"],

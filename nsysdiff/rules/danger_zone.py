@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nsysdiff.diff import Diff, Row
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -62,7 +62,7 @@ _PRIORITY = ("appears", "disappears", "count-changes", "time-changes", "present"
 
 @dataclass(frozen=True, slots=True)
 class DangerZoneOptions:
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Regex, ...]
     conditions: tuple[str, ...]
     tolerance: float
     count_tolerance: float

@@ -29,6 +29,7 @@ from typing import Any
 
 from nsysdiff.diff import Diff, Row
 from nsysdiff.model import KernelStats, LaunchConfig
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding, Level
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -99,7 +100,7 @@ _LIMIT = {
 @dataclass(frozen=True, slots=True)
 class InvarianceOptions:
     causes: tuple[str, ...]
-    kernel: re.Pattern[str] | None
+    kernel: Regex | None
 
 
 def build(values: Mapping[str, Any], given: frozenset[str]) -> InvarianceOptions:
@@ -322,7 +323,7 @@ _DIAGNOSE = {
 }
 
 
-def diagnose(diff: Diff, causes: Sequence[str], kernel: re.Pattern[str] | None = None) -> list[_Cause]:
+def diagnose(diff: Diff, causes: Sequence[str], kernel: Regex | None = None) -> list[_Cause]:
     """Every cause found, one per (cause, family), families in name order."""
     families: dict[str, list[Row]] = {}
     for r in diff.kernels:

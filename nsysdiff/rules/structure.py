@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nsysdiff.diff import Diff, Variant
 from nsysdiff.model import KernelStats, LaunchConfig
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -38,7 +38,7 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True)
 class StructureOptions:
     checks: tuple[str, ...]
-    kernel: re.Pattern[str] | None
+    kernel: Regex | None
 
 
 def build(values: Mapping[str, Any], given: frozenset[str]) -> StructureOptions:

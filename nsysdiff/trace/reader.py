@@ -8,6 +8,7 @@ reads in about the time of a bare ``GROUP BY`` scan.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -207,6 +208,26 @@ def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
         con.close()
 
 
+# Longest name kept whole. Real demangled C++ names reach a few KiB; a name of megabytes
+# is an attack on every regex and table that meets it (categories, families, rules).
+NAME_LIMIT = 65_536
+
+
+def name_text(value: object) -> str:
+    """A name as the reader hands it on: text (a BLOB decoded), at most ~NAME_LIMIT characters.
+
+    A longer name keeps its start and a digest of the whole, so that two long names that
+    differ only past the limit stay two names.
+    """
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    text = "" if value is None else str(value)
+    if len(text) <= NAME_LIMIT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[:NAME_LIMIT]}…[{len(text) - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
+
+
 def _blob(expr: str) -> str:
     """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
     return f"CAST(group_concat({expr}) AS BLOB)"
@@ -265,7 +286,7 @@ class TraceReader:
                 for key, value in self._query(
                     f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part
                 ):
-                    self._strings[int(key)] = str(value)  # type: ignore[call-overload]
+                    self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
         for i in missing:
             self._strings.setdefault(i, f"<string {i}>")
         return self._strings
@@ -297,7 +318,7 @@ class TraceReader:
         meta: dict[str, str] = {}
         for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
             if self.schema.has(table, "name", "value"):
-                meta.update({str(k): str(v) for k, v in self._query(f"SELECT name, value FROM {table}")})
+                meta.update({name_text(k): name_text(v) for k, v in self._query(f"SELECT name, value FROM {table}")})
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
@@ -340,7 +361,7 @@ class TraceReader:
             rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
-                seen.setdefault(int(gid), GpuInfo(int(gid), str(name), None if sm is None else int(sm)))  # type: ignore[call-overload]
+                seen.setdefault(int(gid), GpuInfo(int(gid), name_text(name), None if sm is None else int(sm)))  # type: ignore[call-overload]
             return tuple(seen.values())
         return ()
 
@@ -579,7 +600,7 @@ class TraceReader:
             return {}
         name, join = self._nvtx_name_sql()
         return {
-            int(d): str(t)  # type: ignore[call-overload]
+            int(d): name_text(t)  # type: ignore[call-overload]
             for d, t in self._query(
                 f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
                 "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
@@ -613,7 +634,7 @@ class TraceReader:
         self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
         return tuple(
-            RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
+            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
             for n, d, c, t in rows
         )
 
@@ -637,7 +658,7 @@ class TraceReader:
         )
         domains = self._nvtx_domains(create)
         return NvtxRanges(
-            name=tuple(str(r[0]) for r in rows),
+            name=tuple(name_text(r[0]) for r in rows),
             domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
             push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
             start=np.array([r[3] for r in rows], dtype=np.int64),
@@ -697,7 +718,9 @@ class TraceReader:
     def first_kernel_ns(self) -> int | None:
         if not self.has_kernels():
             return None
-        (v,), = self._query(f"SELECT min(start) FROM {s.KERNEL}")
+        rules = RowRules(s.KERNEL)
+        (v, *checks), = self._query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
+        self._verify(rules, "1", [checks])
         return None if v is None else int(v)  # type: ignore[call-overload]
 
 

@@ -150,6 +150,15 @@ def connect(path: Path) -> sqlite3.Connection:
     except DB_ERRORS as e:
         raise TraceError(one_line(f"{path}: can't be opened as SQLite ({e})")) from None
     con.text_factory = _decode
+    try:
+        # SQLite's advice for files from elsewhere: functions in the file's own schema
+        # (views, triggers, defaults) may not have side effects, and every b-tree cell is
+        # checked as it is read, so damage stops a scan instead of feeding it garbage.
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.execute("PRAGMA cell_size_check = ON")
+    except DB_ERRORS as e:
+        con.close()
+        raise db_error(path, e) from None
     return con
 
 

@@ -99,6 +99,30 @@ def test_null_name_ids_are_named_not_crashed(tmp_path: Path) -> None:
     assert any(k.demangled == "<string -1>" and k.calls == 1 for k in fp.kernels)
 
 
+SCOPED_CASES = {
+    "window, every start TEXT": (f"UPDATE {KERNEL} SET start = 'soon'", ["--window", "0:1ms"], KERNEL),
+    "nvtx, REAL runtime thread": (
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = 1.5 WHERE rowid = 3",
+        ["--nvtx", "step.*"],
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+    ),
+    "per, NVTX end before start": (
+        'UPDATE NVTX_EVENTS SET "end" = start - 1 WHERE rowid = 2',  # a push/pop range
+        ["--per", "step.*"],
+        "NVTX_EVENTS",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SCOPED_CASES, ids=list(SCOPED_CASES))
+def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
+    sql, options, table = SCOPED_CASES[case]
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql)
+    code, err = _cli("summary", *options, path)
+    assert code == int(ExitCode.BAD_INPUT), err
+    assert err.count("\n") == 1 and table in err and "rowid" in err
+
+
 # --- impossible times ----------------------------------------------------------------------
 
 
@@ -233,6 +257,28 @@ def test_a_refused_file_is_left_alone(tmp_path: Path) -> None:
     _fails(path, KERNEL)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite"]
+
+
+# --- hostile names -------------------------------------------------------------------------
+
+
+def test_ten_megabyte_names_are_cut_and_stay_distinct(tmp_path: Path) -> None:
+    # Unbounded, each regex of the taxonomy took half a second per name (a fuzz hang).
+    b = TraceBuilder()
+    b.kernel("A" * 10_000_000 + "x", 0, 100)
+    b.kernel("A" * 10_000_000 + "y", 200, 100)
+    b.nvtx_range("N" * 10_000_000, 0, 500)
+    fp = fingerprint_trace(b.write(tmp_path / "big.sqlite"))
+    names = sorted(k.demangled for k in fp.kernels)
+    assert len(names) == 2 and names[0] != names[1]
+    assert all(len(n) < 70_000 and "more characters cut; sha256" in n for n in names)
+    assert len(fp.nvtx[0].name) < 70_000
+
+
+def test_blob_names_are_text(tmp_path: Path) -> None:
+    sql = "UPDATE StringIds SET value = ? WHERE value = 'gemm'"
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql, params=(b"gemm\xff",))
+    assert "gemm\ufffd" in {k.name for k in fingerprint_trace(path).kernels}
 
 
 # --- the tamper hook itself ---------------------------------------------------------------

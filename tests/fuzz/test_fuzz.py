@@ -1,0 +1,53 @@
+"""The fuzzer's fixed-seed subset: hostile and broken inputs keep nsysdiff's contract.
+
+``benchmarks/fuzz.py`` mutates TraceBuilder traces (bytes, pages, truncation, values
+written through SQL, hostile names, saved fingerprints) and runs ``summary`` and ``diff``
+in every format on each. Here a few hundred cases of one seed, builder traces only, so the
+subset is the same with or without ../shared; the full run (5,000+ cases, real traces
+too) is ``python benchmarks/fuzz.py`` (see benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = 240
+
+
+def _fuzz() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("nsysdiff_fuzz", ROOT / "benchmarks" / "fuzz.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the fuzzer forks a child per case")
+def test_fixed_seed_subset(tmp_path: Path) -> None:
+    fuzz = _fuzz()
+    argv = sys.argv[:]
+    try:
+        outcomes = fuzz.run(seed=1, cases=CASES, timeout=30.0, jobs=2, work=tmp_path, real=False)
+    finally:
+        sys.argv = argv
+    tally = fuzz.tally(outcomes)
+    failures = [
+        f"case {o.case.number} ({o.case.seed}: {o.case.mutation}; nsysdiff {' '.join(o.case.argv)}): "
+        + "; ".join(o.problems)
+        for o in outcomes
+        if o.problems
+    ]
+    assert tally["cases"] == CASES
+    assert failures == []
+    # The subset reaches every verdict a broken input can get, not only exit 2.
+    codes = {o.code for o in outcomes}
+    assert {0, 2, 3} <= codes
+    assert {o.case.argv[0] for o in outcomes} == {"summary", "diff"}
