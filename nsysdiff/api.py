@@ -2,62 +2,109 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nsysdiff import comparability, scope
+from nsysdiff import comparability, inputs, scope
 from nsysdiff.diff import Diff
-from nsysdiff.errors import ExitCode, FingerprintError
+from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
+from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
+from nsysdiff.trace.launches import Grouping, by_launch
 from nsysdiff.trace.reader import open_trace
 
 FINGERPRINT_MAX_BYTES = 256 << 20
 
 
-def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
-    """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope)."""
+def fingerprint_trace(
+    path: str | Path,
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    side: str = "",
+    by: Grouping = Grouping.name,
+) -> Fingerprint:
+    """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
+    ``progress`` hears ``(side, table)`` before each table is read; ``by`` says what makes
+    two launches the same kernel."""
+    scoped = options is not None and options.active
+    if scoped and by is not Grouping.name:
+        raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
     with open_trace(path) as r:
         if options is not None and options.active:
+            progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
+        progress(side, "kernels")
         groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        return assemble(
-            path,
-            r.metadata(),
-            groups,
-            r.has_kernels(),
-            r.memcpy(),
-            r.memset(),
-            r.sync_calls(),
-            r.nvtx_summary(),
-        )
+        if by is Grouping.name_launch:
+            progress(side, "launch shapes")
+            groups = by_launch(r, groups)
+        progress(side, "metadata")
+        meta, has = r.metadata(), r.has_kernels()
+        progress(side, "memcpy")
+        memcpy = r.memcpy()
+        progress(side, "memset")
+        memset = r.memset()
+        progress(side, "sync calls")
+        sync = r.sync_calls()
+        progress(side, "NVTX ranges")
+        nvtx = r.nvtx_summary()
+        progress(side, "reducing")
+        fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+            # Graph-mode replays have no kernel rows: their launches are what can be compared.
+            progress(side, "graph launches")
+            fp = dataclasses.replace(fp, graphs=r.graph_launches())
+        return fp
 
 
-def is_fingerprint_file(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".json"
+def _quiet(_: str) -> None:
+    pass
 
 
-def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
-    """A fingerprint from either a trace or a saved ``.json`` fingerprint.
+def load(
+    path: str | Path,
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    side: str = "",
+    by: Grouping = Grouping.name,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> Fingerprint:
+    """A fingerprint from a trace, a saved fingerprint, or an nsys report (exported first).
 
-    ``options`` scope a trace; a saved fingerprint is already scoped, so options given
-    with one must restate its scope (else :class:`~nsysdiff.errors.UsageError`).
+    What the file is comes from its content (:func:`nsysdiff.inputs.recognise`). ``options``
+    scope a trace; a saved fingerprint is already scoped, so options given with one must
+    restate its scope (else :class:`~nsysdiff.errors.UsageError`). A report is exported
+    with ``nsys`` into a temporary directory (``keep_export`` keeps it there instead), and
+    ``notify`` is told so.
     """
-    p = Path(path)
-    if not is_fingerprint_file(p):
-        return fingerprint_trace(p, options)
-    if not p.is_file():
-        raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    try:
-        # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
-        # (and reading it whole would take the memory of the job).
-        if p.stat().st_size > FINGERPRINT_MAX_BYTES:
-            raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise FingerprintError(f"{p}: can't be read ({e})") from None
+    src = inputs.recognise(Path(path))
+    p = src.path
+    if src.kind is inputs.Kind.NSYS_REPORT:
+        with inputs.exported(p, keep_export, notify) as exported:
+            return fingerprint_trace(exported, options, progress=progress, side=side, by=by)
+    if src.kind is inputs.Kind.SQLITE:
+        return fingerprint_trace(p, options, progress=progress, side=side, by=by)
+    if by is not Grouping.name:
+        raise UsageError(f"{p}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
+    text = src.text
+    if text is None:
+        if not p.is_file():
+            raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+        try:
+            # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+            # (and reading it whole would take the memory of the job).
+            if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+                raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise FingerprintError(f"{p}: can't be read ({e})") from None
     fp = fingerprint_from_json(text, str(p))
     if options is not None:
         scope.check_saved(fp, options, str(p))
@@ -82,12 +129,22 @@ def judge(
     notes: Sequence[str] = (),
     packs: Sequence[str] = (),
 ) -> Report:
-    """The outcome and exit code of a diff and its findings."""
+    """The outcome and exit code of a diff and its findings.
+
+    Without a meaningful overall scale the statistics judge nothing, so the outcome is
+    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    """
+    no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(
         sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
     )
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
+    if no_scale is not None:
+        if any(not f.statistical for f in provisional.failed):
+            notes = (*notes, no_scale)
+        else:
+            reasons = (*reasons, no_scale)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
     elif not judged:

@@ -6,7 +6,10 @@ to ``nsysdiff diff A B``.
 
 from __future__ import annotations
 
+import difflib
+import errno
 import functools
+import math
 import os
 import sys
 import traceback
@@ -17,19 +20,24 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
-from nsysdiff import __version__, api, comparability, scope
+from nsysdiff import __version__, api, comparability, progress, scope
 from nsysdiff.diff import Settings, compare
-from nsysdiff.errors import ExitCode, NsysdiffError
+from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.render import Format, format_for, render, safe
+from nsysdiff.render import Format, format_for, layout, render, safe
 from nsysdiff.render import summary as summary_render
+from nsysdiff.render.names import Names
+from nsysdiff.trace.launches import Grouping
+
+# -h as well as --help, inherited by every command and group.
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings=CONTEXT,
     help="Diff two Nsight Systems traces (SQLite exports or saved fingerprints) and point at "
     "the change that is abnormal. `nsysdiff BASE CANDIDATE` is `nsysdiff diff BASE CANDIDATE`.",
     epilog="Exit codes: 0 pass, 1 regression, 2 bad input or usage, 3 inconclusive, 70 internal error.",
@@ -38,9 +46,18 @@ app = typer.Typer(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _stderr(message: str) -> None:
-    # Messages name files and values from untrusted inputs: one inert line.
-    print(f"nsysdiff: error: {safe.text(message)}", file=sys.stderr)
+def one_line(message: str) -> str:
+    """One inert line: messages quote SQLite or nsys text with newlines, and name files and
+    values from untrusted inputs (no control sequence, no workflow command)."""
+    return safe.text(" ".join(message.split()))
+
+
+def _stderr(message: str, level: str = "error") -> None:
+    print(f"nsysdiff: {level}: {one_line(message)}", file=sys.stderr)
+
+
+def _notify(message: str) -> None:
+    print(f"nsysdiff: {one_line(message)}", file=sys.stderr)
 
 
 def handled(fn: F) -> F:
@@ -72,9 +89,109 @@ def _root(
     pass
 
 
+# --- option values ------------------------------------------------------------------
+# typer calls these with the text given (and with the default); BadParameter becomes one
+# usage line (see usage_line).
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number; {what}") from None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{text!r} is not a finite number; {what}")
+    return value
+
+
+def _at_least(low: int, what: str) -> Callable[[str | int], int]:
+    def parse(given: str | int) -> int:
+        text = str(given)
+        try:
+            value = int(text)
+        except ValueError:
+            raise typer.BadParameter(f"{text!r} is not a whole number; {what}") from None
+        if value < low:
+            raise typer.BadParameter(f"{value} is too small; {what}")
+        return value
+
+    return parse
+
+
+def _z_threshold(given: str | float) -> float:
+    text = str(given)
+    value = _number(text, "give a positive number such as 3.5")
+    if value <= 0:
+        raise typer.BadParameter(f"{text!r} is not positive; give a positive number such as 3.5")
+    return value
+
+
+def _ratio_at_least_one(given: str | float) -> float:
+    """``1.25x`` or ``1.25``: a ratio of 1 or more (the README and rule files write the x)."""
+    text = str(given)
+    what = "give a ratio of at least 1, such as 1.25x"
+    value = _number(text.strip().removesuffix("x"), what)
+    if value < 1:
+        raise typer.BadParameter(f"{text!r} is below 1; {what}")
+    return value
+
+
+def _share(given: str | float) -> float:
+    """``0.1%`` or the fraction ``0.001``; a bare number of 1 or more is refused as ambiguous."""
+    text = str(given)
+    what = "give a percentage such as 0.1% or a fraction below 1 such as 0.001"
+    t = text.strip()
+    if t.endswith("%"):
+        value = _number(t[:-1], what) / 100
+    else:
+        value = _number(t, what)
+        if value >= 1:
+            raise typer.BadParameter(f"{text!r} is not a share; {what} (did you mean {t}%?)")
+    if not 0 <= value < 1:
+        raise typer.BadParameter(f"{text!r} is not a share; {what}")
+    return value
+
+
+_width = _at_least(layout.MIN_WIDTH, f"give the report width in columns, at least {layout.MIN_WIDTH}")
+_top = _at_least(1, "give the number of rows to show, at least 1")
+
+
 class SummaryFormat(str, Enum):
     text = "text"
+    markdown = "markdown"
     json = "json"
+
+
+WidthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--width",
+        metavar="COLUMNS",
+        parser=_width,
+        help="Text width in columns, at least 40 (default: $COLUMNS, else the terminal's, else 80).",
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")
+]
+ByOpt = Annotated[
+    Grouping,
+    typer.Option(
+        "--by",
+        metavar="|".join(g.value for g in Grouping),
+        help="What makes launches one kernel: its name, or name+launch (name, grid and block, "
+        "as nsys stats gpukernsum groups them).",
+    ),
+]
+NamesOpt = Annotated[
+    Names,
+    typer.Option(
+        "--names",
+        metavar="|".join(n.value for n in Names),
+        help="Kernel names: short (told apart by part of the signature where they collide) "
+        "or demangled.",
+    ),
+]
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -138,59 +255,80 @@ PhasesOpt = Annotated[
         help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.",
     ),
 ]
+KeepExportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--keep-export",
+        metavar="DIR",
+        help="An .nsys-rep input is exported to SQLite with nsys in a temporary directory; keep the export in DIR.",
+    ),
+]
 
 
 @app.command()
 @handled
 def summary(
-    trace: Annotated[Path, typer.Argument(help="An nsys SQLite export or a saved fingerprint.")],
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Output format.")] = SummaryFormat.text,
-    top: Annotated[int, typer.Option(help="Rows in the top-kernels and NVTX tables.")] = 20,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE.")] = None,
+    trace: Annotated[
+        Path, typer.Argument(metavar="TRACE", help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint.")
+    ],
+    fmt: Annotated[
+        SummaryFormat, typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."
+        )
+    ] = SummaryFormat.text,
+    top: Annotated[
+        int, typer.Option(parser=_top, metavar="N", help="Rows in the top-kernels and NVTX tables.")
+    ] = 20,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")] = None,
+    width: WidthOpt = None,
+    quiet: QuietOpt = False,
+    names: NamesOpt = Names.short,
+    by: ByOpt = Grouping.name,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
     nvtx: NvtxOpt = None,
     per: PerOpt = None,
     phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
 ) -> None:
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX."""
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
-    fp = api.load(trace, opts)
+    with progress.reading(quiet) as report_progress:
+        fp = api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=_notify)
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
-        return
-    if output is None:
-        summary_render.render_text(fp, Console(), top=top)
-        return
-    try:
-        with output.open("w", encoding="utf-8") as fh:
-            summary_render.render_text(fp, Console(file=fh, width=140), top=top)
-    except OSError as e:
-        raise NsysdiffError(f"{output}: can't write ({e.strerror})") from None
+    elif fmt is SummaryFormat.markdown:
+        _write(summary_render.render_markdown(fp, top=top, names=names), output)
+    else:
+        stream = sys.stdout if output is None else None
+        _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top, names=names), output)
 
 
 @app.command()
 @handled
 def fingerprint(
-    trace: Annotated[Path, typer.Argument(help="An nsys SQLite export.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")] = None,
+    trace: Annotated[Path, typer.Argument(metavar="TRACE", help="An nsys SQLite export or an .nsys-rep report.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (default: stdout).")
+    ] = None,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
     nvtx: NvtxOpt = None,
     per: PerOpt = None,
     phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
 ) -> None:
     """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
-    _write(fingerprint_to_json(api.load(trace, opts)), output)
+    _write(fingerprint_to_json(api.load(trace, opts, keep_export=keep_export, notify=_notify)), output)
 
 
 _DEFAULTS = Settings()
@@ -199,13 +337,22 @@ _DEFAULTS = Settings()
 @app.command()
 @handled
 def diff(
-    base: Annotated[Path, typer.Argument(help="Base: an nsys SQLite export or a saved fingerprint (.json).")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate: an nsys SQLite export or a saved fingerprint.")],
+    base: Annotated[
+        Path,
+        typer.Argument(metavar="BASE", help="Base: an nsys SQLite export, an .nsys-rep report or a saved fingerprint."),
+    ],
+    candidate: Annotated[
+        Path,
+        typer.Argument(
+            metavar="CANDIDATE", help="Candidate: an nsys SQLite export, an .nsys-rep report or a saved fingerprint."
+        ),
+    ],
     rules: Annotated[
         list[str] | None,
         typer.Option(
             "--rules",
             "-r",
+            metavar="PACK|FILE",
             help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack.",
         ),
     ] = None,
@@ -214,35 +361,67 @@ def diff(
         typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad)."),
     ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Format printed to stdout.")] = Format.text,
+    fmt: Annotated[
+        Format,
+        typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in Format), help="Format printed to stdout."
+        ),
+    ] = Format.text,
     output: Annotated[
         list[Path] | None,
         typer.Option(
             "--output",
             "-o",
-            help="Also write the report to FILE, format from the extension (.txt .md .json .xml); repeatable.",
+            metavar="FILE",
+            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+            "or one CSV per table into an existing DIR; repeatable.",
         ),
     ] = None,
     z_threshold: Annotated[
-        float, typer.Option(help="Outlier: minimum |modified z-score| of a kernel's log ratio.")
-    ] = Settings().z_threshold,
+        float,
+        typer.Option(
+            parser=_z_threshold, metavar="Z", help="Outlier: minimum |modified z-score| of a kernel's log ratio."
+        ),
+    ] = _DEFAULTS.z_threshold,
     min_deviation: Annotated[
-        float, typer.Option(help="Outlier: minimum ratio beyond the overall scale, either way.")
-    ] = Settings().min_deviation,
+        float,
+        typer.Option(
+            parser=_ratio_at_least_one,
+            metavar="RATIO",
+            help="Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
+        ),
+    ] = _DEFAULTS.min_deviation,
     min_share: Annotated[
         float,
-        typer.Option(help="Outlier: minimum share of either side's kernel time (0.001 = 0.1%)."),
-    ] = Settings().min_share,
+        typer.Option(
+            parser=_share,
+            metavar="SHARE",
+            help="Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
+        ),
+    ] = _DEFAULTS.min_share,
     noise: Annotated[
-        float, typer.Option(help="Total-time ratios within [1/noise, noise] count as unchanged.")
-    ] = Settings().noise,
-    width: Annotated[int, typer.Option(help="Text report width in columns.")] = 120,
+        float,
+        typer.Option(
+            parser=_ratio_at_least_one,
+            metavar="RATIO",
+            help="Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
+        ),
+    ] = _DEFAULTS.noise,
+    width: WidthOpt = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="Text: every section, not only the first screen."),
+    ] = False,
+    names: NamesOpt = Names.short,
+    by: ByOpt = Grouping.name,
+    quiet: QuietOpt = False,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
     nvtx: NvtxOpt = None,
     per: PerOpt = None,
     phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
     require_same_gpu: Annotated[
         bool,
         typer.Option(
@@ -253,10 +432,13 @@ def diff(
 ) -> None:
     """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
+    from nsysdiff.rules import waivers
 
+    if rules and no_rules:
+        raise UsageError("--rules and --no-rules contradict each other: give one of them")
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
-    for bad in (o for o in output or () if o.suffix.lower() not in (".txt", ".md", ".markdown", ".json", ".xml")):
-        format_for(bad)
+    for path in (o for o in output or () if not o.is_dir()):
+        format_for(path)  # an unknown extension fails before any trace is read
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     opts = scope.options(
@@ -264,10 +446,18 @@ def diff(
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
-    b, c = api.load(base, opts), api.load(candidate, opts)
+    with progress.reading(quiet) as report_progress:
+        b = api.load(base, opts, progress=report_progress, side="base", by=by, keep_export=keep_export,
+                     notify=_notify)  # fmt: skip
+        c = api.load(candidate, opts, progress=report_progress, side="candidate", by=by,
+                     keep_export=keep_export, notify=_notify)  # fmt: skip
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
-    findings, results = rule_engine.evaluate(d, ruleset, today=date.today()) if ruleset else ((), ())
+    today = date.today()
+    findings, results = rule_engine.evaluate(d, ruleset, today=today) if ruleset else ((), ())
+    if ruleset is not None:
+        for w in waivers.unmatched(findings, ruleset.waivers, today):
+            _stderr(f"{w.source}:{w.line}: waiver for rule {w.rule!r} matches no finding ({w.subject_text})", "warning")
     report = api.judge(
         d,
         findings,
@@ -278,9 +468,17 @@ def diff(
         notes=notes,
         packs=ruleset.sources if ruleset else (),
     )
-    sys.stdout.write(render(report, fmt, width=width))
+    columns = layout.columns(width, sys.stdout)
+    sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
     for path in output or ():
-        _write(render(report, format_for(path), width=width), path)
+        if path.is_dir():
+            from nsysdiff.render import csv_report
+
+            csv_report.write_dir(report, path, names=names)
+            continue
+        # A file keeps every section: it is read later, not on one screen.
+        _write(render(report, format_for(path), width=layout.columns(width, None), details=True,
+                      names=names), path)  # fmt: skip
     if os.environ.get("GITHUB_ACTIONS") == "true" or fmt is Format.github:
         from nsysdiff.render import github
 
@@ -293,6 +491,7 @@ def diff(
 rules_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings=CONTEXT,
     help="Rule packs and kinds: list the shipped packs, explain a rule or a kind, validate files.",
 )
 app.add_typer(rules_app, name="rules")
@@ -306,15 +505,20 @@ def rules_list() -> None:
 
     for p in catalog.packs():
         extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
-        print(f"{p.name:<17} {p.rules:>3} rules{extends}  {p.description}")
+        print(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
 
 
 @rules_app.command("explain")
 @handled
 def rules_explain(
-    name: Annotated[str, typer.Argument(help="A rule id of a shipped pack, a kind (budget, ...) or waivers.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME", help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...) or waivers."
+        ),
+    ],
 ) -> None:
-    """Print the documentation of a rule, a rule kind and its options, or waivers."""
+    """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
     sys.stdout.write(catalog.explain(name))
@@ -323,20 +527,39 @@ def rules_explain(
 @rules_app.command("validate")
 @handled
 def rules_validate(
-    files: Annotated[list[str], typer.Argument(help="Rule files or pack names, loaded together as --rules does.")],
+    files: Annotated[
+        list[str],
+        typer.Argument(metavar="FILE|PACK...", help="Rule files or pack names, loaded together as --rules does."),
+    ],
 ) -> None:
     """Check rule files without reading a trace: exit 0 and 'ok', or exit 2 and the error."""
     from nsysdiff import rules as rule_engine
 
     ruleset = rule_engine.load_rules(files)
-    print(f"ok: {', '.join(files)} ({len(ruleset.rules)} rules, {len(ruleset.waivers)} waivers)")
+    rules, waivers = len(ruleset.rules), len(ruleset.waivers)
+    print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")
+
+
+def _commands() -> list[str]:
+    names = [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
+    return sorted({*names, *(g.name for g in app.registered_groups if g.name)})
 
 
 def route(argv: list[str]) -> list[str]:
-    """``nsysdiff A B ...`` means ``nsysdiff diff A B ...``."""
-    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    commands |= {g.name for g in app.registered_groups if g.name}
+    """``nsysdiff A B ...`` means ``nsysdiff diff A B ...``.
+
+    A first word that is neither a command nor an existing path but is close to a command
+    (``sumary``) is a typo, not a trace: say so instead of "no such file".
+    """
+    commands = _commands()
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
+        if not os.path.lexists(argv[0]):
+            close = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.7)
+            if close:
+                raise UsageError(
+                    f"{argv[0]!r} is no command and no file; did you mean 'nsysdiff {close[0]}'? "
+                    f"(commands: {', '.join(commands)})"
+                )
         return ["diff", *argv]
     return argv
 
@@ -352,27 +575,128 @@ def _click_class(name: str) -> type[BaseException]:
 _USAGE_ERROR = _click_class("UsageError")
 _CLICK_ERROR = _click_class("ClickException")
 
+# typer's own wording for values it converts, rewritten to say what to type.
+_REWORDED = (
+    ("Value error, ", ""),
+    ("Input should be a valid integer, unable to parse string as an integer", "expected a whole number"),
+    ("Input should be a valid number, unable to parse string as a number", "expected a number"),
+)
 
-def main() -> None:
+
+def usage_line(e: BaseException) -> str:
+    """A click usage error as one line: the option, what is wrong, and where help is."""
+    ctx = getattr(e, "ctx", None)
+    command = ctx.command_path if ctx is not None else "nsysdiff"
+    message = str(getattr(e, "message", "") or e)
+    for old, new in _REWORDED:
+        message = message.replace(old, new)
+    param = getattr(e, "param", None)
+    if param is not None and type(e).__name__ == "BadParameter":
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        name = opts[0] if opts else (param.metavar or param.name or "").upper()
+        message = f"{name}: {message}"
+    return f"{one_line(message).rstrip('.')} (see '{command} --help')"
+
+
+class _Stdout:
+    """``sys.stdout`` that survives its reader: a closed pipe or a full disk ends the output, not the run.
+
+    ``nsysdiff A B | head -1`` closes the pipe early; click would turn the EPIPE into exit 1,
+    which CI reads as "regression". Here the first write error is remembered and the file
+    descriptor pointed at /dev/null (so that buffered text and the interpreter's last flush
+    go nowhere), and the command finishes with its own exit code.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.error is None:
+            try:
+                return int(self._stream.write(text))
+            except OSError as e:
+                self._lost(e)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None:
+            try:
+                self._stream.flush()
+            except OSError as e:
+                self._lost(e)
+
+    def _lost(self, e: OSError) -> None:
+        self.error = e
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _occupy_closed_descriptors() -> None:
+    """``nsysdiff ... >&-``: give fd 1 and 2 to /dev/null before anything opens a file.
+
+    Else the next file opened (a trace, a temporary export) would get descriptor 1, and
+    the report would be written into it.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            got = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if got != fd:
+                os.dup2(got, fd)
+                os.close(got)
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
+def _run(argv: list[str]) -> int:
     try:
-        rv = app(args=route(sys.argv[1:]), prog_name="nsysdiff", standalone_mode=False)
+        rv = app(args=route(argv), prog_name="nsysdiff", standalone_mode=False)
     except _USAGE_ERROR as e:
-        e.show(file=sys.stderr)  # type: ignore[attr-defined]
-        sys.exit(int(ExitCode.BAD_INPUT))
+        _stderr(usage_line(e))
+        return int(ExitCode.BAD_INPUT)
     except _CLICK_ERROR as e:
-        e.show(file=sys.stderr)  # type: ignore[attr-defined]
-        sys.exit(int(ExitCode.BAD_INPUT))
+        _stderr(usage_line(e))
+        return int(ExitCode.BAD_INPUT)
     except typer.Exit as e:
-        sys.exit(e.exit_code)
+        return int(e.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         print("nsysdiff: interrupted", file=sys.stderr)
-        sys.exit(130)
+        return 130
     except NsysdiffError as e:
         _stderr(str(e))
-        sys.exit(int(e.exit_code))
+        return int(e.exit_code)
     except Exception:
         # A bug, not a verdict: never 1, which CI reads as "regression".
         print("nsysdiff: internal error (please report it):", file=sys.stderr)
         traceback.print_exc()
-        sys.exit(int(ExitCode.INTERNAL))
-    sys.exit(rv if isinstance(rv, int) else 0)
+        return int(ExitCode.INTERNAL)
+    if rv == 130:  # typer turns Ctrl-C into Exit(130) and returns it
+        print("nsysdiff: interrupted", file=sys.stderr)
+    return rv if isinstance(rv, int) else 0
+
+
+def main() -> None:
+    _occupy_closed_descriptors()
+    out = _Stdout(sys.stdout)
+    sys.stdout = out
+    try:
+        code = _run(sys.argv[1:])
+        out.flush()
+    except KeyboardInterrupt:
+        print("nsysdiff: interrupted", file=sys.stderr)
+        code = 130
+    finally:
+        sys.stdout = out._stream
+    if out.error is not None and out.error.errno != errno.EPIPE and code == int(ExitCode.PASS):
+        # A full disk lost the report: that is not a pass. (A reader that left, EPIPE, is.)
+        _stderr(f"can't write to stdout ({out.error.strerror})")
+        code = int(ExitCode.BAD_INPUT)
+    sys.exit(code)

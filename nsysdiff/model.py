@@ -165,6 +165,15 @@ class RangeStats:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphStats:
+    """Whole-graph launches of one CUDA graph (graph-mode capture: one row per launch)."""
+
+    graph_id: int
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceStats:
     device: int
     kernels: int
@@ -202,6 +211,7 @@ class Fingerprint:
     devices: tuple[DeviceStats, ...]
     scope: Scope = field(default_factory=Scope)
     phases: tuple[Phase, ...] = ()
+    graphs: tuple[GraphStats, ...] = ()  # per graph id, graph-mode captures only
 
     @property
     def kernel_calls(self) -> int:

@@ -41,6 +41,12 @@ class Finding:
     # A diagnosis (kind invariance): the kernels and families it explains. Other rules'
     # findings on them are folded into it (nsysdiff.rules.invariance.fold).
     covers: tuple[str, ...] = ()
+    # The numbers behind ``observed`` and ``limit``, for machines (JSON): ``unit`` is
+    # "ns", "calls", "ops", "bytes", "fraction" or "ratio"; None where a rule has none
+    # (a kernel that is new has no ratio) or does not give them yet.
+    observed_value: float | None = None
+    limit_value: float | None = None
+    unit: str = ""
 
 
 @dataclass(frozen=True, slots=True)

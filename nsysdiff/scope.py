@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import yaml
 
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import assemble, fold_nvtx
 from nsysdiff.model import Fingerprint, Phase, Scope
+from nsysdiff.regex import RegexError
+from nsysdiff.regex import compile as compile_regex
+from nsysdiff.rules import yamldoc
 from nsysdiff.trace.reader import (
     ApiRow,
     IntArray,
@@ -120,8 +122,9 @@ def _match(pattern: str, value: str) -> bool:
     if pattern == value:
         return True
     try:
-        return re.fullmatch(pattern, value) is not None
-    except re.error:
+        # Linear time: a pattern from a rule or phases file must not hang on a long name.
+        return compile_regex(pattern).fullmatch(value)
+    except RegexError:
         return False
 
 
@@ -193,14 +196,7 @@ class ScopeOptions:
 def load_phases(path: str | Path) -> PhaseMap:
     """Read ``phases:`` (name -> pattern or list of patterns) from a YAML file."""
     p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UsageError(f"{p}: can't read the phases file ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise UsageError(f"{p}: not valid YAML{where}") from None
+    doc = yamldoc.load_plain(p, str(p), UsageError)
     if not isinstance(doc, dict) or "phases" not in doc:
         raise UsageError(
             f"{p}: expected a top-level `phases:` mapping (phase name -> NVTX patterns)"

@@ -188,12 +188,13 @@ def test_text_file(tmp_path: Path) -> None:
     assert_one_line_error(err, text, "not an SQLite database")
 
 
-def test_nsys_rep_gets_an_export_hint(tmp_path: Path) -> None:
+def test_nsys_rep_gets_an_export_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-nsys-here"))
     rep = tmp_path / "profile.nsys-rep"
     rep.write_bytes(b"\x00\x01NSYS report container" * 10)
     code, _, err = invoke("summary", rep)
     assert code == BAD_INPUT
-    assert_one_line_error(err, rep, "nsys export --type sqlite profile.nsys-rep")
+    assert_one_line_error(err, rep, f"nsys export --type sqlite --output {tmp_path / 'profile.sqlite'} {rep}")
 
 
 @pytest.mark.parametrize("command", ["summary", "fingerprint"])

@@ -120,7 +120,7 @@ def test_unknown_gpu(tmp_path: Path) -> None:
 def test_cli_require_same_gpu(tmp_path: Path) -> None:
     a = trace(tmp_path / "a.sqlite")
     b = trace(tmp_path / "b.sqlite", gpus=(Gpu(name="NVIDIA H100 80GB HBM3"),))
-    res = runner.invoke(app, ["diff", str(a), str(b), "--no-rules"])
+    res = runner.invoke(app, ["diff", str(a), str(b), "--no-rules", "--details"])
     assert res.exit_code == 0, res.output
     assert "note: different GPU models" in res.stdout
     assert "Comparability" in res.stdout

@@ -1,4 +1,5 @@
-"""The bundled example's reports are kept as golden files beside it."""
+"""The bundled examples' reports are kept as golden files beside them: the generated
+cascade pair, and a real H100 bs1/bs16 capture whose logits really diverge."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ ARGS = [str(EXAMPLE / "bs1.sqlite"), str(EXAMPLE / "bs16.sqlite"), "--rules", "b
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("text", "txt"), ("markdown", "md"), ("json", "json")])
 def test_cascade_report_matches_golden(fmt: str, suffix: str, update_golden: bool) -> None:
-    result = CliRunner().invoke(app, route([*ARGS, "--format", fmt, "--width", "120"]))
+    # The committed report is the whole one (--details), as `-o report.txt` writes it.
+    result = CliRunner().invoke(app, route([*ARGS, "--format", fmt, "--width", "120", "--details"]))
     assert result.exit_code == 1, result.output
     # Reports name the inputs by file name only, so the golden is the same from any checkout.
     golden: Path = EXAMPLE / f"report.{suffix}"
@@ -25,8 +27,56 @@ def test_cascade_report_matches_golden(fmt: str, suffix: str, update_golden: boo
     assert result.stdout == golden.read_text()
 
 
+H100 = ROOT / "examples" / "h100"
+H100_ARGS = [str(H100 / "bs1.sqlite"), str(H100 / "bs16.sqlite"), "--rules", "batch-invariance"]
+
+
+@pytest.mark.parametrize(
+    ("golden", "options"),
+    [
+        ("screen-80.txt", ["--width", "80"]),
+        ("report.txt", ["--width", "120", "--details"]),
+        ("report.md", ["--format", "markdown"]),
+        ("report.json", ["--format", "json"]),
+    ],
+)
+def test_h100_report_matches_golden(golden: str, options: list[str], update_golden: bool) -> None:
+    result = CliRunner().invoke(app, route([*H100_ARGS, *options]))
+    assert result.exit_code == 1, result.output
+    path = H100 / golden
+    if update_golden:
+        path.write_text(result.stdout)
+    assert result.stdout == path.read_text()
+
+
+def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
+    """README: the verdict on line 1, then the attribution, the outlier and every failed
+    rule, all within 80 columns."""
+    lines = (H100 / "screen-80.txt").read_text().splitlines()
+    assert lines[0].startswith("nsysdiff: FAIL (exit 1) · 3 failed rules")
+    assert max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    for subject in ("gemm-selection · nvjet_sm90_tst_*_bz", "nvjet_sm90_tst_*_bz_splitK",
+                    "launch-split · reduce_kernel", "attention-path"):  # fmt: skip
+        assert subject in text
+
+
 def test_regenerating_the_example_reproduces_the_committed_traces(tmp_path: Path) -> None:
     from nsysdiff.examples.cascade import write
 
     for made in write(tmp_path):
         assert made.read_bytes() == (EXAMPLE / made.name).read_bytes()
+
+
+def test_readme_shows_the_h100_first_screen_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "```\n" + (H100 / "screen-80.txt").read_text() + "```\n" in readme
+
+
+@pytest.mark.parametrize("report", ["h100/report.txt", "h100/report.md", "cascade/report.txt", "h100/screen-80.txt"])
+def test_reports_say_1_call_not_1_calls(report: str) -> None:
+    import re
+
+    text = (ROOT / "examples" / report).read_text(encoding="utf-8")
+    assert not re.search(r"(?<![\d.,])1 (calls|rules|waivers|families|variants)\b", text)
+    assert "1 call," in (ROOT / "examples" / "h100" / "report.txt").read_text(encoding="utf-8")

@@ -257,7 +257,7 @@ def test_phases_file(tmp_path: Path) -> None:
         ("phases: []\n", "expected a mapping"),
         ("phases:\n  decode: 3\n", "decode: expected an NVTX pattern"),
         ("other: 1\n", "top-level `phases:`"),
-        ("phases: [\n", "not valid YAML"),
+        ("phases: [\n", "YAML syntax error"),
     ]:
         f.write_text(text)
         with pytest.raises(UsageError, match=match):
@@ -348,7 +348,7 @@ def test_done_when_tpot(tmp_path: Path) -> None:
     kernels = {r["name"]: r for r in doc["kernels"]}
     slowed = [n for n, r in kernels.items() if r["verdict"] != "unchanged"]
     assert slowed == [ATTN]
-    text = runner.invoke(app, args)
+    text = runner.invoke(app, [*args, "--details", "--width", "120"])
     assert text.exit_code == 1
     assert "12 → 20 steps" in text.stdout
     assert "per step     90.00 us → 94.00 us" in text.stdout

@@ -6,6 +6,7 @@ import enum
 from pathlib import Path
 
 from nsysdiff.errors import UsageError
+from nsysdiff.render.names import Names
 from nsysdiff.report import Report
 
 
@@ -15,6 +16,7 @@ class Format(str, enum.Enum):
     json = "json"
     github = "github"
     junit = "junit"
+    csv = "csv"
 
 
 _BY_SUFFIX = {
@@ -23,6 +25,7 @@ _BY_SUFFIX = {
     ".markdown": Format.markdown,
     ".json": Format.json,
     ".xml": Format.junit,
+    ".csv": Format.csv,
 }
 
 
@@ -37,16 +40,29 @@ def format_for(path: Path) -> Format:
         ) from None
 
 
-def render(report: Report, fmt: Format, *, width: int = 120) -> str:
+def render(
+    report: Report,
+    fmt: Format,
+    *,
+    width: int = 120,
+    details: bool = False,
+    names: Names = Names.short,
+) -> str:
+    """``report`` in ``fmt``. ``width`` and ``details`` shape the text report (the other
+    formats always carry every section); ``names`` picks how kernels are named."""
     # Imported here so that one format's dependencies never slow down another's.
     if fmt is Format.text:
         from nsysdiff.render import text
 
-        return text.render(report, width=width)
+        return text.render(report, width=width, details=details, names=names)
     if fmt is Format.markdown:
         from nsysdiff.render import markdown
 
-        return markdown.render(report)
+        return markdown.render(report, names=names)
+    if fmt is Format.csv:
+        from nsysdiff.render import csv_report
+
+        return csv_report.render(report, names=names)
     if fmt is Format.json:
         from nsysdiff.render import json_report
 

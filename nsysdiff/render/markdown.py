@@ -20,9 +20,12 @@ import re
 from collections.abc import Callable, Sequence
 
 from nsysdiff import comparability
-from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.attribution import Contributor, Effects
+from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
+from nsysdiff.render.devices import DEVICE_HEADER, device_rows
+from nsysdiff.render.names import Names, labels
 from nsysdiff.report import Finding, Level, Outcome, Report
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
@@ -34,7 +37,7 @@ _STATUS = {
     Outcome.PASS: "PASS",
     Outcome.FAIL: "FAIL",
     Outcome.INCONCLUSIVE: "INCONCLUSIVE",
-    Outcome.UNJUDGED: "UNJUDGED",
+    Outcome.UNJUDGED: "NOT JUDGED",  # a plain word: "unjudged" stays in the JSON
 }
 
 
@@ -42,7 +45,7 @@ _STATUS = {
 
 
 def status_word(report: Report) -> str:
-    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``UNJUDGED``."""
+    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``NOT JUDGED``."""
     return _STATUS[report.outcome]
 
 
@@ -53,6 +56,11 @@ def count(x: float) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def plural_calls(x: float) -> str:
+    """``1 call``, ``14 calls``, ``12.50 calls`` (per step)."""
+    return f"{count(x)} {'call' if x == 1 else 'calls'}"
 
 
 def failed_rules(report: Report) -> tuple[str, ...]:
@@ -81,13 +89,92 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "none"
 
 
-def scale_phrase(scale: float) -> str:
-    return f"everything scaled ~{scale:.2f}x"
+_BASIS_WORDS = {
+    "kernels": ("family", "families", "kernel time"),
+    "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
+    "graphs": ("CUDA graph", "CUDA graphs", "graph time"),
+}
+
+
+def basis_phrase(diff: Diff) -> str | None:
+    """What was compared instead of kernels, when there is no kernel data."""
+    return {
+        "nvtx": "NVTX ranges (no kernel data on either side)",
+        "graphs": "whole-graph launches per graph id (graph-mode captures: kernels inside graphs not visible)",
+    }.get(diff.headline.basis)
+
+
+def scale_parts(diff: Diff) -> tuple[str, str | None]:
+    """The scale with its uncertainty, and what it is measured over (None: no family on
+    both sides); "none meaningful" when too little time is in common families."""
+    i = diff.headline.scale_info
+    one, many, time = _BASIS_WORDS[diff.headline.basis]
+    if not i.families:
+        return f"none: no {one} runs on both sides", None
+    over = (
+        f"over {plural(i.families, one, many)} on both sides: "
+        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
+    )
+    if not i.meaningful:
+        return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
+
+
+def scale_line(diff: Diff) -> str:
+    main, over = scale_parts(diff)
+    return main if over is None else f"{main}, {over}"
+
+
+_KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
+
+
+def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``."""
+    if c.kind == "replacement":
+        return (
+            f"new {name(c.name)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(c.replaces or '')} {u.signed_ns(-(c.replaces_ns or 0))}"
+        )
+    if c.kind in ("new", "removed"):
+        return f"{c.kind} {name(c.name)} {u.signed_ns(c.delta_ns)}"
+    word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
+    if c.kind == "count" and c.delta_ns < 0:
+        word = "fewer calls"
+    return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
+
+
+def no_outlier_line(diff: Diff) -> str:
+    """What the outlier section says when it has nothing to show."""
+    what = {"nvtx": "NVTX range", "graphs": "CUDA graph"}.get(diff.headline.basis, "kernel")
+    if not diff.headline.scale_info.meaningful:
+        return f"No outlier test: without a meaningful overall scale no {what} can be judged against the rest."
+    return f"No outlier: no {what} scaled abnormally against the overall {diff.headline.scale:.2f}x."
+
+
+def effects_text(e: Effects) -> str:
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
+    return (
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · "
+        f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
+    )
+
+
+def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str | None:
+    """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
+    a = diff.attribution
+    if not a.top:
+        return None
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name) for c in a.top)
 
 
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
+    if h.basis == "graphs":
+        b, c = diff.base_meta.graph_total_ns, diff.candidate_meta.graph_total_ns
+        return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
+    if h.basis == "nvtx":
+        return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
         return (
             f"kernel time per {h.per} step {u.ns(h.base_per_step_ns)} → "
@@ -139,7 +226,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     time and the top outlier. ``name`` formats the outlier's row (its kernel name)."""
     parts = []
     if report.outcome is Outcome.UNJUDGED:
-        parts.append("not judged (--no-rules)")
+        parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
         parts.append("can't compare: " + "; ".join(report.reasons))
     else:
@@ -149,14 +236,18 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]
-        parts.append(f"top outlier {name(top)} {u.ratio(top.ratio)}")
+        faster = top.deviation is not None and top.deviation < 1
+        parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
+    elif report.diff.outlier_families:
+        fam = report.diff.outlier_families[0]
+        parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
     return parts
 
 
-def verdict_line(report: Report) -> str:
+def verdict_line(report: Report, name: Callable[[Row], str] = _short_name) -> str:
     """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
     head = f"{status_word(report)} (exit {int(report.exit_code)})"
-    return " · ".join([head, *verdict_details(report)])
+    return " · ".join([head, *verdict_details(report, name)])
 
 
 def finding_text(f: Finding) -> str:
@@ -248,9 +339,13 @@ def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
     return f'<code title="{attr(whole)}">{cell(short)}</code>'
 
 
-def kernel_code(r: Row) -> str:
-    """A kernel row's short name, with its demangled name (the row key) as the title."""
-    return code(r.name, full=r.key)
+def kernel_code(r: Row, label: str | None = None) -> str:
+    """A kernel row's name (``label``: its short name unless told), with its demangled
+    name (the row key) as the title. A label that tells colliding short names apart is
+    shown whole: its distinguishing part is at its end."""
+    if label is None or label == r.name:
+        return code(r.name, full=r.key)
+    return code(label, width=len(label), full=r.key)
 
 
 def _label(text: str) -> str:
@@ -276,7 +371,8 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
         [
             finding_mark(f),
             f"<code>{cell(f.rule_id)}</code>",
-            code(f.subject),
+            # Whole, never shortened: a subject pastes into a waiver.
+            code(f.subject, width=safe.NAME_LIMIT),
             cell(f.observed),
             cell(f.limit),
             cell(f.evidence)
@@ -287,14 +383,14 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
     return _table(("level", "rule", "subject", "observed", "limit", "evidence"), rows, "llllll")
 
 
-def _outliers(diff: Diff) -> list[str]:
+def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str]:
     rows = []
     for r in diff.outliers:
         b, c = side_ns(r)
         dist = r.distribution
         rows.append(
             [
-                kernel_code(r),
+                kcode(r),
                 cell(r.category or "-"),
                 f"{b} → {c}",
                 f"**{u.ratio(r.ratio)}**",
@@ -353,6 +449,40 @@ def _chart(diff: Diff) -> list[str]:
     ]
 
 
+def _outlier_families(diff: Diff) -> list[str]:
+    """Families whose variants together scaled abnormally."""
+    fams = diff.outlier_families
+    if not fams:
+        return []
+    rows = []
+    for r in fams:
+        b, c = side_ns(r)
+        n = sum(1 for k in diff.kernels if k.family == r.key)
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        rows.append([code(r.key), str(n), f"{b} → {c}", f"**{u.ratio(r.ratio)}**", u.ratio(r.deviation), score])
+    header = ("family", "variants", "base → candidate", "ratio", "vs scale", "score")
+    title = (
+        f"### Families flagged as a whole ({len(fams)}): variants together against the overall "
+        f"{diff.headline.scale:.2f}x"
+    )
+    return [title, "", *_table(header, rows, "lrrrrr"), ""]
+
+
+def _basis_rows(diff: Diff) -> list[str]:
+    """Without kernel data: the NVTX ranges or graphs compared instead, largest change first."""
+    if diff.headline.basis == "kernels" or not diff.scored:
+        return []
+    what = "NVTX ranges" if diff.headline.basis == "nvtx" else "CUDA graphs"
+    rows = []
+    for r in diff.scored[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        verdict = "**outlier**" if r.is_outlier else r.verdict.value
+        rows.append([code(r.key), calls_pair(r), f"{b} → {c}", u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+                     u.ratio(r.deviation), verdict])  # fmt: skip
+    header = (what, "count", "base → candidate", "Δ", "ratio", "vs scale", "verdict")
+    return [f"### {what}", "", *_table(header, rows, "llrrrrl"), ""]
+
+
 def _phases(diff: Diff) -> list[str]:
     rows = []
     for p in diff.phases:
@@ -409,13 +539,13 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
     return out
 
 
-def _top_changes(diff: Diff) -> list[str]:
+def _top_changes(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str]:
     rows = []
     for r in diff.kernels[:TOP_CHANGES]:
         b, c = side_ns(r)
         rows.append(
             [
-                kernel_code(r),
+                kcode(r),
                 b,
                 c,
                 u.signed_ns(r.delta_ns),
@@ -442,18 +572,42 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
-def render(report: Report) -> str:
+def render(report: Report, names: Names = Names.short) -> str:
     """The report, within GitHub's step-summary limit (see :func:`safe.cap_markdown`)."""
     # Every string from a trace or a rule file becomes one inert line, cut at
     # safe.NAME_LIMIT characters, before cell() escapes it for Markdown.
-    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text))))
+    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text), names)))
 
 
-def _render(report: Report) -> str:
+def _named_rows(rows: Sequence[Row]) -> list[str]:
+    """NVTX ranges or sync calls: the columns and verdicts of the kernel table."""
+    out = []
+    for r in rows[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        out.append(
+            [code(r.key), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), calls_pair(r),
+             f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+             "**outlier**" if r.is_outlier else r.verdict.value]
+        )  # fmt: skip
+    header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect",
+              "verdict")  # fmt: skip
+    return _table(header, out, "lrrrrrrl")
+
+
+def _devices(diff: Diff) -> list[str]:
+    return _table(DEVICE_HEADER, device_rows(diff), "lrrrrrl")
+
+
+def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
     h = d.headline
+    named = labels(d.kernels, names)
+
+    def kcode(r: Row) -> str:
+        return kernel_code(r, named.get(r.key))
+
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
-    out = [" · ".join([first, *verdict_details(report, kernel_code)]), ""]
+    out = [" · ".join([first, *verdict_details(report, kcode)]), ""]
     if report.reasons:
         out += ["> [!WARNING]", "> The traces can't be compared meaningfully:"]
         out += [f"> - {cell(r)}" for r in report.reasons]
@@ -461,7 +615,8 @@ def _render(report: Report) -> str:
     context = [
         f"base <code>{cell(d.base_meta.source)}</code> → "
         f"candidate <code>{cell(d.candidate_meta.source)}</code>",
-        scale_phrase(h.scale),
+        *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
+        cell(scale_line(d)),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
         f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
         f"({h.common_kernels:,} common)",
@@ -473,6 +628,9 @@ def _render(report: Report) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
+    change = attribution_line(d, lambda n: code(n))
+    if change:
+        out += [f"**Change** {change}", ""]
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
@@ -490,10 +648,12 @@ def _render(report: Report) -> str:
             f"{h.scale:.2f}x",
             "",
         ]
-        out += _outliers(d)
+        out += _outliers(d, kcode)
         out.append("")
-    else:
-        out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+    elif not d.outlier_families:
+        out += [no_outlier_line(d), ""]
+    out += _outlier_families(d)
+    out += _basis_rows(d)
     if d.categories:
         out += ["### Categories", ""]
         out += _categories(d)
@@ -524,12 +684,24 @@ def _render(report: Report) -> str:
         out += _details(
             f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of "
             f"{len(d.kernels):,} kernels)",
-            _top_changes(d),
+            _top_changes(d, kcode),
         )
+    if d.nvtx and d.headline.basis != "nvtx":  # else the compared ranges are above
+        out += _details(
+            f"NVTX ranges ({min(TOP_CHANGES, len(d.nvtx))} of {len(d.nvtx):,})", _named_rows(d.nvtx)
+        )
+    if d.sync:
+        out += _details(
+            f"Synchronising API calls ({min(TOP_CHANGES, len(d.sync))} of {len(d.sync):,})",
+            _named_rows(d.sync),
+        )
+    if d.base.devices or d.candidate.devices:
+        out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
-        f"(time-weighted median), ≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
+        f"(weighted median of family ratios, no family over a fifth of the weight), "
+        f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
         f"either side's kernel time; unchanged within {s.noise:g}x. One trace per side: "
         f"ratios are not confidence intervals.</sub>"
     )

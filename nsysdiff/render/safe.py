@@ -18,6 +18,9 @@ step summary too large for GitHub. One function per destination:
 * :func:`json_document`: a serialised JSON document with the same guarantees, losslessly
   (``\\uXXXX`` escapes decode to the original string).
 * :func:`xml`: text for an XML 1.0 document (JUnit).
+* :func:`csv_cell`: a CSV cell a spreadsheet shows as text: a cell starting with ``=``,
+  ``+``, ``-`` or ``@`` would be read as a formula, so it gets a leading apostrophe, the
+  OWASP advice (a tab or carriage return is already an escape).
 * :func:`cap_markdown`: a Markdown document cut to GitHub's step-summary limit, its open
   blocks closed, with a line saying what was cut.
 * :func:`scrub`: apply one of these to every string inside a report's frozen dataclasses,
@@ -104,6 +107,17 @@ def json_document(document: str) -> str:
     """
     out = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
     return out.replace(_LEGACY, "##\\u005b")
+
+
+# Tab and carriage return, the other two OWASP lists, never reach a cell: text() has
+# already made them visible escapes.
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def csv_cell(s: str) -> str:
+    """An untrusted string for a CSV cell: one line (:func:`text`), never a formula."""
+    s = text(s)
+    return "'" + s if s.startswith(_FORMULA_START) else s
 
 
 def xml(s: str) -> str:

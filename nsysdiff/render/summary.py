@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from nsysdiff.model import Fingerprint, KernelStats, to_data
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
+from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.render.names import Names, labels_of
 
 SUMMARY_FORMAT = "nsysdiff-summary"
 SUMMARY_VERSION = 1
@@ -68,7 +68,9 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
 
 
 def render_json(fp: Fingerprint) -> str:
-    return safe.json_document(json.dumps(summary_data(fp), indent=1)) + "\n"
+    from nsysdiff.render.json_report import finite
+
+    return safe.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:
@@ -92,90 +94,120 @@ def scope_lines(fp: Fingerprint) -> list[str]:
     return out
 
 
-def render_text(fp: Fingerprint, console: Console, top: int = 20) -> None:
-    # Every string from the trace is neutralised (safe.text) and printed as Text, never
-    # as markup: a name like "{ForeignNode[/ConstantOfShape_3_]}" is data.
-    fp = safe.scrub(fp, safe.text)
+def gpu_line(fp: Fingerprint) -> str:
+    """The GPUs, identical models counted once: ``8x NVIDIA H100 80GB HBM3 (#0-7)``."""
+    groups: dict[str, list[int]] = {}
+    for g in fp.meta.gpus:
+        groups.setdefault(g.name, []).append(g.id)
+    parts = []
+    for name, ids in groups.items():
+        ids.sort()
+        run = ids == list(range(ids[0], ids[0] + len(ids)))
+        where = f"#{ids[0]}-{ids[-1]}" if run and len(ids) > 2 else ", ".join(f"#{i}" for i in ids)
+        parts.append(f"{len(ids)}x {name} ({where})" if len(ids) > 1 else f"{name} ({where})")
+    return ", ".join(parts) or "not recorded"
+
+
+def header_lines(fp: Fingerprint) -> list[str]:
+    """What the trace is, where it ran, and the totals."""
     m = fp.meta
-    gpus = ", ".join(f"{g.name} (#{g.id})" for g in m.gpus) or "not recorded"
-    console.print(Text(m.source, style="bold"))
-    console.print(
-        Text(
-            f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
-            f"{m.schema_version or 'unknown'} · GPUs: {gpus}"
-        )
-    )
     devices = ", ".join(str(d.device) for d in fp.devices) or "none"
-    console.print(
-        Text(
-            f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · "
-            f"CUDA graphs: {m.graph_mode.value}"
-        )
-    )
-    for line in scope_lines(fp):
-        console.print(Text(line))
+    out = [
+        m.source,
+        f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
+        f"{m.schema_version or 'unknown'} · GPUs: {gpu_line(fp)}",
+        f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · CUDA graphs: {m.graph_mode.value}",
+        *scope_lines(fp),
+    ]
     if not m.has_kernels:
-        console.print(Text("kernel data is absent from this trace (no kernel table)", style="yellow"))
+        out.append("kernel data is absent from this trace (no kernel table)")
     else:
         span = sum(d.span_ns for d in fp.devices)
         idle = 100.0 * (1 - fp.busy_ns / span) if span else 0.0
-        console.print(
-            Text(
-                f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
-                f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
-            )
+        out.append(
+            f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
+            f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
         )
-        t = Table(
-            title=f"Top kernels ({min(top, len(fp.kernels))} of {len(fp.kernels)})", box=box.SIMPLE_HEAD, pad_edge=False
-        )
-        for col in ("kernel", "calls", "total", "mean", "p50", "p90", "max", "%"):
-            # Numbers never wrap; the name gives way (shortened in the middle) first.
-            t.add_column(
-                col,
-                justify="left" if col == "kernel" else "right",
-                no_wrap=col != "kernel",
-                min_width=16 if col == "kernel" else None,
-                overflow="ellipsis",
-            )
-        for k in fp.kernels[:top]:
-            t.add_row(
-                Text(u.shorten(k.name, 50)), f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns),
-                u.ns(k.p50_ns), u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns)),
-            )  # fmt: skip
-        console.print(t)
-        c = Table(title="Categories", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("category", "kernels", "calls", "total", "%"):
-            c.add_column(col, justify="left" if col == "category" else "right")
-        for g in fp.categories:
-            c.add_row(
-                Text(g.name),
-                str(g.kernels),
-                f"{g.calls:,}",
-                u.ns(g.total_ns),
-                u.pct(_pct(g.total_ns, fp.kernel_ns)),
-            )
-        console.print(c)
+    return out
+
+
+Tables = list[tuple[str, tuple[str, ...], list[list[str]], tuple[int, ...]]]
+
+
+def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
+    """(title, header, rows, optional columns) per table, optional ones in the order they
+    give way to a narrow width."""
+    out: Tables = []
+    if fp.meta.has_kernels and fp.kernels:
+        shown = fp.kernels[:top]
+        label = labels_of(((k.demangled, k.name) for k in fp.kernels), names)
+        rows = [
+            [label[k.demangled], f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns), u.ns(k.p50_ns),
+             u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns))]
+            for k in shown
+        ]  # fmt: skip
+        out.append(
+            (f"Top kernels ({len(shown)} of {len(fp.kernels):,})",
+             ("kernel", "calls", "total", "mean", "p50", "p90", "max", "%"), rows, (5, 4, 6, 3))
+        )  # fmt: skip
+    if fp.categories:
+        rows = [
+            [g.name, f"{g.kernels:,}", f"{g.calls:,}", u.ns(g.total_ns),
+             u.pct(_pct(g.total_ns, fp.kernel_ns))]
+            for g in fp.categories
+        ]  # fmt: skip
+        out.append(("Categories", ("category", "kernels", "calls", "total", "%"), rows, (1,)))
     if fp.memcpy or fp.memset:
-        t = Table(title="Memory operations", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("kind", "ops", "bytes", "time", "GB/s"):
-            t.add_column(col, justify="left" if col == "kind" else "right")
-        for cp in (*fp.memcpy, *fp.memset):
-            gbps = "-" if cp.gbps is None else f"{cp.gbps:.2f}"
-            t.add_row(Text(cp.kind), f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns), gbps)
-        console.print(t)
+        rows = [
+            [cp.kind, f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns),
+             "-" if cp.gbps is None else f"{cp.gbps:.2f}"]
+            for cp in (*fp.memcpy, *fp.memset)
+        ]  # fmt: skip
+        out.append(("Memory operations", ("kind", "ops", "bytes", "time", "GB/s"), rows, (4,)))
     if fp.sync:
-        t = Table(title="Synchronising API calls", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("call", "calls", "total"):
-            t.add_column(col, justify="left" if col == "call" else "right")
-        for a in fp.sync:
-            t.add_row(Text(a.name), f"{a.calls:,}", u.ns(a.total_ns))
-        console.print(t)
+        rows = [[a.name, f"{a.calls:,}", u.ns(a.total_ns)] for a in fp.sync]
+        out.append(("Synchronising API calls", ("call", "calls", "total"), rows, ()))
     if fp.nvtx:
-        t = Table(
-            title=f"NVTX ranges (top {min(top, len(fp.nvtx))} of {len(fp.nvtx)})", box=box.SIMPLE_HEAD, pad_edge=False
-        )
-        for col in ("range", "domain", "count", "total"):
-            t.add_column(col, justify="left" if col in ("range", "domain") else "right")
-        for r in fp.nvtx[:top]:
-            t.add_row(Text(u.shorten(r.name, 50)), Text(r.domain), f"{r.count:,}", u.ns(r.total_ns))
-        console.print(t)
+        shown_r = fp.nvtx[:top]
+        rows = [[r.name, r.domain, f"{r.count:,}", u.ns(r.total_ns)] for r in shown_r]
+        out.append(
+            (f"NVTX ranges (top {len(shown_r)} of {len(fp.nvtx):,})",
+             ("range", "domain", "count", "total"), rows, (1,))
+        )  # fmt: skip
+    return out
+
+
+def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names = Names.short) -> None:
+    """The census on ``console``, at its width: names wrap, numbers never do."""
+    # Every string from the trace is neutralised (safe.text) and printed as Text, never
+    # as markup: a name like "{ForeignNode[/ConstantOfShape_3_]}" is data.
+    fp = safe.scrub(fp, safe.text)
+    width = console.width
+    for line in header_lines(fp):
+        wrap(console, line, width, hang="  ")
+    for title, header, rows, optional in tables(fp, top, names):
+        console.print()
+        console.print(grid(title, header, rows, width, optional=optional))
+
+
+def render_plain(fp: Fingerprint, width: int, top: int = 20, names: Names = Names.short) -> str:
+    """The census as plain text ``width`` columns wide."""
+    buf = io.StringIO()
+    render_text(fp, plain_console(buf, width), top=top, names=names)
+    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+
+
+def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) -> str:
+    """The census as GitHub Markdown: the header as a list, one table per section."""
+    from nsysdiff.render.markdown import cell
+
+    fp = safe.scrub(fp, safe.text)
+    head = header_lines(fp)
+    out = [f"### <code>{cell(head[0])}</code>", ""]
+    out += [f"- {cell(line)}" for line in head[1:]]
+    for title, header, rows, _ in tables(fp, top, names):
+        out += ["", f"#### {cell(title)}", ""]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join([":--", *("--:" for _ in header[1:])]) + "|")
+        out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))

@@ -1,174 +1,228 @@
 """The terminal report: one screen that answers "what changed, and what is abnormal?".
 
-Order: the verdict line; why the traces can't be compared (if so); the headline (totals,
-overall scale, launches, "same count, different kernels"); **outliers first**, with the
-evidence that makes them the smoking gun; findings (errors first, waived ones marked,
-structure findings marked as facts); the category lineup; memcpy/memset by kind; variant
-drift per family; the top changes by absolute time; a footer with the method, its
-thresholds and what the numbers can't tell.
+The first screen, always: the verdict line; why the traces can't be compared (if so); the
+headline (totals, overall scale, launches, "same count, different kernels"), the slot of
+the attribution; **outliers**, with the evidence that makes them the smoking gun; the
+failed rules; and one line naming the sections left out. ``details=True`` prints every
+section after it: all findings, categories, phases, memcpy/memset by kind, variant drift
+per family, the top changes by absolute time, NVTX ranges, synchronising API calls,
+per-device busy time, comparability and a footer with the method and its limits.
 
 Rendered through rich with markup, emoji and highlighting off (kernel names are data, not
 markup) and no colour, so the output is plain deterministic text fit for golden files.
+Every line fits ``width``: prose wraps with a hanging indent, table name columns wrap,
+numbers are never cut, and optional columns give way before the name column does.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from nsysdiff import comparability, stats
-from nsysdiff.diff import CopyDelta, Diff, VariantDrift
+from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import markdown as m
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
+from nsysdiff.render.devices import DEVICE_HEADER, device_rows
+from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
+from nsysdiff.render.names import Names, labels
 from nsysdiff.report import Finding, Report
 
 TOP_CHANGES = 10
-MIN_NAME = 20
-MAX_NAME = 70
+TOP_RANGES = 10  # NVTX ranges and sync calls shown with --details
 VARIANTS_SHOWN = 8  # per side and family
+HANG = " " * 17  # continuation indent of a finding
+FIRST_SCREEN_EVIDENCE = 1  # line of a failed finding's evidence before --details
+
+Label = Callable[[Row], str]
 
 
-def _grid(
-    title: str,
-    header: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    width: int,
-    optional: Sequence[int] = (),
-) -> Table:
-    """A table whose first column (a name) is shortened, keeping its start and end, to what
-    the other columns leave of ``width``; ``optional`` columns are dropped, in order, when
-    the name would get narrower than ``MIN_NAME``."""
-    keep = list(range(len(header)))
-
-    def name_room() -> int:
-        others = sum(max(len(header[i]), *(len(r[i]) for r in rows)) for i in keep[1:])
-        return width - others - 3 * (len(keep) - 1)
-
-    needed = min(MIN_NAME, max(len(header[0]), *(len(r[0]) for r in rows)))
-    for col in optional:
-        if name_room() >= needed:
-            break
-        keep.remove(col)
-    room = max(MIN_NAME, min(MAX_NAME, name_room()))
-    t = Table(
-        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False
-    )
-    for i in keep:
-        t.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=True)
-    for r in rows:
-        t.add_row(u.shorten(r[0], room), *(r[i] for i in keep[1:]))
-    return t
-
-
-def _title(console: Console, text: str) -> None:
+def _title(console: Console, text: str, width: int) -> None:
     console.print()
-    console.print(Text(text, style="bold"))
+    wrap(console, text, width, bold=True)
 
 
-def _headline(console: Console, report: Report) -> None:
+def _side_label(fp_source: str, version: str | None) -> str:
+    return f"{fp_source} (nsys {version or 'unknown'})"
+
+
+def _headline(console: Console, report: Report, width: int) -> None:
+    """The totals behind the verdict: where the attribution of the change goes."""
     d = report.diff
     h = d.headline
     bm, cm = d.base_meta, d.candidate_meta
-    console.print(f"base       {bm.source} (nsys {bm.nsys_version or 'unknown'})")
-    console.print(f"candidate  {cm.source} (nsys {cm.nsys_version or 'unknown'})")
+    rows: list[tuple[str, str]] = [
+        ("base", _side_label(bm.source, bm.nsys_version)),
+        ("candidate", _side_label(cm.source, cm.nsys_version)),
+    ]
     if h.per is None:
-        console.print(
-            f"kernel time  {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
-            f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})"
-        )
+        rows.append(
+            ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
+             f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})")
+        )  # fmt: skip
     else:
         b, c = m.compared_ns(d)
-        console.print(
-            f"kernel time  {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} "
-            "in the whole scope"
-        )
-        console.print(
-            f"per step     {u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"
-        )
-        console.print(f"steps        {m.steps_phrase(d)}")
-    console.print(
-        f"scale        {m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios)"
-    )
-    console.print(
-        f"launches     {h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
-        f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)"
-    )
-    for label, text in comparability.scope_lines(d):
-        console.print(f"{label:<12} {text}")
+        rows.append(
+            ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} "
+             "in the whole scope")
+        )  # fmt: skip
+        rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
+        rows.append(("steps", m.steps_phrase(d) or "-"))
+    compared = m.basis_phrase(d)
+    if compared:
+        rows.append(("compared", compared))
+    main, over = m.scale_parts(d)
+    rows.append(("scale", main))
+    if over:
+        rows.append(("", over))
+    a = d.attribution
+    if a.top:
+        # The change split exactly by kind, then its top contributors, one a line.
+        rows.append(("change/step" if d.per_step else "change",
+                     f"{u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}"))  # fmt: skip
+        rows += [("", m.contributor_text(c, _whole)) for c in a.top]
+    rows.append(
+        ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
+         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
+    )  # fmt: skip
+    rows += comparability.scope_lines(d)
+    for label, text in rows:
+        wrap(console, f"{label:<12} {text}", width, hang=" " * 13)
     same = m.kernel_count_phrase(d)
     if same:
-        console.print(Text(same, style="bold"))
+        wrap(console, same, width, bold=True)
 
 
-def _comparability(console: Console, d: Diff) -> None:
+def _whole(name: str) -> str:
+    """A name as it is: the text report wraps names rather than shortening them."""
+    return name
+
+
+def _comparability(console: Console, d: Diff, width: int) -> None:
     # After the changes: it qualifies them, and the smoking gun comes first.
-    _title(console, "Comparability")
+    _title(console, "Comparability", width)
     for label, text in comparability.fact_lines(d):
-        console.print(f"  {label:<15} {text}")
+        wrap(console, f"  {label:<15} {text}", width, hang=" " * 18)
 
 
-def _outliers(console: Console, d: Diff, width: int) -> None:
+def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
     outliers = d.outliers
+    if not outliers and d.outlier_families:
+        return  # the families flagged as a whole follow
     if not outliers:
         console.print()
-        console.print(
-            f"No outlier: no kernel scaled abnormally against the overall {d.headline.scale:.2f}x."
-        )
+        wrap(console, m.no_outlier_line(d), width)
         return
     _title(
         console,
-        f"Outliers ({len(outliers)}): scaled abnormally against the overall "
-        f"{d.headline.scale:.2f}x",
+        f"Outliers ({len(outliers)}): scaled abnormally against the overall {d.headline.scale:.2f}x",
+        width,
     )
     for i, r in enumerate(outliers, 1):
         b, c = m.side_ns(r)
-        console.print(
-            Text(
-                f"{i:>2}. {u.shorten(r.name, max(MIN_NAME, width - 24))}  [{r.category or '-'}]",
-                style="bold",
-            )
-        )
-        console.print(
-            f"    {b} → {c}  {u.ratio(r.ratio)} total · per call {m.per_call_pair(r)} · "
-            f"calls {m.calls_pair(r)} ({u.ratio(r.calls_ratio)})"
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        wrap(console, f"{i:>2}. {label(r)}  [{r.category or '-'}]{mark}", width, hang="    ", bold=True)
+        wrap(
+            console,
+            f"{b} → {c}  {u.ratio(r.ratio)} total · per call {m.per_call_pair(r)} · "
+            f"calls {m.calls_pair(r)} ({u.ratio(r.calls_ratio)})",
+            width,
+            indent="    ",
         )
         score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
-        console.print(
-            f"    count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
+        wrap(
+            console,
+            f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
             f"{u.signed_ns(r.per_call_effect_ns)} · {u.ratio(r.deviation)} vs the overall scale · "
-            f"score {score}"
+            f"score {score}",
+            width,
+            indent="    ",
         )
         if r.distribution is not None:
-            console.print(
-                f"    distribution: P(candidate call slower) {r.distribution.prob_slower:.2f}, "
-                f"KS {r.distribution.ks_distance:.2f}"
+            wrap(
+                console,
+                f"distribution: P(candidate call slower) {r.distribution.prob_slower:.2f}, "
+                f"KS {r.distribution.ks_distance:.2f}",
+                width,
+                indent="    ",
             )
 
 
-def _findings(console: Console, findings: Sequence[Finding], failing: set[Finding]) -> None:
+def _outlier_families(console: Console, d: Diff, width: int) -> None:
+    """Families whose variants together scaled abnormally (none of them may on its own)."""
+    fams = d.outlier_families
+    if not fams:
+        return
+    _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
+           f"{d.headline.scale:.2f}x", width)  # fmt: skip
+    for r in fams:
+        b, c = m.side_ns(r)
+        n = sum(1 for k in d.kernels if k.family == r.key)
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        wrap(console, f" - {r.name}  [{n} variants]{mark}", width, hang="   ", bold=True)
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        wrap(
+            console,
+            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {m.calls_pair(r)} · "
+            f"{u.ratio(r.deviation)} vs the overall scale · score {score}",
+            width,
+            indent="   ",
+        )
+
+
+def _basis_rows(console: Console, d: Diff, width: int) -> None:
+    """Without kernel data: the NVTX ranges or graphs that were compared instead."""
+    if d.headline.basis == "kernels" or not d.scored:
+        return
+    shown = d.scored[:TOP_CHANGES]
+    rows = []
+    for r in shown:
+        b, c = m.side_ns(r)
+        rows.append(
+            [r.key, m.calls_pair(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+             u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
+        )  # fmt: skip
+    what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
+    header = (what, "count", "base", "candidate", "Δ", "ratio", "mean", "vs scale", "verdict")
+    title = f"{what} by absolute change ({len(shown)} of {len(d.scored):,})"
+    console.print()
+    console.print(grid(title, header, rows, width, optional=(6, 7, 1, 4)))
+
+
+def _findings(
+    console: Console,
+    title: str,
+    findings: Sequence[Finding],
+    failing: set[Finding],
+    width: int,
+    evidence_lines: int | None = None,
+) -> None:
+    """Findings with their subject in full (it pastes into a waiver), wrapped; the
+    evidence cut to ``evidence_lines`` (between words) on the first screen."""
     if not findings:
         return
-    _title(console, f"Findings ({m.finding_counts_of(findings)})")
+    _title(console, title, width)
     for f in findings:
         mark = m.finding_mark(f).upper() if f in failing else m.finding_mark(f)
-        console.print(
-            Text(
-                f"  {mark:<14} {f.rule_id} · {u.shorten(f.subject, 80)}",
-                style="bold" if f in failing else "",
-            )
-        )
-        console.print(f"  {'':<14} {f.observed}" + (f" vs limit {f.limit}" if f.limit else ""))
+        wrap(console, f"  {mark:<14} {f.rule_id} · {f.subject}", width, hang=HANG,
+              bold=f in failing)  # fmt: skip
+        wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
+              indent=HANG)  # fmt: skip
         if f.evidence:
-            console.print(f"  {'':<14} {f.evidence}")
+            wrap(console, f.evidence, width, indent=HANG, max_lines=evidence_lines)
         if f.waived:
-            console.print(f"  {'':<14} waived: {f.waiver_reason or 'no reason given'}")
+            wrap(console, f"waived: {f.waiver_reason or 'no reason given'}", width, indent=HANG)
+
+
+def _verdict_cell(r: Row) -> str:
+    return "OUTLIER" if r.is_outlier else r.verdict.value
 
 
 def _categories(console: Console, d: Diff, width: int) -> None:
@@ -178,31 +232,13 @@ def _categories(console: Console, d: Diff, width: int) -> None:
     for r in d.categories:
         b, c = m.side_ns(r)
         rows.append(
-            [
-                r.name,
-                b,
-                c,
-                u.signed_ns(r.delta_ns),
-                u.ratio(r.ratio),
-                u.ratio(r.calls_ratio),
-                u.ratio(r.mean_ratio),
-                u.ratio(r.deviation),
-                "OUTLIER" if r.is_outlier else r.verdict.value,
-            ]
-        )
-    header = (
-        "category",
-        "base",
-        "candidate",
-        "Δ",
-        "ratio",
-        "calls",
-        "mean/call",
-        "vs scale",
-        "verdict",
-    )
+            [r.name, b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), u.ratio(r.calls_ratio),
+             u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
+        )  # fmt: skip
+    header = ("category", "base", "candidate", "Δ", "ratio", "calls", "mean/call", "vs scale",
+              "verdict")  # fmt: skip
     console.print()
-    console.print(_grid("Categories", header, rows, width, optional=(5, 7, 3)))
+    console.print(grid("Categories", header, rows, width, optional=(5, 7, 3)))
 
 
 def _phases(console: Console, d: Diff, width: int) -> None:
@@ -220,13 +256,12 @@ def _phases(console: Console, d: Diff, width: int) -> None:
                 u.ns(c),
                 u.ratio(p.diff.headline.ratio),
                 f"{p.diff.headline.scale:.2f}x",
-                f"{len(top)}"
-                + (f" (top {u.shorten(top[0].name, 30)} {u.ratio(top[0].ratio)})" if top else ""),
+                f"{len(top)}" + (f" (top {top[0].name} {u.ratio(top[0].ratio)})" if top else ""),
             ]
         )
     header = ("phase", "ranges", "base", "candidate", "ratio", "scale", "outliers")
     console.print()
-    console.print(_grid("Phases", header, rows, width, optional=(1, 5)))
+    console.print(grid("Phases", header, rows, width, optional=(1, 5)))
 
 
 def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
@@ -247,10 +282,10 @@ def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     ]
     header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
     console.print()
-    console.print(_grid("Memory operations", header, rows, width, optional=(4, 5, 2, 6)))
+    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 2, 6)))
 
 
-def _variants(console: Console, drifts: Sequence[VariantDrift], width: int) -> None:
+def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, named: dict[str, str]) -> None:
     if not drifts:
         return
     appeared = sum(len(v.appeared) for v in drifts)
@@ -260,111 +295,177 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int) -> N
         f"Variant drift: {m.plural(len(drifts), 'family', 'families')}, "
         f"{appeared:,} appeared ({u.ns(sum(v.appeared_ns for v in drifts))}), "
         f"{gone:,} disappeared ({u.ns(sum(v.disappeared_ns for v in drifts))})",
+        width,
     )
     for v in drifts:
-        console.print(
-            f"  {v.family} [{v.category}]: {m.drift_totals(v)}, "
-            f"{m.plural(len(v.kept), 'variant')} kept"
+        wrap(
+            console,
+            f"  {v.family} [{v.category}]: {m.drift_totals(v)}, {m.plural(len(v.kept), 'variant')} kept",
+            width,
+            hang="    ",
         )
+        rows = []
         for sign, variants in (("+", v.appeared), ("-", v.disappeared)):
-            room = max(MIN_NAME, min(MAX_NAME, width - 32))
-            for x in variants[:VARIANTS_SHOWN]:
-                console.print(
-                    f"    {sign} {u.shorten(x.name, room):<{room}} "
-                    f"{m.count(x.calls):>7} calls {u.ns(x.total_ns):>11}"
-                )
+            rows += [
+                [f"{sign} {named.get(x.demangled, x.name)}", m.plural_calls(x.calls), u.ns(x.total_ns)]
+                for x in variants[:VARIANTS_SHOWN]
+            ]
             if len(variants) > VARIANTS_SHOWN:
                 rest = variants[VARIANTS_SHOWN:]
-                console.print(
-                    f"    {sign} … and {len(rest):,} more ({u.ns(sum(x.total_ns for x in rest))})"
-                )
+                rows.append([f"{sign} … and {len(rest):,} more", "", u.ns(sum(x.total_ns for x in rest))])
+        if rows:
+            t = Table(box=None, show_header=False, pad_edge=False, show_edge=False)
+            t.add_column(overflow="fold", min_width=min(MIN_NAME, width - 30))
+            t.add_column(justify="right", no_wrap=True)
+            t.add_column(justify="right", no_wrap=True)
+            for row in rows:
+                t.add_row(Text(row[0]), row[1], row[2])
+            console.print(Padding(t, (0, 0, 0, 4)))
 
 
-def _top_changes(console: Console, d: Diff, width: int) -> None:
+def _kernel_rows(rows: Sequence[Row], label: Label) -> list[list[str]]:
+    out = []
+    for r in rows:
+        b, c = m.side_ns(r)
+        out.append(
+            [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), m.calls_pair(r),
+             u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns), _verdict_cell(r)]
+        )  # fmt: skip
+    return out
+
+
+_CHANGE_HEADER = ("base", "candidate", "Δ", "ratio", "calls", "count effect", "per-call effect",
+                  "verdict")  # fmt: skip
+
+
+def _top_changes(console: Console, d: Diff, width: int, label: Label) -> None:
     if not d.kernels:
         return
     shown = d.kernels[:TOP_CHANGES]
-    rows = []
-    for r in shown:
-        b, c = m.side_ns(r)
-        rows.append(
-            [
-                r.name,
-                b,
-                c,
-                u.signed_ns(r.delta_ns),
-                u.ratio(r.ratio),
-                m.calls_pair(r),
-                u.signed_ns(r.count_effect_ns),
-                u.signed_ns(r.per_call_effect_ns),
-                "OUTLIER" if r.is_outlier else r.verdict.value,
-            ]
-        )
-    header = (
-        "kernel",
-        "base",
-        "candidate",
-        "Δ",
-        "ratio",
-        "calls",
-        "count effect",
-        "per-call effect",
-        "verdict",
-    )
-    title = f"Top changes by absolute time ({len(shown)} of {len(d.kernels):,} kernels)"
-    console.print()
-    console.print(_grid(title, header, rows, width, optional=(6, 7, 5, 1, 2)))
-
-
-def _footer(console: Console, d: Diff) -> None:
-    s = d.settings
+    title = f"Top changes by absolute time ({len(shown)} of {m.plural(len(d.kernels), 'kernel')})"
     console.print()
     console.print(
-        f"Method: overall scale = time-weighted median of per-kernel log ratios (kernels on both "
-        f"sides). Outlier = |modified z| ≥ {s.z_threshold:g} "
+        grid(title, ("kernel", *_CHANGE_HEADER), _kernel_rows(shown, label), width, optional=(6, 7, 5, 4, 1, 2))
+    )
+
+
+def _named_changes(console: Console, what: str, head: str, rows: Sequence[Row], width: int) -> None:
+    """NVTX ranges or sync calls, with the same columns and verdicts as kernels."""
+    if not rows:
+        return
+    shown = rows[:TOP_RANGES]
+    title = f"{what} by absolute time ({len(shown)} of {len(rows):,})"
+    console.print()
+    console.print(
+        grid(title, (head, *_CHANGE_HEADER), _kernel_rows(shown, lambda r: r.key), width, optional=(6, 7, 5, 4, 1, 2))
+    )
+
+
+def _devices(console: Console, d: Diff, width: int) -> None:
+    rows = device_rows(d)
+    if not rows:
+        return
+    console.print()
+    console.print(grid("Devices (whole scope)", DEVICE_HEADER, rows, width, optional=(5, 1)))
+
+
+def _footer(console: Console, d: Diff, width: int) -> None:
+    s = d.settings
+    console.print()
+    wrap(
+        console,
+        f"Method: overall scale = weighted median of per-family log ratios (families on both "
+        f"sides, no family over a fifth of the weight; spread with the same weights). "
+        f"Outlier = |modified z| ≥ {s.z_threshold:g} "
         f"(MAD floor {u.ratio(math.exp(s.mad_floor))}), "
         f"≥ {s.min_deviation:g}x beyond the scale either way, ≥ {100 * s.min_share:g}% of either "
         f"side's kernel time. Unchanged within {s.noise:g}x. Count effect = Δcalls × base mean; "
-        f"per-call effect = candidate calls × Δmean. Distribution: {stats.DISTRIBUTION_METHOD}."
+        f"per-call effect = the rest of a kernel's change. Distribution: {stats.DISTRIBUTION_METHOD}.",
+        width,
     )
-    console.print(
+    wrap(
+        console,
         "Not measured: run-to-run variance (one trace per side, so a ratio is not a confidence "
         "interval); end-to-end latency (kernel time ignores overlap, idle gaps and CPU time); "
-        "why a kernel changed (input sizes, launch configurations and code paths need the trace)."
+        "why a kernel changed (input sizes, launch configurations and code paths need the trace).",
+        width,
     )
 
 
-def render(report: Report, *, width: int = 120) -> str:
+def hidden_sections(report: Report) -> list[str]:
+    """The sections the first screen leaves out, each with its size."""
+    d = report.diff
+    shown_ranges = min(TOP_CHANGES, len(d.scored)) if d.headline.basis == "nvtx" else 0
+    others = [f for f in report.findings if f not in set(report.failed)]
+    parts = [
+        (len(others), "other finding"),
+        (len(d.categories), "category", "categories"),
+        (len(d.phases), "phase"),
+        (len(d.memcpy) + len(d.memset), "copy kind"),
+        (len(d.variants), "drifting family", "drifting families"),
+        (len(d.kernels), "kernel"),
+        (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
+        (len(d.sync), "sync call"),
+        (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
+    ]
+    return [m.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
+
+
+def _more(console: Console, report: Report, width: int) -> None:
+    hidden = hidden_sections(report)
+    if not hidden:
+        return
+    console.print()
+    wrap(console, f"More with --details: {', '.join(hidden)}, comparability and the method.",
+          width)  # fmt: skip
+
+
+def render(report: Report, *, width: int = 120, details: bool = False,
+           names: Names = Names.short) -> str:  # fmt: skip
     # Names from traces and rule files arrive as one inert line each (safe.text), and the
     # finished document is checked once more (safe.lines): no line a GitHub runner would
     # read as a workflow command, no terminal control sequence.
     report = safe.scrub(report, safe.text)
     buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        markup=False,
-        emoji=False,
-        highlight=False,
-        soft_wrap=False,
-    )
+    console = plain_console(buf, width)
     d = report.diff
-    console.print(Text(f"nsysdiff: {m.verdict_line(report)}", style="bold"))
+    named = labels(d.kernels, names)
+
+    def label(r: Row) -> str:
+        return named.get(r.key, r.name)
+
+    wrap(console, f"nsysdiff: {m.verdict_line(report, label)}", width, hang="  ", bold=True)
     for reason in report.reasons:
-        console.print(f"  inconclusive: {reason}")
+        wrap(console, f"  inconclusive: {reason}", width, hang="    ")
     for note in report.notes:
-        console.print(f"  note: {note}")
+        wrap(console, f"  note: {note}", width, hang="    ")
     console.print()
-    _headline(console, report)
-    _outliers(console, d, width)
-    _findings(console, report.findings, set(report.failed))
-    _categories(console, d, width)
-    _phases(console, d, width)
-    _copies(console, (*d.memcpy, *d.memset), width)
-    _variants(console, d.variants, width)
-    _top_changes(console, d, width)
-    _comparability(console, d)
-    _footer(console, d)
+    _headline(console, report, width)
+    _outliers(console, d, width, label)
+    _outlier_families(console, d, width)
+    # Without kernel data, what was compared instead belongs on the first screen.
+    _basis_rows(console, d, width)
+    failing = set(report.failed)
+    if not details:
+        failed = report.failed
+        title = (
+            f"Failed rules ({m.plural(len(m.failed_rules(report)), 'rule')}, "
+            f"{m.plural(len(failed), 'finding')})"
+        )
+        _findings(console, title, failed, failing, width, evidence_lines=FIRST_SCREEN_EVIDENCE)
+        _more(console, report, width)
+    else:
+        _findings(console, f"Findings ({m.finding_counts_of(report.findings)})", report.findings,
+                  failing, width)  # fmt: skip
+        _categories(console, d, width)
+        _phases(console, d, width)
+        _copies(console, (*d.memcpy, *d.memset), width)
+        _variants(console, d.variants, width, named)
+        _top_changes(console, d, width, label)
+        if d.headline.basis != "nvtx":  # else the compared ranges are above
+            _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
+        _named_changes(console, "Synchronising API calls", "call", d.sync, width)
+        _devices(console, d, width)
+        _comparability(console, d, width)
+        _footer(console, d, width)
     return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ import numpy as np
 from nsysdiff import categories
 from nsysdiff.diff import Diff
 from nsysdiff.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -36,7 +36,7 @@ _METRICS_FOR: dict[str, tuple[str, ...]] = {
 _ADDITIVE = ("total_time", "calls", "ops", "bytes")  # divided by steps under `per:`
 
 
-def _category(value: Any) -> re.Pattern[str]:
+def _category(value: Any) -> Regex:
     pattern = opt.regex(value)
     known = categories.names()
     if not any(pattern.search(n) for n in known):
@@ -132,7 +132,7 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True)
 class BudgetOptions:
     selector: str
-    pattern: re.Pattern[str] | None  # None for memset and whole
+    pattern: Regex | None  # None for memset and whole
     metric: str
     max_ratio: float | None
     max_increase: float | None
@@ -196,7 +196,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
     raw = values[selector]
     return BudgetOptions(
         selector=selector,
-        pattern=raw if isinstance(raw, re.Pattern) else None,
+        pattern=raw if isinstance(raw, Regex) else None,
         metric=metric,
         max_ratio=values["max_ratio"],
         max_increase=bounds["max_increase"],
@@ -280,6 +280,10 @@ def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
             key_of = lambda k: k.category  # noqa: E731
         else:
             ks = list(fp.kernels)
+            if not ks and fp.graphs:
+                # A graph-mode capture has no kernel rows: its graph launches are its GPU work.
+                launches = sum(g.launches for g in fp.graphs)
+                return {o.selection: Group(launches, sum(g.total_ns for g in fp.graphs), 0, ())}
             key_of = lambda k: "whole trace"  # noqa: E731
         if o.each:
             by: dict[str, list[KernelStats]] = {}
@@ -350,6 +354,11 @@ def formatter(metric: str) -> Callable[[float], str]:
     return units.fmt_time
 
 
+def unit_of(metric: str) -> str:
+    """The unit of a metric's value in a finding's numbers."""
+    return {"calls": "calls", "ops": "ops", "bytes": "bytes", "share": "fraction"}.get(metric, "ns")
+
+
 def _show(v: float | None, fmt: Callable[[float], str]) -> str:
     return "-" if v is None else fmt(v)
 
@@ -375,7 +384,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             before = units.fmt_time(b.total_ns) if b else "-"
             evidence += f"; total time {before} -> {units.fmt_time(c.total_ns)}"
         counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
-        evidence += f", {counted} {b.calls if b else '-'} -> {c.calls}"
+        evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
         if o.per is not None and normalised:
             evidence += f"; per {o.per} step ({bs} -> {cs} steps)"
         elif o.per is not None:
@@ -384,29 +393,31 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
         new = b is None or bv is None
         message = rule.message or f"{o.metric} of {subject} is over budget"
-        breaches: list[tuple[str, str]] = []
+        unit = unit_of(o.metric)
+        # (observed, limit) as shown, and as numbers with their unit.
+        breaches: list[tuple[str, str, float | None, float, str]] = []
         if o.max_ratio is not None:
+            limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
             if new:
-                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
             elif bv is not None and bv > 0 and cv / bv > o.max_ratio * (1 + 1e-9):
-                breaches.append(
-                    (units.fmt_ratio(cv / bv), f"max_ratio {units.fmt_ratio(o.max_ratio)}")
-                )
+                breaches.append((units.fmt_ratio(cv / bv), limit, cv / bv, o.max_ratio, "ratio"))
             elif bv == 0 and cv > 0:
-                breaches.append((f"new ({fmt(cv)})", f"max_ratio {units.fmt_ratio(o.max_ratio)}"))
+                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
         if o.max_increase is not None:
             inc = cv - (bv or 0.0)
             if inc > o.max_increase + 1e-9:
-                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}"))
+                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}", inc, o.max_increase, unit))
         if o.max_value is not None and cv > o.max_value + 1e-9:
-            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}"))
+            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}", cv, o.max_value, unit))
         if o.max_share is not None and diff.candidate.kernel_ns:
             share = c.total_ns / diff.candidate.kernel_ns
             if share > o.max_share + 1e-12:
                 breaches.append(
-                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}")
-                )
-        for observed, limit in breaches:
+                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}", share,
+                     o.max_share, "fraction")
+                )  # fmt: skip
+        for observed, limit, observed_value, limit_value, value_unit in breaches:
             yield Finding(
                 level=rule.level,
                 rule_id=rule.id,
@@ -416,6 +427,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 limit=limit,
                 evidence=evidence,
                 message=message,
+                observed_value=observed_value,
+                limit_value=limit_value,
+                unit=value_unit,
             )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 from dataclasses import dataclass
 
@@ -79,20 +80,41 @@ def describe_rule(rule: Rule, packs_using: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def describe_pack(info: PackInfo) -> str:
+    rules = load_rules([info.name]).rules
+    lines = [f"pack {info.name}: {len(rules)} rules ({pack_source(info.name).label})"]
+    if info.extends:
+        lines.append(f"extends: {', '.join(info.extends)}")
+    if info.description:
+        lines += ["", *textwrap.wrap(info.description, width=88)]
+    lines += ["", "rules:"]
+    lines += [f"  {r.id:<28} {r.kind:<12} {r.level.value}" for r in rules]
+    lines += ["", f"(`nsysdiff rules explain RULE` for one rule, `--rules {info.name}` to use the pack)"]
+    return "\n".join(lines) + "\n"
+
+
 def explain(name: str) -> str:
-    """The documentation of a kind, a section, or a rule of the shipped packs."""
+    """The documentation of a pack, a kind, a section, or a rule of the shipped packs."""
     if name in KINDS:
         return describe_kind(KINDS[name])
     if name in SECTIONS:
         return describe_kind(SECTIONS[name])
+    if name in pack_names():
+        return describe_pack(next(p for p in packs() if p.name == name))
     found: dict[tuple[str, int], tuple[Rule, list[str]]] = {}
+    rule_ids: set[str] = set()
     for pack in pack_names():
-        rule = load_rules([pack]).rule(name)
+        ruleset = load_rules([pack])
+        rule_ids.update(r.id for r in ruleset.rules)
+        rule = ruleset.rule(name)
         if rule is not None:
             found.setdefault((rule.source, rule.line), (rule, []))[1].append(pack)
     if not found:
+        known = [*pack_names(), *sorted(KINDS), *sorted(SECTIONS), *sorted(rule_ids)]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(
-            f"no rule {name!r} in the shipped packs ({', '.join(pack_names())}) and no such kind "
-            f"({', '.join([*sorted(KINDS), *sorted(SECTIONS)])})"
+            f"{name!r} is no pack, rule, kind or section{hint} (packs: {', '.join(pack_names())}; "
+            f"kinds: {', '.join([*sorted(KINDS), *sorted(SECTIONS)])})"
         )
     return "\n".join(describe_rule(rule, tuple(ps)) for rule, ps in found.values())

@@ -24,6 +24,7 @@ from nsysdiff.errors import RuleError
 from nsysdiff.report import Level
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import waivers as waiver_section
+from nsysdiff.rules import yamldoc
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
 
@@ -35,6 +36,9 @@ PACKAGE = "nsysdiff.packs"
 TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases")
 RULE_KEYS = ("id", "kind", "level", "message", "description")
 LEVELS = tuple(level.value for level in Level)
+MAX_EXTENDS_DEPTH = 16  # files extending files; the shipped packs need 2
+MAX_FILES = 64  # files read for one rule set, packs included
+MAX_RULES = 1_000  # rules, and also waivers, in one rule set
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _YAML_TAG = "tag:yaml.org,2002:"
 
@@ -82,18 +86,27 @@ def pack_source(name: str) -> Source:
 
 
 def resolve(spec: str, directory: Path | None) -> Source | None:
-    """A shipped pack by name, else a file (relative to ``directory`` when given)."""
+    """A shipped pack by name, else a file (relative to ``directory`` when given).
+
+    ``directory`` is the including file's: a file named by ``extends:`` must lie under it
+    once symlinks are resolved (no absolute path, no ``../`` or symlink escape), so that
+    a rule file from another job can't make nsysdiff read files outside its own tree.
+    Raises :class:`ValueError` (the reason) for a path that leaves it.
+    """
     if is_pack(spec):
         return pack_source(spec)
     path = Path(spec)
-    if directory is not None and not path.is_absolute():
+    if directory is not None:
+        if path.is_absolute():
+            raise ValueError("an absolute path")
         path = directory / path
-    if not path.is_file():
+        try:
+            path.resolve().relative_to(directory.resolve())
+        except ValueError:
+            raise ValueError("outside the including file's directory") from None
+    if not path.exists():
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RuleError(f"{path}: can't be read ({e})") from None
+    text = yamldoc.read_text(path, str(path), RuleError)
     return Source(str(path.resolve()), str(path), text, path.parent)
 
 
@@ -125,16 +138,8 @@ class _File:
 
     def __init__(self, source: Source) -> None:
         self.label = source.label
-        self._loader = yaml.SafeLoader(source.text)
-        try:
-            node = self._loader.get_single_node()
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            line = mark.line + 1 if mark else 1
-            problem = e.problem or e.context or "unreadable YAML"
-            raise RuleError(f"{self.label}:{line}: YAML syntax error: {problem}") from None
-        except yaml.YAMLError as e:
-            raise RuleError(f"{self.label}:1: YAML syntax error: {e}") from None
+        node = yamldoc.compose(source.text, self.label, RuleError)
+        self._loader = yaml.SafeLoader("")
         if node is None:
             raise RuleError(
                 f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: "
@@ -213,11 +218,13 @@ class _Loader:
                 f"the document must be a mapping (version, rules, ...), not {what}",
             )
         top = {k: (kn, vn) for k, kn, vn in f.pairs(f.root, None)}
+        if "version" not in top:
+            # Before any key is named: a file without it may not be a rule file at all,
+            # and its content is not ours to echo.
+            f.fail(f.root, None, "version", f"missing required key (add 'version: {VERSION}')")
         for k, (kn, _) in top.items():
             if k not in TOP_KEYS:
                 f.fail(kn, None, k, f"unknown top-level key ({_hint(k, TOP_KEYS)})")
-        if "version" not in top:
-            f.fail(f.root, None, "version", f"missing required key (add 'version: {VERSION}')")
         vnode = top["version"][1]
         version = f.value(vnode, None, "version")
         if version != VERSION or isinstance(version, bool):
@@ -231,7 +238,25 @@ class _Loader:
             self._string(f, top["description"][1], None, "description")
         if "extends" in top:
             for spec, node in self._extends(f, top["extends"][1]):
-                target = resolve(spec, src.directory)
+                if len(stack) + 1 >= MAX_EXTENDS_DEPTH:
+                    f.fail(node, None, "extends", f"more than {MAX_EXTENDS_DEPTH} files extend each other")
+                if len(self.loaded) + len(stack) + 1 >= MAX_FILES:
+                    f.fail(node, None, "extends", f"more than {MAX_FILES} rule files in one rule set")
+                try:
+                    # A shipped pack extends shipped packs only.
+                    target = (
+                        resolve(spec, src.directory)
+                        if src.directory is not None
+                        else (pack_source(spec) if is_pack(spec) else None)
+                    )
+                except ValueError as e:
+                    f.fail(
+                        node,
+                        None,
+                        "extends",
+                        f"{spec!r} is {e}: extends names a shipped pack or a file under the "
+                        "including file's directory",
+                    )
                 if target is None:
                     f.fail(
                         node,
@@ -283,6 +308,8 @@ class _Loader:
                 return
             f.fail(node, None, "rules", f"expected a list of rules, got {opt.type_name(v)}")
         seen: dict[str, int] = {}
+        if len(node.value) + len(self.rules) > MAX_RULES:
+            f.fail(node, None, "rules", f"more than {MAX_RULES:,} rules in one rule set")
         for index, rnode in enumerate(node.value, 1):
             rule = self._rule(f, rnode, index, seen)
             self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
@@ -378,6 +405,8 @@ class _Loader:
             if v is None:
                 return
             f.fail(node, None, "waivers", f"expected a list of waivers, got {opt.type_name(v)}")
+        if len(node.value) + len(self.waivers) > MAX_RULES:
+            f.fail(node, None, "waivers", f"more than {MAX_RULES:,} waivers in one rule set")
         for index, wnode in enumerate(node.value, 1):
             where = f"waiver #{index}"
             if not isinstance(wnode, MappingNode):
@@ -457,8 +486,10 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
     for spec in specs:
         src = resolve(spec, None)
         if src is None:
+            close = difflib.get_close_matches(spec, pack_names(), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise RuleError(
-                f"{spec}: no such rule file, and not a shipped pack ({', '.join(pack_names())})"
+                f"{spec}: no such rule file, and not a shipped pack{hint} ({', '.join(pack_names())})"
             )
         loader.load(src)
     for w in loader.waivers:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nsysdiff.diff import Diff, Row
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -62,7 +62,7 @@ _PRIORITY = ("appears", "disappears", "count-changes", "time-changes", "present"
 
 @dataclass(frozen=True, slots=True)
 class DangerZoneOptions:
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Regex, ...]
     conditions: tuple[str, ...]
     tolerance: float
     count_tolerance: float
@@ -125,8 +125,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             continue
         b, c = row.base, row.candidate
         evidence = (
-            f"matches /{pattern.pattern}/; calls {b.calls if b else '-'} -> "
-            f"{c.calls if c else '-'}, "
+            f"matches /{pattern.pattern}/; calls {units.fmt_count(b.calls) if b else '-'} -> "
+            f"{units.fmt_count(c.calls) if c else '-'}, "
             f"total {units.fmt_time(b.total_ns) if b else '-'} -> "
             f"{units.fmt_time(c.total_ns) if c else '-'}"
         )

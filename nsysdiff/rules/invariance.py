@@ -29,6 +29,7 @@ from typing import Any
 
 from nsysdiff.diff import Diff, Row
 from nsysdiff.model import KernelStats, LaunchConfig
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding, Level
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -99,7 +100,7 @@ _LIMIT = {
 @dataclass(frozen=True, slots=True)
 class InvarianceOptions:
     causes: tuple[str, ...]
-    kernel: re.Pattern[str] | None
+    kernel: Regex | None
 
 
 def build(values: Mapping[str, Any], given: frozenset[str]) -> InvarianceOptions:
@@ -125,7 +126,8 @@ def _calls(row: Row, side: str) -> str:
 def _kernel(row: Row) -> str:
     s = row.base or row.candidate
     assert s is not None
-    return f"{row.name} ({units.fmt_count(s.calls)} calls, {units.fmt_time(s.total_ns)})"
+    calls = "call" if s.calls == 1 else "calls"
+    return f"{row.name} ({units.fmt_count(s.calls)} {calls}, {units.fmt_time(s.total_ns)})"
 
 
 def _listed(items: Sequence[str], most: int = 3) -> str:
@@ -321,7 +323,7 @@ _DIAGNOSE = {
 }
 
 
-def diagnose(diff: Diff, causes: Sequence[str], kernel: re.Pattern[str] | None = None) -> list[_Cause]:
+def diagnose(diff: Diff, causes: Sequence[str], kernel: Regex | None = None) -> list[_Cause]:
     """Every cause found, one per (cause, family), families in name order."""
     families: dict[str, list[Row]] = {}
     for r in diff.kernels:

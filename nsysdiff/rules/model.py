@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from nsysdiff.diff import Diff
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding, Level
 
 
@@ -89,7 +89,7 @@ class Waiver:
 
     rule: str
     subject: str | None
-    subject_regex: re.Pattern[str] | None
+    subject_regex: Regex | None
     reason: str
     expires: date
     source: str

@@ -6,11 +6,12 @@ with the text that follows ``key 'KEY': `` in the error message.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from nsysdiff.regex import Regex, RegexError
+from nsysdiff.regex import compile as compile_regex
 from nsysdiff.rules import units
 
 
@@ -51,18 +52,21 @@ def boolean(value: Any) -> bool:
     return value
 
 
-def regex(value: Any) -> re.Pattern[str]:
+def regex(value: Any) -> Regex:
+    """A pattern for RE2 (linear-time matching): no lookaround, no backreferences."""
     if not isinstance(value, str):
         raise ValueError(f"expected a regex string, got {type_name(value)}")
     if not value:
         raise ValueError("the regex is empty (it would match everything; use '.*' to mean that)")
     try:
-        return re.compile(value)
-    except re.error as e:
-        raise ValueError(f"bad regex {value!r}: {e}") from None
+        return compile_regex(value)
+    except RegexError as e:
+        # Lookaround and backreferences are the Python features users reach for first.
+        hint = " (patterns are RE2: no lookaround, no backreferences)" if e.unsupported else ""
+        raise ValueError(f"bad regex {value!r}: {e}{hint}") from None
 
 
-def regex_list(value: Any) -> tuple[re.Pattern[str], ...]:
+def regex_list(value: Any) -> tuple[Regex, ...]:
     """One regex or a non-empty list of them."""
     items = value if isinstance(value, list) else [value]
     if not items:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nsysdiff.diff import Diff, Variant
 from nsysdiff.model import KernelStats, LaunchConfig
+from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -38,7 +38,7 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True)
 class StructureOptions:
     checks: tuple[str, ...]
-    kernel: re.Pattern[str] | None
+    kernel: Regex | None
 
 
 def build(values: Mapping[str, Any], given: frozenset[str]) -> StructureOptions:
@@ -63,9 +63,14 @@ def _list(items: tuple[str, ...], most: int = 3) -> str:
     return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
+def _calls_word(n: float) -> str:
+    return "call" if n == 1 else "calls"
+
+
 def _variants(vs: tuple[Variant, ...]) -> str:
     return (
-        ", ".join(f"{v.name} ({v.calls} calls, {units.fmt_time(v.total_ns)})" for v in vs) or "none"
+        ", ".join(f"{v.name} ({v.calls:g} {_calls_word(v.calls)}, {units.fmt_time(v.total_ns)})" for v in vs)
+        or "none"
     )
 
 
@@ -97,7 +102,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                     r.key,
                     f"only in {where}",
                     "identical kernel set",
-                    f"{fmt_count(side.calls)} calls, {units.fmt_time(side.total_ns)} in {where}",
+                    f"{fmt_count(side.calls)} {_calls_word(side.calls)}, {units.fmt_time(side.total_ns)} in {where}",
                     "the two traces do not run the same kernels",
                 )
     if "launch-counts" in o.checks:

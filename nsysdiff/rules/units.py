@@ -105,4 +105,5 @@ def fmt_percent(f: float) -> str:
 
 
 def fmt_count(c: float) -> str:
-    return f"{c:.0f}" if float(c).is_integer() else f"{c:.1f}"
+    """``8,955``, or ``12.5`` for a per-step average: as the report's tables print counts."""
+    return f"{c:,.0f}" if float(c).is_integer() else f"{c:,.1f}"

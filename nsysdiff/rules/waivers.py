@@ -86,3 +86,8 @@ def expired(waivers: Sequence[Waiver], today: date) -> list[Finding]:
         for w in waivers
         if w.expired(today)
     ]
+
+
+def unmatched(findings: Sequence[Finding], waivers: Sequence[Waiver], today: date) -> list[Waiver]:
+    """Active waivers that match no finding: a typo in a subject, or a fixed problem."""
+    return [w for w in waivers if not w.expired(today) and not any(w.matches(f) for f in findings)]

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import GpuInfo, GraphMode, LaunchConfig
+from nsysdiff.model import GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import CHECKS, INT64_MAX, RowRules, diagnosis, fine, intervals_ok, ints_ok
 from nsysdiff.trace.schema import Schema
@@ -590,6 +590,17 @@ class TraceReader:
         )
         self._verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
+
+    def graph_launches(self) -> tuple[GraphStats, ...]:
+        """Whole-graph launches per graph id (GRAPH_TRACE), by id: the only timing a
+        graph-mode capture has of the work inside its graphs."""
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end", "graphId"):
+            return ()
+        rows = self._query(
+            f'SELECT graphId, count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
+            f"WHERE {self._where(s.GRAPH_TRACE, Selection())} GROUP BY graphId ORDER BY graphId"
+        )
+        return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
 

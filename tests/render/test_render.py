@@ -26,6 +26,7 @@ GOLDEN_NAMES = {
     Format.json: "diff.json",
     Format.junit: "diff.xml",
     Format.github: "diff.github.txt",
+    Format.csv: "diff.csv",
 }
 
 HOSTILE = "evil%0A::error::pwned\n::warning title=x::injected\r,comma:colon 100%"
@@ -55,7 +56,17 @@ def hostile_findings(name: str = HOSTILE) -> tuple[Finding, ...]:
 
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
 def test_golden(report: Report, fmt: Format, golden: Callable[[str, str], None]) -> None:
-    golden(GOLDEN_NAMES[fmt], render(report, fmt, width=120))
+    golden(GOLDEN_NAMES[fmt], render(report, fmt, width=120, details=True))
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize("details", [False, True], ids=["first-screen", "details"])
+def test_golden_text_widths(
+    report: Report, width: int, details: bool, golden: Callable[[str, str], None]
+) -> None:
+    out = text.render(report, width=width, details=details)
+    assert max(len(line) for line in out.splitlines()) <= width
+    golden(f"diff.{'details' if details else 'screen'}.{width}.txt", out)
 
 
 def test_golden_covers_every_format() -> None:
@@ -109,7 +120,7 @@ def test_every_format_renders_every_outcome(
         ),
         ("pass", "PASS (exit 0) · 0 failed rules · no findings · kernel time"),
         ("strict", "FAIL (exit 1) · 3 failed rules · 2 errors, 1 warning, 1 info, 1 waived"),
-        ("unjudged", "UNJUDGED (exit 0) · not judged (--no-rules) · kernel time"),
+        ("unjudged", "NOT JUDGED (exit 0) · rules off (--no-rules) · kernel time"),
         (
             "inconclusive",
             "INCONCLUSIVE (exit 3) · can't compare: candidate (bs16.sqlite) has no kernel data",
@@ -123,7 +134,7 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
     assert text.render(report, width=200).startswith("nsysdiff: " + start)
     first = markdown.render(report).splitlines()[0]
     assert first.startswith(
-        f"**nsysdiff: {start.split(' ')[0]}** (exit {int(report.exit_code)}) · "
+        f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · "
     )
 
 
@@ -131,12 +142,16 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
 
 
 def test_text_order_and_content(report: Report) -> None:
-    out = text.render(report, width=120)
+    out = text.render(report, width=120, details=True)
     order = [
         "nsysdiff: FAIL (exit 1)",
         "note: nsys versions differ",
         "kernel time  1.212 s → 1.381 s  1.14x",
-        "everything scaled ~1.10x",
+        "scale        1.10x (typical family), half the weight between 1.10x and 1.12x",
+        "over 7 families on both sides: 100% of base, 100% of candidate kernel time",
+        "change       +169.03 ms = count 0 · per-call +158.37 ms · new +64.60 ms · removed -53.94 ms",
+        "device_kernel +87.74 ms (slower calls)",
+        "replaces nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
         "identical kernel count (3,931), different kernels: 2 only in base, 2 only in candidate",
         "Outliers (1)",
         "reshape_and_cache_flash_kernel  [attention]",
@@ -147,6 +162,8 @@ def test_text_order_and_content(report: Report) -> None:
         "Memory operations",
         "Variant drift: 1 family, 1 appeared (60.10 ms), 1 disappeared (51.94 ms)",
         "Top changes by absolute time (10 of 11 kernels)",
+        "Devices (whole scope)",
+        "Comparability",
         "Method:",
         "Not measured:",
     ]
@@ -221,11 +238,12 @@ def test_markdown_layout(report: Report) -> None:
     order = [
         "### Failed rules (2)", "### Outliers (1)", "### Categories", "```mermaid",
         "<summary>Other findings", "<summary>Memory copies", "<summary>Variant drift",
-        "<summary>Top changes",
+        "<summary>Top changes", "<summary>NVTX ranges", "<summary>Synchronising API calls",
+        "<summary>Devices",
     ]  # fmt: skip
     positions = [out.index(s) for s in order]
     assert positions == sorted(positions)
-    assert out.count("<details>") == out.count("</details>") == 4
+    assert out.count("<details>") == out.count("</details>") == 7
     assert "😀" not in out and not re.search(r"[\U0001F300-\U0001FAFF]", out)
 
 
@@ -256,9 +274,9 @@ def test_markdown_cell_escaping() -> None:
 
 TOP_LEVEL = [
     "format", "version", "outcome", "exit_code", "strict", "packs", "reasons", "notes",
-    "comparability", "settings", "overall", "outliers", "kernels", "families", "categories",
-    "memcpy", "memset", "sync", "nvtx", "variants", "phases", "findings", "rules", "base_meta",
-    "candidate_meta", "scope",
+    "comparability", "settings", "overall", "attribution", "outliers", "outlier_families",
+    "kernels", "families", "categories", "memcpy", "memset", "sync", "nvtx", "graphs",
+    "variants", "phases", "findings", "rules", "base_meta", "candidate_meta", "scope",
 ]  # fmt: skip
 KERNEL_KEYS = [
     "name", "demangled", "family", "category", "base", "candidate", "delta_ns", "ratio",
@@ -278,6 +296,15 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
     )
     assert overall["scale"] == pytest.approx(1.10)
     assert overall["same_count_different_kernels"] is True
+    assert overall["scale_info"]["meaningful"] is True
+    assert overall["scale_info"]["factor"] == overall["scale"]
+    attr = doc["attribution"]
+    assert attr["delta_ns"] == 1_380_528_000 - 1_211_500_000
+    parts = attr["effects"]
+    assert parts["count_ns"] + parts["per_call_ns"] + parts["new_ns"] + parts["removed_ns"] == attr["delta_ns"]
+    assert sum(k["delta_ns"] for k in attr["kernels"]) == attr["delta_ns"]
+    (swap,) = attr["replacements"]
+    assert swap["why"] == "same family" and swap["delta_ns"] == swap["new_ns"] - swap["removed_ns"]
     by_name = {k["name"]: k for k in doc["kernels"]}
     reshape = by_name["reshape_and_cache_flash_kernel"]
     assert list(reshape) == KERNEL_KEYS
@@ -299,7 +326,8 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
         "attention-budget",
     ]
     assert list(doc["findings"][0]) == [
-        "level", "rule_id", "kind", "subject", "observed", "limit", "evidence", "message",
+        "level", "rule_id", "kind", "subject", "observed", "limit", "observed_value", "limit_value",
+        "unit", "evidence", "message",
         "waived", "waiver_reason", "statistical", "fails",
     ]  # fmt: skip
     assert {r["rule_id"]: r["failed"] for r in doc["rules"]}["sync-budget"] is False
@@ -515,3 +543,31 @@ def test_levels_map_to_commands() -> None:
     assert {lvl: github._COMMAND[lvl] for lvl in Level} == {
         Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "notice",
     }  # fmt: skip
+
+
+def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:
+    """A budget finding gives observed, limit and unit as numbers; durations in whole ns."""
+    from datetime import date
+
+    from render.synthetic import pair
+
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.api import judge
+    from nsysdiff.diff import Settings, compare
+
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "version: 1\nrules:\n"
+        "  - {id: attention-time, kind: budget, category: attention, metric: total_time, max_increase: 1ms}\n"
+        "  - {id: attention-ratio, kind: budget, category: attention, metric: total_time, max_ratio: 1.1x}\n"
+    )
+    ruleset = rule_engine.load_rules([str(rules_file)])
+    d = compare(*pair(), Settings())
+    findings, results = rule_engine.evaluate(d, ruleset, today=date(2026, 1, 1))
+    doc = json.loads(json_report.render(judge(d, findings, results)))
+    by_rule = {f["rule_id"]: f for f in doc["findings"]}
+    time, ratio = by_rule["attention-time"], by_rule["attention-ratio"]
+    assert (time["observed_value"], time["limit_value"], time["unit"]) == (13_970_000, 1_000_000, "ns")
+    assert time["observed"] == "+13.97 ms"
+    assert ratio["unit"] == "ratio" and ratio["limit_value"] == 1.1
+    assert ratio["observed_value"] == pytest.approx(60.17 / 46.20, abs=1e-3)

@@ -9,6 +9,8 @@ within GitHub's step-summary limit whatever the length of a name.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import subprocess
@@ -222,3 +224,24 @@ def test_nvtx_only_real_trace_summary() -> None:
     r = _run("summary", str(trace), "--top", "2000")
     assert r.returncode == 0, r.stderr
     assert "ForeignNode[/ConstantOfShape_3_" in r.stdout
+
+
+def test_new_sections_and_formats_inject_nothing(hostile_trace: Path, tmp_path: Path) -> None:
+    """NVTX ranges (--details and the NVTX-only first screen), CSV files and the
+    summary as Markdown carry hostile names inertly."""
+    details = _run(str(hostile_trace), str(hostile_trace), "--no-rules", "--details")
+    assert details.returncode == 0, details.stderr
+    assert "NVTX ranges by absolute time" in details.stdout
+    assert_inert(details.stdout)
+    out = tmp_path / "csv"
+    out.mkdir()
+    csv_run = _run(str(hostile_trace), str(hostile_trace), "--no-rules", "--format", "csv", "-o", str(out))
+    assert csv_run.returncode == 0, csv_run.stderr
+    for doc in [csv_run.stdout, *(p.read_text() for p in out.iterdir())]:
+        assert_inert(doc)
+        cells = [c for row in csv.reader(io.StringIO(doc)) for c in row]
+        assert not any(c.startswith(("=", "+", "@")) for c in cells)
+    md = _run("summary", str(hostile_trace), "--format", "markdown", "--top", "50")
+    assert md.returncode == 0, md.stderr
+    assert_inert(md.stdout)
+    assert "[bold]" not in md.stdout  # brackets are entities in Markdown

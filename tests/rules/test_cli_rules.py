@@ -23,7 +23,7 @@ def test_list_shows_every_pack_with_counts() -> None:
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
-    assert lines[1].startswith("default             3 rules  Sensible budgets")
+    assert lines[1].startswith("default             4 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
 
 
@@ -52,10 +52,28 @@ def test_explain_unknown() -> None:
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
-        "nsysdiff: error: no rule 'nope' in the shipped packs (batch-invariance, default, strict, "
-        "tpot) "
-        "and no such kind (budget, danger-zone, invariance, outlier, structure, waivers)\n"
+        "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
+        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, structure, waivers)\n"
     )
+
+
+def test_explain_suggests_a_close_name() -> None:
+    r = runner.invoke(app, ["rules", "explain", "tpt"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
+        "batch-invariance, default, strict, tpot; kinds: budget, danger-zone, invariance, outlier, "
+        "structure, waivers)\n"
+    )
+
+
+def test_explain_a_pack() -> None:
+    r = runner.invoke(app, ["rules", "explain", "tpot"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == "pack tpot: 9 rules (rules/tpot.yaml)"
+    assert lines[1] == ""
+    assert "  decode-step-time             budget       error" in lines
 
 
 def test_validate_ok(tmp_path: Path) -> None:
@@ -67,7 +85,7 @@ def test_validate_ok(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["rules", "validate", str(path)])
     assert r.exit_code == 0, r.output
-    assert r.stdout == f"ok: {path} (9 rules, 1 waivers)\n"
+    assert r.stdout == f"ok: {path} (9 rules, 1 waiver)\n"
 
 
 def test_validate_error(tmp_path: Path) -> None:

@@ -1,0 +1,159 @@
+"""What an input file is, told by its content: an SQLite export, a fingerprint, or an nsys report.
+
+The extension says nothing reliable: a fingerprint saved as ``fp.txt`` or read through
+``<(cat fp.json)`` is still a fingerprint, and an ``.nsys-rep`` renamed ``.sqlite`` is
+still a report that must be exported first. An ``.nsys-rep``/``.qdrep`` report is
+exported with ``nsys`` when it is on PATH, into a temporary directory (never beside the
+input, which may be read-only or shared).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from nsysdiff.errors import TraceError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# How an Nsight Systems report file (.nsys-rep, .qdrep) starts.
+NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+MAX_STREAM_BYTES = 256_000_000  # a fingerprint read from a pipe; real ones are well under 1 MB
+_HEAD = 64
+
+
+class Kind(str, Enum):
+    SQLITE = "sqlite"
+    FINGERPRINT = "fingerprint"
+    NSYS_REPORT = "nsys-report"
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    path: Path
+    kind: Kind
+    text: str | None = None  # a fingerprint read from a pipe: it can't be read twice
+
+
+def _looks_like_json(head: bytes) -> bool:
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"{")
+
+
+def _kind(head: bytes, path: Path) -> Kind:
+    if head.startswith(SQLITE_MAGIC):
+        return Kind.SQLITE
+    if head.startswith(NSYS_REPORT_MAGIC) or path.suffix.lower() in REPORT_SUFFIXES:
+        return Kind.NSYS_REPORT
+    if _looks_like_json(head) or path.suffix.lower() == ".json":
+        return Kind.FINGERPRINT
+    return Kind.SQLITE  # the reader says why it is not one
+
+
+def _read_stream(path: Path) -> bytes:
+    """All of a pipe or FIFO, without blocking forever on a FIFO that nobody writes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+    try:
+        # Blocking again once open: a FIFO with no writer reads as empty instead of hanging.
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > MAX_STREAM_BYTES:
+                raise TraceError(f"{path}: more than {MAX_STREAM_BYTES:,} bytes from a pipe")
+            chunks.append(chunk)
+    except OSError as e:
+        raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def recognise(path: Path) -> Input:
+    """The input's kind, from its first bytes (all of them, for a pipe)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        # Missing or unreadable: the reader's message names it.
+        return Input(path, _kind(b"", path))
+    if stat.S_ISREG(mode):
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(_HEAD)
+        except OSError as e:
+            raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+        return Input(path, _kind(head, path))
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        data = _read_stream(path)
+        if not data:
+            raise TraceError(f"{path}: is empty, not an nsys SQLite export or a fingerprint")
+        if _looks_like_json(data[:_HEAD]):
+            try:
+                return Input(path, Kind.FINGERPRINT, data.decode("utf-8-sig"))
+            except UnicodeDecodeError as e:
+                raise TraceError(f"{path}: not UTF-8 JSON (byte {e.start})") from None
+        raise TraceError(
+            f"{path}: a pipe holds only a fingerprint; save an SQLite export or a report to a "
+            "file first"
+        )
+    return Input(path, _kind(b"", path))  # a directory: the reader says so
+
+
+def export_command(report: Path, output: Path) -> str:
+    return shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(output), str(report)])
+
+
+@contextlib.contextmanager
+def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> Iterator[Path]:
+    """An nsys report exported to SQLite with ``nsys``; removed afterwards unless ``keep``."""
+    target_name = report.name.removesuffix(report.suffix) + ".sqlite"
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise TraceError(
+            f"{report}: an Nsight Systems report, not an SQLite export, and nsys is not on PATH; "
+            f"export it first: {export_command(report, report.with_name(target_name))}"
+        )
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nsysdiff-")))
+        else:
+            directory = keep
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise TraceError(f"{keep}: can't create the export directory ({e.strerror})") from None
+        output = directory / target_name
+        where = f"into {directory}" if keep is not None else "in a temporary directory (--keep-export DIR keeps it)"
+        notify(f"exporting {report} to SQLite with nsys, {where}")
+        command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(output)]
+        try:
+            done = subprocess.run(
+                [*command, str(report)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+            )
+        except OSError as e:
+            raise TraceError(f"{report}: nsys export could not run ({e.strerror})") from None
+        if done.returncode != 0 or not output.is_file():
+            last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+            raise TraceError(
+                f"{report}: nsys export failed (exit {done.returncode}){': ' + last.strip() if last else ''}; "
+                f"the command was: {export_command(report, output)}"
+            )
+        yield output

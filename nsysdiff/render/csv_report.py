@@ -1,0 +1,169 @@
+"""CSV: the diff's tables for a spreadsheet or a script.
+
+``--format csv`` prints the kernel table; ``-o DIR`` writes one file per table. Columns
+are named as ``nsys stats`` names them where the concept is the same (``Total Time (ns)``,
+``Instances``, ``Avg (ns)``, ``Name``), each prefixed by the side it belongs to. Times are
+integers in nanoseconds (a per-step diff keeps its fraction); ratios are plain numbers,
+empty where undefined.
+
+Every string from a trace or a rule file goes through :func:`safe.csv_cell`: one line,
+and never a cell a spreadsheet would evaluate as a formula.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from nsysdiff.diff import CopyDelta, Diff, Row
+from nsysdiff.errors import NsysdiffError
+from nsysdiff.render import safe
+from nsysdiff.render.devices import device_verdict
+from nsysdiff.render.names import Names, labels
+from nsysdiff.report import Report
+
+Cell = str | int | float | None
+Table = tuple[tuple[str, ...], list[list[Cell]]]
+
+
+def _num(x: float | None) -> Cell:
+    """An exact figure: an integer when it is one, never ``-0.0``, empty when undefined."""
+    if x is None:
+        return None
+    if float(x).is_integer():
+        return int(x)
+    return round(float(x), 6) + 0.0
+
+
+def _ns(x: float | None) -> Cell:
+    """Nanoseconds: integers, except a per-step average (rounded to the nanosecond)."""
+    return None if x is None else round(x) + 0
+
+
+_SIDE_COLS = ("Total Time (ns)", "Instances", "Avg (ns)")
+_CHANGE_COLS = ("Delta (ns)", "Ratio", "Calls Ratio", "Avg Ratio", "Count Effect (ns)",
+                "Per-call Effect (ns)", "Verdict")  # fmt: skip
+
+
+def _sides(r: Row) -> list[Cell]:
+    out: list[Cell] = []
+    for s in (r.base, r.candidate):
+        out += [_ns(s.total_ns), _num(s.calls), _ns(s.mean_ns)] if s else [None, None, None]
+    return out
+
+
+def _change(r: Row) -> list[Cell]:
+    return [
+        _ns(r.delta_ns), _num(r.ratio), _num(r.calls_ratio), _num(r.mean_ratio),
+        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns),
+        "outlier" if r.is_outlier else r.verdict.value,
+    ]  # fmt: skip
+
+
+def _side_header() -> tuple[str, ...]:
+    return tuple(f"{side} {c}" for side in ("Base", "Candidate") for c in _SIDE_COLS)
+
+
+def kernels(d: Diff, names: Names = Names.short) -> Table:
+    label = labels(d.kernels, names)
+    header = ("Name", "Demangled Name", "Category", "Family", *_side_header(), *_CHANGE_COLS)
+    rows = [
+        [safe.csv_cell(label.get(r.key, r.name)), safe.csv_cell(r.key),
+         safe.csv_cell(r.category or ""), safe.csv_cell(r.family or ""), *_sides(r), *_change(r)]
+        for r in d.kernels
+    ]  # fmt: skip
+    return header, rows
+
+
+def _named(rows: Sequence[Row], first: str) -> Table:
+    header = (first, *_side_header(), *_CHANGE_COLS)
+    return header, [[safe.csv_cell(r.key), *_sides(r), *_change(r)] for r in rows]
+
+
+def _copies(deltas: Sequence[CopyDelta]) -> Table:
+    header = ("Operation", "Base Count", "Candidate Count", "Base Total (bytes)",
+              "Candidate Total (bytes)", "Base Total Time (ns)", "Candidate Total Time (ns)",
+              "Ratio", "Count Ratio", "Bytes Ratio", "Verdict")  # fmt: skip
+    rows: list[list[Cell]] = []
+    for x in deltas:
+        b, c = x.base, x.candidate
+        rows.append(
+            [safe.csv_cell(x.kind), _num(b.ops) if b else None, _num(c.ops) if c else None,
+             _num(b.bytes) if b else None, _num(c.bytes) if c else None,
+             _ns(b.total_ns) if b else None, _ns(c.total_ns) if c else None,
+             _num(x.ratio), _num(x.ops_ratio), _num(x.bytes_ratio), x.verdict.value]
+        )  # fmt: skip
+    return header, rows
+
+
+def _devices(d: Diff) -> Table:
+    header = ("Device", "Base Kernels", "Candidate Kernels", "Base Busy (ns)",
+              "Candidate Busy (ns)", "Base Span (ns)", "Candidate Span (ns)", "Verdict")  # fmt: skip
+    base = {x.device: x for x in d.base.devices}
+    cand = {x.device: x for x in d.candidate.devices}
+    rows: list[list[Cell]] = []
+    for dev in sorted(base.keys() | cand.keys()):
+        b, c = base.get(dev), cand.get(dev)
+        bb, cb = (b.busy_ns if b else None), (c.busy_ns if c else None)
+        rows.append(
+            [dev, b.kernels if b else None, c.kernels if c else None, bb, cb,
+             b.span_ns if b else None, c.span_ns if c else None,
+             device_verdict(bb, cb, d.settings.noise).value]
+        )  # fmt: skip
+    return header, rows
+
+
+def _findings(report: Report) -> Table:
+    header = ("Level", "Rule", "Kind", "Subject", "Observed", "Limit", "Evidence", "Waived",
+              "Fails")  # fmt: skip
+    failing = set(report.failed)
+    rows: list[list[Cell]] = [
+        [f.level.value, safe.csv_cell(f.rule_id), f.kind, safe.csv_cell(f.subject),
+         safe.csv_cell(f.observed), safe.csv_cell(f.limit), safe.csv_cell(f.evidence),
+         int(f.waived), int(f in failing)]
+        for f in report.findings
+    ]  # fmt: skip
+    return header, rows
+
+
+def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
+    """Every table of the diff, by file stem."""
+    d = report.diff
+    return {
+        "kernels": kernels(d, names),
+        "categories": _named(d.categories, "Category"),
+        "memory": _copies((*d.memcpy, *d.memset)),
+        "nvtx": _named(d.nvtx, "Range"),
+        "sync": _named(d.sync, "Call"),
+        "devices": _devices(d),
+        "findings": _findings(report),
+    }
+
+
+def _document(table: Table) -> str:
+    header, rows = table
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def render(report: Report, names: Names = Names.short) -> str:
+    """The kernel table."""
+    return _document(kernels(report.diff, names))
+
+
+def write_dir(report: Report, directory: Path, names: Names = Names.short) -> list[Path]:
+    """One CSV per table in ``directory``; the paths written."""
+    written = []
+    for stem, table in tables(report, names).items():
+        path = directory / f"{stem}.csv"
+        try:
+            path.write_text(_document(table), encoding="utf-8")
+        except OSError as e:
+            raise NsysdiffError(f"{path}: can't write ({e.strerror})") from None
+        written.append(path)
+    return written

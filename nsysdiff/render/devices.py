@@ -1,0 +1,55 @@
+"""Per-device figures of a diff: busy time (the union of kernel intervals) and idle share.
+
+The fingerprint keeps them per device and side; the diff does not pair them, so every
+renderer pairs them here, with the verdict and noise band the kernel rows use.
+"""
+
+from __future__ import annotations
+
+from nsysdiff.diff import Diff, Verdict
+from nsysdiff.render import units as u
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def device_verdict(base: float | None, cand: float | None, noise: float) -> Verdict:
+    """The verdict of a device's busy time, with the noise band of the kernel rows."""
+    if not base:
+        return Verdict.NEW if cand else Verdict.UNCHANGED
+    if not cand:
+        return Verdict.REMOVED
+    r = cand / base
+    if r > noise:
+        return Verdict.REGRESSED
+    if r < 1 / noise:
+        return Verdict.IMPROVED
+    return Verdict.UNCHANGED
+
+
+def device_rows(d: Diff) -> list[list[str]]:
+    """Per device: kernels, busy time (union of kernel intervals) and idle share of its span."""
+    base = {x.device: x for x in d.base.devices}
+    cand = {x.device: x for x in d.candidate.devices}
+    out = []
+    for dev in sorted(base.keys() | cand.keys()):
+        b, c = base.get(dev), cand.get(dev)
+        bb = b.busy_ns if b else None
+        cb = c.busy_ns if c else None
+        out.append(
+            [
+                str(dev),
+                f"{_n(b.kernels) if b else '-'} → {_n(c.kernels) if c else '-'}",
+                u.ns(bb),
+                u.ns(cb),
+                u.ratio(cb / bb if bb and cb else None),
+                f"{u.pct(b.idle_pct) if b else '-'} → {u.pct(c.idle_pct) if c else '-'}",
+                device_verdict(bb, cb, d.settings.noise).value,
+            ]
+        )
+    return out
+
+
+DEVICE_HEADER = ("device", "kernels", "busy base", "candidate", "ratio", "idle of span",
+                 "verdict")  # fmt: skip

@@ -1,0 +1,120 @@
+"""One width policy for every command that prints text.
+
+``--width`` wins; else ``COLUMNS`` (what shells and ``less`` export, and what a user sets
+to ask for a width); else the terminal's width when stdout is a terminal; else 80, the
+width nearly every terminal opens with, so that a report piped to a file or a CI log reads
+the same as on a screen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+DEFAULT_WIDTH = 80
+MIN_WIDTH = 40  # narrower than this, no table can keep a name and its numbers
+MIN_NAME = 20  # the narrowest name column a table is given
+WANTED_NAME = 28  # optional columns give way while the name column is narrower than this
+
+
+def columns(width: int | None, stream: TextIO | None, environ: Mapping[str, str] = os.environ) -> int:
+    """The width a report printed to ``stream`` gets."""
+    if width is not None:
+        return max(MIN_WIDTH, width)
+    env = environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return DEFAULT_WIDTH
+
+
+def plain_console(file: TextIO, width: int) -> Console:
+    """A rich console for deterministic plain text: no colour, markup, emoji or
+    highlighting (names are data, and digits inside a file name are not numbers)."""
+    return Console(
+        file=file,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=False,
+    )
+
+
+_NBSP = "\xa0"  # textwrap never breaks at it; replaced by a space once wrapped
+_GLUE = re.compile(r"\S+ → \S+|\d (?:ns|us|ms|s|B|KB|MB|GB)\b")
+
+
+def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | None = None,
+          bold: bool = False, max_lines: int | None = None) -> None:  # fmt: skip
+    """``text`` as lines of at most ``width`` cells, continuation lines indented by ``hang``.
+
+    A number stays with its unit and an arrow with both its ends: ``392 → 392`` and
+    ``1.20 ms`` never break across lines."""
+    glued = _GLUE.sub(lambda g: g.group(0).replace(" ", _NBSP), text)
+    lines = textwrap.wrap(
+        glued,
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent if hang is None else hang,
+        break_on_hyphens=False,
+        break_long_words=True,
+        # Cut only between words, so a number is shown whole or not at all.
+        max_lines=max_lines,
+        placeholder=" …",
+    )
+    for line in lines or [""]:
+        console.print(Text(line.replace(_NBSP, " "), style="bold" if bold else ""))
+
+
+def grid(
+    title: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    optional: Sequence[int] = (),
+) -> Table:
+    """A table whose first column (a name) wraps within what the other columns leave of
+    ``width``; ``optional`` columns are dropped, in order, while the name would get
+    narrower than ``WANTED_NAME``. Number columns never wrap and are never cut."""
+    keep = list(range(len(header)))
+
+    def name_room() -> int:
+        others = sum(max(len(header[i]), *(len(r[i]) for r in rows)) for i in keep[1:])
+        return width - others - 3 * (len(keep) - 1)
+
+    longest = max(len(header[0]), *(len(r[0]) for r in rows))
+    def width_of(i: int) -> int:
+        return max(len(header[i]), *(len(r[i]) for r in rows)) + 3
+
+    needed = min(WANTED_NAME, longest)
+    for col in optional:
+        if name_room() >= needed:
+            # One more optional column goes when that alone lets every name fit unwrapped.
+            if name_room() < longest <= name_room() + width_of(col):
+                keep.remove(col)
+            break
+        keep.remove(col)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for i in keep:
+        if i == 0:
+            t.add_column(header[i], justify="left", overflow="fold",
+                         min_width=max(1, min(longest, name_room())))  # fmt: skip
+        else:
+            t.add_column(header[i], justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(Text(r[0]), *(r[i] for i in keep[1:]))
+    return t

@@ -1,0 +1,354 @@
+"""CLI conventions: one-line usage errors, -h, validated options, did-you-mean, inputs told
+by content, .nsys-rep export, and a process whose stdout closes, fills or gets Ctrl-C.
+
+Usage errors go through :func:`nsysdiff.cli.main` (the console script's path), whose
+formatting CliRunner would bypass; the rest that depends on the real process runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fpspec import fingerprint
+from typer.testing import CliRunner
+
+from nsysdiff import api, cli
+from nsysdiff.errors import TraceError
+from nsysdiff.model import fingerprint_to_json
+from nsysdiff.trace.builder import Generation, TraceBuilder
+
+PY = [sys.executable, "-m", "nsysdiff"]
+KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(300)}
+
+
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+    out, err = capsys.readouterr()
+    code = info.value.code
+    assert isinstance(code, int)
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def fps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A base and a candidate whose diff fails the default rules (exit 1)."""
+    d = tmp_path_factory.mktemp("fps")
+    slower = dict(KERNELS, kernel_7=(100, 9_000_000))
+    base, cand = d / "base.json", d / "cand.json"
+    base.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
+    cand.write_text(fingerprint_to_json(fingerprint(slower)), encoding="utf-8")
+    return base, cand
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    b = TraceBuilder(Generation.V2024)
+    for i in range(200):
+        b.launch("gemm" if i % 2 else "elementwise", 10_000 * i, 10_000 * i + 3_000, 2_000)
+    return b.write(tmp_path_factory.mktemp("trace") / "t.sqlite")
+
+
+# --- usage errors: exact and one line ---------------------------------------------------
+
+USAGE = {
+    "typo in a command": (
+        ["sumary", "x.sqlite"],
+        "'sumary' is no command and no file; did you mean 'nsysdiff summary'? (commands: diff, "
+        "fingerprint, rules, summary)",
+    ),
+    "bad choice": (
+        ["summary", "x.sqlite", "--format", "html"],
+        "--format: 'html' is not one of 'text', 'markdown', 'json' (see 'nsysdiff summary --help')",
+    ),
+    "width 0": (
+        ["diff", "a", "b", "--width", "0"],
+        "--width: 0 is too small; give the report width in columns, at least 40 (see 'nsysdiff diff --help')",
+    ),
+    "negative z": (
+        ["diff", "a", "b", "--z-threshold", "-1"],
+        "--z-threshold: '-1' is not positive; give a positive number such as 3.5 (see 'nsysdiff diff --help')",
+    ),
+    "nan z": (
+        ["diff", "a", "b", "--z-threshold", "nan"],
+        "--z-threshold: 'nan' is not a finite number; give a positive number such as 3.5 (see "
+        "'nsysdiff diff --help')",
+    ),
+    "noise 0": (
+        ["diff", "a", "b", "--noise", "0"],
+        "--noise: '0' is below 1; give a ratio of at least 1, such as 1.25x (see 'nsysdiff diff --help')",
+    ),
+    "min-share 5": (
+        ["diff", "a", "b", "--min-share", "5"],
+        "--min-share: '5' is not a share; give a percentage such as 0.1% or a fraction below 1 such as "
+        "0.001 (did you mean 5%?) (see 'nsysdiff diff --help')",
+    ),
+    "top -3": (
+        ["summary", "x.sqlite", "--top", "-3"],
+        "--top: -3 is too small; give the number of rows to show, at least 1 (see 'nsysdiff summary --help')",
+    ),
+    "skip-first not a number": (
+        ["summary", "x.sqlite", "--skip-first", "two"],
+        "--skip-first: expected a whole number (see 'nsysdiff summary --help')",
+    ),
+    "rules with no-rules": (
+        ["diff", "a", "b", "--rules", "default", "--no-rules"],
+        "--rules and --no-rules contradict each other: give one of them",
+    ),
+    "unknown option": (
+        ["diff", "a", "b", "--top", "3"],
+        "No such option: --top (see 'nsysdiff diff --help')",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", USAGE, ids=list(USAGE))
+def test_usage_error_is_one_exact_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    argv, message = USAGE[case]
+    assert run_main(monkeypatch, capsys, *argv) == (2, "", f"nsysdiff: error: {message}\n")
+
+
+def test_multi_line_messages_are_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], trace: Path
+) -> None:
+    def load(*_: object, **__: object) -> None:
+        raise TraceError("t.sqlite: database disk image is malformed\n  (page 7)")
+
+    monkeypatch.setattr(api, "load", load)
+    code, out, err = run_main(monkeypatch, capsys, "summary", trace)
+    assert (code, out, err) == (2, "", "nsysdiff: error: t.sqlite: database disk image is malformed (page 7)\n")
+
+
+def test_shares_and_ratios_as_the_docs_write_them(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path]
+) -> None:
+    base, _ = fps
+    argv = ["diff", base, base, "--min-share", "0.1%", "--min-deviation", "1.25x", "--noise", "1.05x"]
+    code, out, err = run_main(monkeypatch, capsys, *argv)
+    assert (code, err) == (0, "")
+    assert out.startswith("nsysdiff: PASS")
+
+
+@pytest.mark.parametrize(("text", "share"), [("0.1%", 0.001), ("0.001", 0.001), ("5%", 0.05), ("0", 0.0)])
+def test_share_values(text: str, share: float) -> None:
+    assert cli._share(text) == pytest.approx(share)
+
+
+def test_short_help_and_readable_metavars() -> None:
+    for argv in (["-h"], ["diff", "-h"], ["summary", "-h"], ["rules", "-h"], ["rules", "explain", "-h"]):
+        r = CliRunner().invoke(cli.app, argv)
+        assert r.exit_code == 0, (argv, r.output)
+        assert r.stdout.startswith("Usage: "), argv
+        assert "<list[" not in r.stdout and "<float>" not in r.stdout and "<int>" not in r.stdout, argv
+    r = CliRunner().invoke(cli.app, ["diff", "-h"])
+    assert "-r, --rules PACK|FILE" in r.stdout
+    assert "--min-share SHARE" in r.stdout
+
+
+# --- inputs recognised by content ---------------------------------------------------------
+
+
+def test_fingerprint_with_any_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path], tmp_path: Path
+) -> None:
+    txt = tmp_path / "fp.txt"
+    txt.write_bytes(fps[0].read_bytes())
+    code, out, _ = run_main(monkeypatch, capsys, "diff", txt, fps[0])
+    assert code == 0 and out.startswith("nsysdiff: PASS")
+
+
+def test_fingerprint_through_process_substitution(fps: tuple[Path, Path]) -> None:
+    base, cand = fps
+    r = subprocess.run(
+        ["bash", "-c", f'{" ".join(PY)} "$0" <(cat "$1")', str(base), str(cand)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("nsysdiff: FAIL")
+
+
+def test_fifo_without_writer_does_not_hang(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "fp.fifo"
+    os.mkfifo(fifo)
+    code, out, err = run_main(monkeypatch, capsys, "summary", fifo)
+    assert (code, out) == (2, "")
+    assert err == f"nsysdiff: error: {fifo}: is empty, not an nsys SQLite export or a fingerprint\n"
+
+
+REPORT = b"NVIDIA Tegra Profiler Report\x00\x01" + bytes(200)
+
+
+def test_renamed_report_gets_the_export_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    rep = tmp_path / "run.sqlite"
+    rep.write_bytes(REPORT)
+    code, out, err = run_main(monkeypatch, capsys, "summary", rep)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"nsysdiff: error: {rep}: an Nsight Systems report, not an SQLite export, and nsys is not on "
+        f"PATH; export it first: nsys export --type sqlite --output {tmp_path / 'run.sqlite'} {rep}\n"
+    )
+
+
+def _fake_nsys(bin_dir: Path, trace: Path, log: Path) -> None:
+    """An ``nsys`` that copies ``trace`` to its --output and logs its arguments."""
+    bin_dir.mkdir()
+    script = bin_dir / "nsys"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> "{log}"\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done\n'
+        f'cp "{trace}" "$out"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+
+
+def test_report_exported_with_nsys_in_a_temporary_directory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: Path
+) -> None:
+    log = tmp_path / "nsys.log"
+    _fake_nsys(tmp_path / "bin", trace, log)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    rep = inputs / "profile.nsys-rep"
+    rep.write_bytes(REPORT)
+    code, out, err = run_main(monkeypatch, capsys, "summary", rep, "--format", "json")
+    assert code == 0, err
+    assert '"kernel_launches": 200' in out
+    assert err == (
+        f"nsysdiff: exporting {rep} to SQLite with nsys, in a temporary directory (--keep-export DIR keeps it)\n"
+    )
+    assert sorted(p.name for p in inputs.iterdir()) == ["profile.nsys-rep"]  # nothing beside the input
+    args = log.read_text(encoding="utf-8").split()
+    assert args[:5] == ["export", "--type", "sqlite", "--force-overwrite", "true"]
+    assert args[-1] == str(rep)
+    assert not Path(args[-2]).exists()  # the temporary export is gone
+
+
+def test_keep_export(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: Path
+) -> None:
+    _fake_nsys(tmp_path / "bin", trace, tmp_path / "nsys.log")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    rep = tmp_path / "profile.qdrep"
+    rep.write_bytes(REPORT)
+    keep = tmp_path / "exports"
+    code, _, err = run_main(monkeypatch, capsys, "fingerprint", rep, "--keep-export", keep)
+    assert code == 0, err
+    assert err == f"nsysdiff: exporting {rep} to SQLite with nsys, into {keep}\n"
+    assert (keep / "profile.sqlite").read_bytes() == trace.read_bytes()
+
+
+def test_failed_export_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text("#!/bin/sh\necho 'bad report\nfile is corrupt' >&2\nexit 3\n", encoding="utf-8")
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    rep = tmp_path / "p.nsys-rep"
+    rep.write_bytes(REPORT)
+    code, _, err = run_main(monkeypatch, capsys, "summary", rep)
+    lines = err.splitlines()
+    assert code == 2 and len(lines) == 2  # the notice, then the error
+    assert lines[1].startswith(f"nsysdiff: error: {rep}: nsys export failed (exit 3): file is corrupt; the command")
+
+
+# --- waivers that match nothing ---------------------------------------------------------------
+
+
+def test_waiver_that_matches_nothing_warns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path], tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "version: 1\nextends: default\nwaivers:\n  - rule: total-time\n    subject: no such kernel\n"
+        "    reason: r\n    expires: 2999-01-01\n",
+        encoding="utf-8",
+    )
+    code, _, err = run_main(monkeypatch, capsys, "diff", fps[0], fps[0], "--rules", rules)
+    assert code == 0
+    assert err == (
+        f"nsysdiff: warning: {rules}:4: waiver for rule 'total-time' matches no finding (no such kernel)\n"
+    )
+
+
+# --- the real process: closed pipe, closed or full stdout, Ctrl-C ------------------------------
+
+
+def test_closed_pipe_leaves_the_exit_code_to_the_verdict(fps: tuple[Path, Path]) -> None:
+    base, cand = fps
+    runs = [
+        ([base, base, "-f", "json"], 0),
+        ([base, cand, "-f", "json"], 1),
+        (["summary", base, "-f", "json"], 0),
+        (["fingerprint", base], 0),
+        (["summary", base], 0),
+        (["rules", "list"], 0),
+    ]
+    for argv, verdict in runs:
+        p = subprocess.Popen([*PY, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stdout is not None and p.stderr is not None
+        # The reader is gone before the first write (`| head -1` after its line, without the race).
+        p.stdout.close()
+        assert p.wait(timeout=60) == verdict, argv
+        assert p.stderr.read() == b"", argv
+
+
+@pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
+def test_closed_or_full_stdout(fps: tuple[Path, Path], redirect: str) -> None:
+    base, cand = fps
+    cmd = f'{" ".join(PY)} "$0" "$1" {redirect}'
+    failing = subprocess.run(["bash", "-c", cmd, str(base), str(cand)], capture_output=True, text=True, check=False)
+    assert failing.returncode == 1 and "Traceback" not in failing.stderr
+    passing = subprocess.run(["bash", "-c", cmd, str(base), str(base)], capture_output=True, text=True, check=False)
+    if redirect == ">&-":
+        assert (passing.returncode, passing.stderr) == (0, "")
+    else:  # the report was lost: not a pass
+        assert (passing.returncode, passing.stderr) == (
+            2,
+            "nsysdiff: error: can't write to stdout (No space left on device)\n",
+        )
+
+
+def _importing_numpy(pid: int) -> bool:
+    try:
+        return "numpy" in Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see the imports start")
+def test_ctrl_c_during_imports_is_130_without_traceback(fps: tuple[Path, Path]) -> None:
+    """SIGINT while the CLI's imports run (numpy just mapped, scipy and the rest to come).
+
+    Waiting for numpy's library to appear in the process's memory map, rather than a fixed
+    delay, lands the signal inside nsysdiff's own imports however loaded the machine is;
+    the interpreter's start before that is Python's, not ours.
+    """
+    p = subprocess.Popen([*PY, "summary", str(fps[0])], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while p.poll() is None and not _importing_numpy(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert p.poll() is None, "the process ended before its imports could be interrupted"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert (p.returncode, out, err) == (130, b"", b"nsysdiff: interrupted\n")

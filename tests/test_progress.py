@@ -1,0 +1,82 @@
+"""Progress: on stderr while reading, only on a terminal outside CI, never on stdout."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+from nsysdiff import api, progress
+
+ROOT = Path(__file__).resolve().parent.parent
+CASCADE = ROOT / "examples" / "cascade"
+DIFF = [sys.executable, "-m", "nsysdiff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"),
+        "--no-rules"]  # fmt: skip
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "COLUMNS")}
+    return {**env, **extra}
+
+
+def _run_with_stderr_on_a_pty(args: list[str], env: dict[str, str]) -> tuple[str, str]:
+    """(stdout, what the terminal on stderr saw)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower, env=env, cwd=ROOT)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out = proc.stdout.read() if proc.stdout else b""
+    proc.wait(timeout=60)
+    os.close(leader)
+    return out.decode(), seen.decode(errors="replace")
+
+
+def test_progress_on_a_terminal_names_side_and_table() -> None:
+    out, err = _run_with_stderr_on_a_pty(DIFF, _env())
+    assert "reading base: kernels" in err and "reading candidate: NVTX ranges" in err
+    assert out.startswith("nsysdiff: NOT JUDGED") and "reading" not in out
+
+
+def test_silent_with_quiet_in_ci_and_off_a_terminal() -> None:
+    for args, env in (
+        ([*DIFF, "--quiet"], _env()),
+        (DIFF, _env(CI="true")),
+        (DIFF, _env(GITHUB_ACTIONS="true")),
+    ):
+        out, err = _run_with_stderr_on_a_pty(args, env)
+        assert "reading" not in err, (args, env)
+        assert out.startswith("nsysdiff: NOT JUDGED")
+    piped = subprocess.run(DIFF, capture_output=True, text=True, env=_env(), cwd=ROOT)
+    assert piped.stderr == "" and piped.stdout.startswith("nsysdiff: NOT JUDGED")
+
+
+def test_steps_reach_the_callback_in_order() -> None:
+    seen: list[tuple[str, str]] = []
+    api.load(CASCADE / "bs1.sqlite", progress=lambda side, what: seen.append((side, what)), side="base")
+    assert [w for _, w in seen] == [
+        "kernels", "metadata", "memcpy", "memset", "sync calls", "NVTX ranges", "reducing",
+    ]  # fmt: skip
+    assert {s for s, _ in seen} == {"base"}
+
+
+def test_reading_is_silent_unless_wanted() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert progress.wanted(False, Tty(), {}) and not progress.wanted(True, Tty(), {})
+    assert not progress.wanted(False, io.StringIO(), {})
+    assert not progress.wanted(False, Tty(), {"CI": "1"})
+    with progress.reading(quiet=True, stream=Tty()) as step:
+        assert step is progress.silent
