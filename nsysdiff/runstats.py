@@ -182,30 +182,26 @@ def compare_runs(
     lb, lc = np.log(b), np.log(c)
     ratio = np.exp(lc.mean(axis=1) - lb.mean(axis=1))
     median_ratio = np.median(c, axis=1) / np.median(b, axis=1)
-    rows: list[KeyComparison] = []
     if nb < 2 or nc < 2 or not keys:
-        for i, key in enumerate(keys):
-            rows.append(
-                KeyComparison(
-                    key, tuple(map(float, b[i])), tuple(map(float, c[i])),
-                    float(ratio[i]), float(median_ratio[i]),
-                    None, None, None, None, RunVerdict.SINGLE_RUN,
-                )
-            )  # fmt: skip
+        nothing: list[float | None] = [None] * len(keys)
+        lo, hi, p, q = nothing, nothing, nothing, nothing
+        verdicts = [RunVerdict.SINGLE_RUN] * len(keys)
     else:
         test = welch_log(b, c, confidence)
-        q = benjamini_hochberg(test.p_value)
-        verdicts = classify(q, test.ci_low, test.ci_high, alpha, band)
-        for i, key in enumerate(keys):
-            rows.append(
-                KeyComparison(
-                    key, tuple(map(float, b[i])), tuple(map(float, c[i])),
-                    float(test.ratio[i]), float(median_ratio[i]),
-                    float(test.ci_low[i]), float(test.ci_high[i]),
-                    float(test.p_value[i]), float(q[i]), VERDICTS[verdicts[i]],
-                )
-            )  # fmt: skip
-    return RunComparison(tuple(rows), nb, nc, alpha, band, confidence)
+        adjusted = benjamini_hochberg(test.p_value)
+        lo, hi = test.ci_low.tolist(), test.ci_high.tolist()
+        p, q = test.p_value.tolist(), adjusted.tolist()
+        codes = classify(adjusted, test.ci_low, test.ci_high, alpha, band)
+        verdicts = [VERDICTS[code] for code in codes]
+    ratios = ratio.tolist()
+    rows = tuple(
+        KeyComparison(
+            key, tuple(b[i].tolist()), tuple(c[i].tolist()), ratios[i],
+            float(median_ratio[i]), lo[i], hi[i], p[i], q[i], verdicts[i],
+        )
+        for i, key in enumerate(keys)
+    )  # fmt: skip
+    return RunComparison(rows, nb, nc, alpha, band, confidence)
 
 
 def _matrix(side: Mapping[str, Sequence[float]], keys: list[str], name: str) -> FloatArray:
