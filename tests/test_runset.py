@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
+import fpspec
 import pytest
+from typer.testing import CliRunner
 
-from nsysdiff import runset, runstats
+from nsysdiff import api, runset, runstats
+from nsysdiff.cli import app, route
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.model import Fingerprint, GraphMode, Scope, fingerprint_to_json
 from nsysdiff.runset import KeyKind, Measure
-from tests import fpspec
+from nsysdiff.trace.builder import Gpu, TraceBuilder
 
 
 def _runs(totals: list[int], **meta: object) -> list[Fingerprint]:
@@ -150,3 +154,46 @@ def test_run_sets_feed_the_run_statistics() -> None:
         # The same 4000 ns in every run: a point interval at 1, inside the band.
         "vectorized_elementwise_kernel": runstats.RunVerdict.NO_CHANGE,
     }
+
+
+def _trace(path: Path, gemm_ns: int, gpu: str = "NVIDIA H200") -> str:
+    b = TraceBuilder(gpus=(Gpu(name=gpu),))
+    for i in range(4):
+        b.kernel("ampere_sgemm_128x64_nn", 10_000 * i, gemm_ns)
+    return str(b.write(path))
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, route(list(args)))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_fingerprint_run_set_writes_every_run_and_reads_back(tmp_path: Path) -> None:
+    traces = [_trace(tmp_path / f"run{i}.sqlite", ns) for i, ns in enumerate([1000, 1010, 990])]
+    out = tmp_path / "baseline.json"
+    code, _, err = _cli("fingerprint", "--run-set", *traces, "-o", str(out))
+    assert (code, err) == (0, "")
+    saved = runset.run_set_from_json(out.read_text(), str(out))
+    assert [fp.kernel_ns for fp in saved.runs] == [4000, 4040, 3960]
+    # A saved run set and a single fingerprint mix as inputs of one side.
+    single = tmp_path / "one.json"
+    assert _cli("fingerprint", traces[0], "-o", str(single))[0] == 0
+    both = api.load_runs([out, single, traces[1]])
+    assert len(both.runs) == 5
+    assert both.sources[0] == f"{out} runs[0]" and both.sources[3:] == (str(single), traces[1])
+
+
+def test_fingerprint_run_set_names_the_odd_run_out(tmp_path: Path) -> None:
+    traces = [_trace(tmp_path / "a.sqlite", 1000), _trace(tmp_path / "b.sqlite", 1000, gpu="NVIDIA A100-SXM4-80GB")]
+    traces.append(_trace(tmp_path / "c.sqlite", 1000))
+    code, out, err = _cli("fingerprint", "--run-set", *traces, "-o", str(tmp_path / "x.json"))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "b.sqlite: GPU model 'NVIDIA A100-SXM4-80GB' differs" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_fingerprint_of_several_traces_needs_run_set(tmp_path: Path) -> None:
+    traces = [_trace(tmp_path / f"run{i}.sqlite", 1000) for i in range(2)]
+    code, out, err = _cli("fingerprint", *traces)
+    assert (code, out) == (2, "")
+    assert "2 traces given" in err and "--run-set" in err
