@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nsysdiff import comparability, inputs, runset, scope
+from nsysdiff import comparability, inputs, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
@@ -153,9 +153,26 @@ def load_runs(
     return runset.run_set(runs, sources)
 
 
-def inconclusive_reasons(
-    base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
-) -> tuple[str, ...]:
+def compare_run_sets(
+    base: runset.RunSet,
+    cand: runset.RunSet,
+    kind: runset.KeyKind = runset.KeyKind.KERNEL,
+    measure: runset.Measure = runset.Measure.PER_CALL,
+    *,
+    alpha: float = 0.05,
+    band: float = 0.02,
+) -> tuple[runstats.RunComparison, tuple[str, ...]]:
+    """Per key of ``kind``, the runs of both sides compared on ``measure``
+    (:mod:`nsysdiff.runstats`), and the keys left out because some run lacks them."""
+    b = runset.per_run_values(base, kind, measure)
+    c = runset.per_run_values(cand, kind, measure)
+    # A key both sides have in every run is compared; any other key is a structural change.
+    partial = sorted(set(b.partial) | set(c.partial) | (set(b.values) ^ set(c.values)))
+    result = runstats.compare_runs(b.values, c.values, alpha=alpha, band=band)
+    return result, tuple(partial)
+
+
+def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False) -> tuple[str, ...]:
     """Why two fingerprints can't be compared meaningfully, if they can't."""
     return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
 
@@ -178,9 +195,7 @@ def judge(
     """
     no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
-    ordered = tuple(
-        sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
-    )
+    ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
         if any(not f.statistical for f in provisional.failed):

@@ -216,3 +216,10 @@ def _matrix(side: Mapping[str, Sequence[float]], keys: list[str], name: str) -> 
     if (m <= 0).any() or not np.isfinite(m).all():
         raise ValueError(f"{name}: per-run values must be positive and finite")
     return m
+
+
+def format_ratio(k: KeyComparison) -> str:
+    """The ratio as reports show it: ``1.06x [1.03, 1.09]``, or ``1.06x`` without an interval."""
+    if k.ci_low is None or k.ci_high is None:
+        return f"{k.ratio:.2f}x"
+    return f"{k.ratio:.2f}x [{k.ci_low:.2f}, {k.ci_high:.2f}]"

@@ -197,3 +197,25 @@ def test_fingerprint_of_several_traces_needs_run_set(tmp_path: Path) -> None:
     code, out, err = _cli("fingerprint", *traces)
     assert (code, out) == (2, "")
     assert "2 traces given" in err and "--run-set" in err
+
+
+def test_three_runs_against_three_with_intervals() -> None:
+    base = runset.run_set(_runs([1000, 1010, 990]), _sources(3))
+    slower = [
+        fpspec.fingerprint(
+            {"ampere_sgemm_128x64_nn": (10, t), "vectorized_elementwise_kernel": (20, 4000), "new_kernel": (1, 70)},
+            source=f"c{i}.sqlite",
+        )
+        for i, t in enumerate([1060, 1065, 1055])
+    ]
+    cand = runset.run_set(slower, _sources(3))
+    result, partial = api.compare_run_sets(base, cand)
+    assert partial == ("new_kernel",)
+    gemm, elementwise = result.keys
+    assert gemm.verdict is runstats.RunVerdict.CHANGED
+    assert runstats.format_ratio(gemm) == "1.06x [1.04, 1.08]"
+    assert elementwise.verdict is runstats.RunVerdict.NO_CHANGE
+    assert runstats.format_ratio(elementwise) == "1.00x [1.00, 1.00]"
+    assert "runs: 3 base, 3 candidate" in result.method
+    one = runstats.compare_runs({"k": [1.0]}, {"k": [1.5]})
+    assert runstats.format_ratio(one.keys[0]) == "1.50x"
