@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nsysdiff import comparability, inputs, scope
+from nsysdiff import comparability, inputs, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
@@ -93,6 +93,15 @@ def load(
         return fingerprint_trace(p, options, progress=progress, side=side, by=by)
     if by is not Grouping.name:
         raise UsageError(f"{p}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
+    fp = fingerprint_from_json(_saved_text(src), str(p))
+    if options is not None:
+        scope.check_saved(fp, options, str(p))
+    return fp
+
+
+def _saved_text(src: inputs.Input) -> str:
+    """The text of a saved fingerprint or run set, bounded in size."""
+    p = src.path
     text = src.text
     if text is None:
         if not p.is_file():
@@ -105,15 +114,65 @@ def load(
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise FingerprintError(f"{p}: can't be read ({e})") from None
-    fp = fingerprint_from_json(text, str(p))
-    if options is not None:
-        scope.check_saved(fp, options, str(p))
-    return fp
+    return text
 
 
-def inconclusive_reasons(
-    base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
-) -> tuple[str, ...]:
+def load_runs(
+    paths: Sequence[str | Path],
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    side: str = "",
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> runset.RunSet:
+    """The runs of one side from any mix of traces, reports, saved fingerprints and saved
+    run sets (a run set contributes all its runs), checked alike with each other."""
+    from nsysdiff import validation  # jsonschema loads only when a fingerprint is read
+
+    runs: list[Fingerprint] = []
+    sources: list[str] = []
+    for path in paths:
+        src = inputs.recognise(Path(path))
+        if src.kind is not inputs.Kind.FINGERPRINT:
+            runs.append(load(path, options, progress=progress, side=side, keep_export=keep_export, notify=notify))
+            sources.append(str(path))
+            continue
+        # Read once: a fingerprint from a pipe can't be read twice.
+        text, where = _saved_text(src), str(src.path)
+        saved = (
+            runset.run_set_from_json(text, where)
+            if runset.is_run_set(validation.parse(text, where))
+            else runset.RunSet((fingerprint_from_json(text, where),), (where,))
+        )
+        for fp, run_source in zip(saved.runs, saved.sources, strict=True):
+            if options is not None:
+                scope.check_saved(fp, options, run_source)
+        runs.extend(saved.runs)
+        sources.extend(saved.sources)
+    return runset.run_set(runs, sources)
+
+
+def compare_run_sets(
+    base: runset.RunSet,
+    cand: runset.RunSet,
+    kind: runset.KeyKind = runset.KeyKind.KERNEL,
+    measure: runset.Measure = runset.Measure.PER_CALL,
+    *,
+    alpha: float = 0.05,
+    band: float = 0.02,
+) -> tuple[runstats.RunComparison, tuple[str, ...]]:
+    """Per key of ``kind``, the runs of both sides compared on ``measure``
+    (:mod:`nsysdiff.runstats`), and the keys left out because some run lacks them."""
+    b = runset.per_run_values(base, kind, measure)
+    c = runset.per_run_values(cand, kind, measure)
+    # A key both sides have in every run is compared; any other key is a structural change.
+    partial = sorted(set(b.partial) | set(c.partial) | (set(b.values) ^ set(c.values)))
+    result = runstats.compare_runs(b.values, c.values, alpha=alpha, band=band)
+    return result, tuple(partial)
+
+
+def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False) -> tuple[str, ...]:
     """Why two fingerprints can't be compared meaningfully, if they can't."""
     return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
 
@@ -136,9 +195,7 @@ def judge(
     """
     no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
-    ordered = tuple(
-        sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
-    )
+    ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
         if any(not f.statistical for f in provisional.failed):

@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, comparability, progress, scope
+from nsysdiff import __version__, api, comparability, progress, runset, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import fingerprint_to_json
@@ -311,7 +311,14 @@ def summary(
 @app.command()
 @handled
 def fingerprint(
-    trace: Annotated[Path, typer.Argument(metavar="TRACE", help="An nsys SQLite export or an .nsys-rep report.")],
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TRACE...",
+            help="An nsys SQLite export or an .nsys-rep report; several with --run-set "
+            "(saved fingerprints and run sets too).",
+        ),
+    ],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (default: stdout).")
     ] = None,
@@ -322,13 +329,27 @@ def fingerprint(
     per: PerOpt = None,
     phases: PhasesOpt = None,
     keep_export: KeepExportOpt = None,
+    run_set: Annotated[
+        bool,
+        typer.Option(
+            "--run-set",
+            help="Write all TRACEs, runs of one build, as one run-set file (a multi-run baseline); "
+            "they must share scope, graph mode and GPU model.",
+        ),
+    ] = False,
 ) -> None:
     """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
-    _write(fingerprint_to_json(api.load(trace, opts, keep_export=keep_export, notify=_notify)), output)
+    if run_set:
+        runs = api.load_runs(traces, opts, keep_export=keep_export, notify=_notify)
+        _write(runset.run_set_to_json(runs), output)
+        return
+    if len(traces) > 1:
+        raise UsageError(f"{len(traces)} traces given: one fingerprint holds one run (--run-set keeps several)")
+    _write(fingerprint_to_json(api.load(traces[0], opts, keep_export=keep_export, notify=_notify)), output)
 
 
 _DEFAULTS = Settings()

@@ -1,0 +1,172 @@
+"""Several runs of one side: checked comparable with each other, saved as one versioned
+JSON file, and turned into per-run values per key for :mod:`nsysdiff.runstats`.
+
+A run set is a list of ordinary fingerprints. The JSON file wraps them as
+``{"format": "nsysdiff-run-set", "version": 1, "runs": [FINGERPRINT, ...]}``, each run a
+complete fingerprint document validated exactly like a single one, so a single-run
+fingerprint stays valid input everywhere and a run set adds no new shape for a run.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from nsysdiff.errors import FingerprintError, UsageError
+from nsysdiff.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+
+RUN_SET_FORMAT = "nsysdiff-run-set"
+RUN_SET_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunSet:
+    """The runs of one side, in the order given, with the file each came from."""
+
+    runs: tuple[Fingerprint, ...]
+    sources: tuple[str, ...]
+
+
+class KeyKind(str, enum.Enum):
+    """What a key names: each kind is compared across runs separately."""
+
+    KERNEL = "kernel"
+    FAMILY = "family"
+    CATEGORY = "category"
+    COPY = "copy"
+    NVTX = "nvtx"
+
+
+class Measure(str, enum.Enum):
+    """Which per-run value of a key is compared."""
+
+    TOTAL = "total_ns"
+    CALLS = "calls"
+    PER_CALL = "mean_ns"
+
+
+def _identity(fp: Fingerprint) -> tuple[tuple[str, str], ...]:
+    """What must agree between runs of one side, as (property, value) pairs."""
+    s = fp.scope
+    scope = f"window={s.window} origin={s.window_origin} nvtx={s.nvtx} per={s.per} skip_first={s.skip_first}"
+    gpus = ", ".join(sorted(g.name for g in fp.meta.gpus)) or "unknown"
+    return (("scope", scope), ("graph mode", fp.meta.graph_mode.value), ("GPU model", gpus))
+
+
+def check_comparable(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
+    """Raise naming the odd run out when the runs of one side differ in scope, graph
+    mode or GPU model: their differences would pass for noise.
+
+    The odd one is a run that disagrees with the most common value (ties go to the
+    earlier run, so with two runs the second is named against the first).
+    """
+    for prop in range(3):
+        values = [_identity(fp)[prop][1] for fp in runs]
+        common = Counter(values).most_common(1)[0][0]
+        for source, value in zip(sources, values, strict=True):
+            if value != common:
+                name = _identity(runs[0])[prop][0]
+                ref = sources[values.index(common)]
+                raise UsageError(
+                    f"{source}: {name} {value!r} differs from the other runs of its side "
+                    f"({ref}: {common!r}); runs of one side must be captured alike"
+                )
+
+
+def run_set(runs: Sequence[Fingerprint], sources: Sequence[str]) -> RunSet:
+    """A checked run set (at least one run, all comparable)."""
+    if not runs:
+        raise UsageError("a side needs at least one run")
+    check_comparable(runs, sources)
+    return RunSet(tuple(runs), tuple(sources))
+
+
+def run_set_to_json(rs: RunSet) -> str:
+    """The run set as one JSON document: each run exactly as ``nsysdiff fingerprint`` writes it."""
+    runs = ",\n".join(fingerprint_to_json(fp).rstrip("\n") for fp in rs.runs)
+    return f'{{"format": "{RUN_SET_FORMAT}", "version": {RUN_SET_VERSION}, "runs": [\n{runs}\n]}}\n'
+
+
+def is_run_set(doc: object) -> bool:
+    return isinstance(doc, dict) and doc.get("format") == RUN_SET_FORMAT
+
+
+def run_set_from_json(text: str, source: str) -> RunSet:
+    """A run set from its JSON document, each run validated as a fingerprint of its own
+    (errors name the run: ``FILE runs[2]: ...``)."""
+    from nsysdiff import validation
+
+    doc = validation.parse(text, source)
+    if not is_run_set(doc):
+        raise FingerprintError(f'{source}: not an nsysdiff run set (no "format": "{RUN_SET_FORMAT}")')
+    if doc.get("version") != RUN_SET_VERSION:
+        raise FingerprintError(
+            f"{source}: run-set format version {doc.get('version')!r} is not supported "
+            f"(this nsysdiff reads version {RUN_SET_VERSION})"
+        )
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise FingerprintError(f"{source}: runs: expected a non-empty list of fingerprints")
+    sources = [f"{source} runs[{i}]" for i in range(len(runs))]
+    # Each run goes through the whole single-fingerprint path: one validator, one truth.
+    fps = [fingerprint_from_json(json.dumps(run), where) for run, where in zip(runs, sources, strict=True)]
+    try:
+        return run_set(fps, sources)
+    except UsageError as e:
+        raise FingerprintError(str(e)) from None
+
+
+_Stat = tuple[str, int, int]  # key, calls, total_ns
+
+
+def _stats(fp: Fingerprint, kind: KeyKind) -> Iterable[_Stat]:
+    if kind is KeyKind.KERNEL:
+        return ((k.demangled, k.calls, k.total_ns) for k in fp.kernels)
+    if kind is KeyKind.CATEGORY:
+        return ((g.name, g.calls, g.total_ns) for g in fp.categories)
+    if kind is KeyKind.COPY:
+        return ((c.kind, c.ops, c.total_ns) for c in (*fp.memcpy, *fp.memset))
+    if kind is KeyKind.NVTX:
+        return ((f"{r.domain}:{r.name}" if r.domain else r.name, r.count, r.total_ns) for r in fp.nvtx)
+    families: dict[str, list[int]] = {}
+    for k in fp.kernels:
+        acc = families.setdefault(k.family, [0, 0])
+        acc[0] += k.calls
+        acc[1] += k.total_ns
+    return ((name, c, t) for name, (c, t) in families.items())
+
+
+_MEASURES: dict[Measure, Callable[[int, int], float]] = {
+    Measure.TOTAL: lambda calls, total: float(total),
+    Measure.CALLS: lambda calls, total: float(calls),
+    Measure.PER_CALL: lambda calls, total: total / calls,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """One value per run per key of one kind, for the keys every run has; the keys that
+    only some runs have are listed apart (a structural change, not noise)."""
+
+    values: dict[str, tuple[float, ...]]
+    partial: tuple[str, ...]
+
+
+def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure) -> RunValues:
+    """Each key's value in every run, in run order. Keys with a zero total or no calls
+    in some run count as partial: their log is undefined and the key did not run."""
+    value = _MEASURES[measure]
+    per_run = [{key: (calls, total) for key, calls, total in _stats(fp, kind)} for fp in rs.runs]
+    every = set.union(*(set(r) for r in per_run))
+    values: dict[str, tuple[float, ...]] = {}
+    partial: list[str] = []
+    for key in sorted(every):
+        seen = [r.get(key, (0, 0)) for r in per_run]
+        if any(calls <= 0 or total <= 0 for calls, total in seen):
+            partial.append(key)
+        else:
+            values[key] = tuple(value(calls, total) for calls, total in seen)
+    return RunValues(values, tuple(partial))
