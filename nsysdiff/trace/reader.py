@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,11 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import GpuInfo, GraphMode, LaunchConfig
+from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, LaunchConfig
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
 _COPY_KINDS_BUILTIN = {
@@ -98,18 +99,33 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class KernelGroups:
-    """Kernel launch intervals grouped by (demangled name, device).
+    """Kernel launches aggregated by (demangled name, device), all in SQLite.
 
-    Group ``i`` owns ``start[offsets[i]:offsets[i+1]]`` (and ``end`` likewise).
+    Group ``i`` is ``calls[i]`` launches of ``demangled[i]`` on ``device[i]`` taking
+    ``total_ns[i]``; ``quantiles[i]`` are the per-call percentiles (on ``QUANTILE_GRID``)
+    of that name over all its devices, exact, as ``np.percentile`` of every duration.
     """
 
     short: tuple[str, ...]
     demangled: tuple[str, ...]
     device: IntArray
-    offsets: IntArray
-    start: IntArray
-    end: IntArray
+    calls: IntArray
+    total_ns: IntArray
+    quantiles: FloatArray  # shape (groups, len(QUANTILE_GRID))
+    devices: tuple[DeviceRow, ...]
     configs: tuple[tuple[str, LaunchConfig], ...]  # distinct (demangled, config) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRow:
+    """One device's launches: count, summed time, the union of their intervals, the span."""
+
+    device: int
+    kernels: int
+    kernel_ns: int
+    busy_ns: int
+    first_ns: int
+    last_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,37 +164,28 @@ class Metadata:
 
 
 @dataclass(frozen=True, slots=True)
-class NvtxRanges:
-    """Raw NVTX range instances (push/pop and start/end), names unfolded."""
+class RangeKey:
+    """A distinct NVTX range name (cut at PyTorch's suffixes by SQL) in one domain."""
 
-    name: tuple[str, ...]
-    domain: tuple[str, ...]
-    push_pop: npt.NDArray[np.bool_]
-    start: IntArray
-    end: IntArray
-    tid: IntArray  # the thread that opened the range (globalTid)
+    sql_name: str
+    domain_id: int
+    domain: str
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
-class RuntimeCalls:
-    """Runtime API calls that launched GPU work: when, on which thread, which launch."""
+class Attribution:
+    """Which events a scope keeps (the rules are in ``nsysdiff/scope.py``).
 
-    start: IntArray
-    end: IntArray
-    tid: IntArray
-    pid: IntArray
-    corr: IntArray
+    An event is kept when it lies inside a range of every mask in ``within`` (a mask is
+    the codes given to :meth:`TraceReader.load_ranges`), starts at or after its process's
+    cut (made by :meth:`TraceReader.make_cuts`) when ``cut``, and, for the events a window
+    applies to, starts inside ``window``.
+    """
 
-
-@dataclass(frozen=True, slots=True)
-class SyncCalls:
-    """Every synchronising API call: ``names[code[i]]`` is call ``i``'s name, suffix stripped."""
-
-    names: tuple[str, ...]
-    code: IntArray
-    start: IntArray
-    end: IntArray
-    tid: IntArray
+    within: tuple[tuple[int, ...], ...] = ()
+    window: Window | None = None
+    cut: bool = False
 
 
 _END = '"end"'  # a keyword in SQL: always quoted
@@ -195,26 +202,78 @@ def _fold_sql(expr: str) -> str:
     return f"substr({expr}, 1, min({cuts}) - 1)"
 
 
-def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
-    """Run one query on a connection of its own (for a worker thread)."""
+def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ...]]]:
+    """Run queries on a connection of their own (for a worker thread)."""
     con = s.connect(path)
     try:
-        return con.execute(sql).fetchall()
+        _tune(con, path)
+        return [con.execute(sql).fetchall() for sql in sqls]
     except sqlite3.DatabaseError as e:
         raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
     finally:
         con.close()
 
 
-def _blob(expr: str) -> str:
-    """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
-    return f"CAST(group_concat({expr}) AS BLOB)"
+# Rows per fetch when a result is streamed into numpy: a few MB, whatever the trace size.
+_CHUNK = 1 << 16
+# SQLite's own memory: sorts and temporary tables spill to a temporary file beyond this,
+# so no query holds more than a few tens of MB however many rows it sorts.
+_CACHE_KIB = 32 * 1024
 
 
-def _ints(text: str | bytes | None) -> IntArray:
-    if not text:
-        return np.empty(0, dtype=np.int64)
-    return np.fromstring(text, sep=",", dtype=np.int64)
+def _tune(con: sqlite3.Connection, path: Path) -> None:
+    try:
+        con.execute("PRAGMA temp_store = FILE")
+        con.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        con.execute(f"PRAGMA temp.cache_size = -{_CACHE_KIB}")
+    except sqlite3.DatabaseError as e:
+        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+
+
+def percentile_ranks(n: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """For samples of sizes ``n``: the 0-based ranks of the order statistics that
+    ``np.percentile`` (linear) interpolates between at each QUANTILE_GRID point, and the
+    weight of the upper one: arrays of shape (len(n), len(QUANTILE_GRID))."""
+    q = np.true_divide(np.array(QUANTILE_GRID), 100)
+    virtual = (n[:, None] - 1) * q[None, :]
+    lo = np.floor(virtual)
+    gamma = virtual - lo
+    lo = lo.astype(np.int64)
+    hi = np.minimum(lo + 1, n[:, None] - 1)
+    return np.minimum(lo, n[:, None] - 1), hi, gamma
+
+
+def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
+    """numpy's own interpolation (``numpy.lib._function_base_impl._lerp``), to the bit."""
+    diff = b - a
+    out: FloatArray = a + diff * t
+    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
+    return out
+
+
+def _list(values: Iterable[int]) -> str:
+    return ",".join(str(int(v)) for v in values)
+
+
+def _sweep(events: str, cols: str, mask: Sequence[int], key: str, pp: int) -> str:
+    """The events (``cols``, from the SQL ``events``) inside a range of ``mask`` of one
+    kind (push/pop: ``pp`` 1, same thread; start/end: ``pp`` 0, same process).
+
+    Ranges and events of one key go through in start order, ranges first at equal starts,
+    with the furthest range end seen so far: an event is inside some range exactly when
+    that reach is at or past its end. Nesting and overlap need no special case.
+    """
+    nulls = ", ".join(f"NULL AS {c}" for c in cols.split(", ")[4:])
+    ranges = (
+        f'SELECT 0 AS k, start, "end", tid, pid{", " + nulls if nulls else ""} '
+        f"FROM temp.nsysdiff_r WHERE pp = {pp} AND code IN ({_list(mask)})"
+    )
+    reach = f'max(CASE WHEN k = 0 THEN "end" END) OVER (PARTITION BY {key} ORDER BY start, k ROWS UNBOUNDED PRECEDING)'
+    return (
+        f"SELECT {cols} FROM (SELECT k, {cols}, {reach} AS reach FROM "
+        f"({ranges} UNION ALL SELECT 1 AS k, {cols} FROM ({events}))) "
+        f'WHERE k = 1 AND reach >= "end"'
+    )
 
 
 class TraceReader:
@@ -334,49 +393,120 @@ class TraceReader:
         return self.schema.has(s.KERNEL, "start", "end")
 
     def kernels(self, sel: Selection = Selection()) -> KernelGroups:
+        """Kernel launches of ``sel``, aggregated without holding one value per launch.
+
+        Three scans, each bounded in memory whatever the row count: a histogram of the
+        distinct durations per (name, device) in a temporary table (counts, totals and exact
+        quantiles come from it), a window query for the busy union per device, and the
+        distinct launch configurations.
+        """
         if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
-            empty = np.empty(0, dtype=np.int64)
-            return KernelGroups((), (), empty, np.zeros(1, dtype=np.int64), empty, empty, ())
+            e = np.empty(0, dtype=np.int64)
+            return KernelGroups((), (), e, e, e, np.empty((0, len(QUANTILE_GRID))), (), ())
         cols = self.schema.tables[s.KERNEL]
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
-        where = self._where(s.KERNEL, sel)
-        configs_sql = self._configs_sql(name_col, where)
-        # The configs scan runs beside the interval scan on a second read-only connection
-        # (SQLite releases the GIL while it scans). A temp table of selected launches
-        # lives on this connection only, so a selection by launches scans in turn.
+        source, where = s.KERNEL, self._where(s.KERNEL, sel)
+        if sel.launches_table is not None:
+            # Filter once into a temporary table rather than probing the selection in
+            # each of the three scans below.
+            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_k")
+            self._exec(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
+            source, where = "temp.nsysdiff_k", "1"
+        busy_sql = self._busy_sql(source, where)
+        configs_sql = self._configs_sql(name_col, where, source)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = None if sel.launches_table else pool.submit(_fetch_beside, self.path, configs_sql)
-            # One pass with no GROUP BY (SQLite would sort every row for it): each column
-            # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
-            # coalesce keeps the columns aligned: group_concat skips NULLs.
-            ((names_s, shorts_s, devs_s, starts_s, ends_s),) = self._query(
-                f"SELECT {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-                f"{_blob('coalesce(deviceId, -1)')}, {_blob('start')}, {_blob(_END)} "
-                f"FROM {s.KERNEL} WHERE {where}"
+            # The busy and configuration scans run beside the histogram on a second
+            # read-only connection (SQLite releases the GIL while it scans); a temporary
+            # table lives on this connection only, so a selection runs them in turn.
+            beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
+            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_hist")
+            self._exec(
+                f"CREATE TEMP TABLE nsysdiff_hist AS SELECT coalesce({name_col}, -1) AS name, "
+                f'coalesce(deviceId, -1) AS dev, "end" - start AS dur, count(*) AS n, '
+                f"min(coalesce({short_col}, -1)) AS short FROM {source} WHERE {where} GROUP BY 1, 2, 3"
             )
-            names, shorts, devs = _ints(names_s), _ints(shorts_s), _ints(devs_s)  # type: ignore[arg-type]
-            start, end = _ints(starts_s), _ints(ends_s)  # type: ignore[arg-type]
-            order = np.lexsort((devs, names))
-            names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
-            first = (
-                np.flatnonzero(np.concatenate(([True], (names[1:] != names[:-1]) | (devs[1:] != devs[:-1]))))
-                if len(names)
-                else np.empty(0, dtype=np.int64)
+            groups = self._query(
+                "SELECT name, dev, min(short), sum(n), sum(n * dur) FROM temp.nsysdiff_hist "
+                "GROUP BY name, dev ORDER BY name, dev"
             )
-            strings = self.strings([int(x) for x in names[first]] + [int(x) for x in shorts[first]])
-            config_rows = pending.result() if pending else self._query(configs_sql)
+            quantiles = self._quantiles()
+            busy_rows, config_rows = beside.result() if beside else (self._query(busy_sql), self._query(configs_sql))
+        names = [int(g[0]) for g in groups]  # type: ignore[call-overload]
+        shorts = [int(g[2]) for g in groups]  # type: ignore[call-overload]
+        strings = self.strings(names + shorts)
         return KernelGroups(
-            short=tuple(strings[int(x)] for x in shorts[first]),
-            demangled=tuple(strings[int(x)] for x in names[first]),
-            device=devs[first].astype(np.int64),
-            offsets=np.append(first, len(names)).astype(np.int64),
-            start=start,
-            end=end,
-            configs=self._configs(config_rows, whole=where == self._where(s.KERNEL, Selection())),
+            short=tuple(strings[i] for i in shorts),
+            demangled=tuple(strings[i] for i in names),
+            device=np.array([g[1] for g in groups], dtype=np.int64),
+            calls=np.array([g[3] for g in groups], dtype=np.int64),
+            total_ns=np.array([g[4] for g in groups], dtype=np.int64),
+            quantiles=np.array([quantiles[i] for i in names]).reshape(len(names), len(QUANTILE_GRID)),
+            devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
+            configs=self._configs(config_rows, whole=sel == Selection()),
         )
 
-    def _configs_sql(self, name_col: str, where: str) -> str:
+    def _exec(self, sql: str) -> None:
+        try:
+            self.con.execute(sql)
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+
+    def _quantiles(self) -> dict[int, FloatArray]:
+        """Exact per-name percentiles from the duration histogram, streamed in chunks.
+
+        Rows arrive sorted by (name, duration); the order statistics that ``np.percentile``
+        interpolates between are picked by their global rank as the stream passes them,
+        so memory holds one chunk, however many distinct durations there are.
+        """
+        counts = self._query("SELECT name, sum(n) FROM temp.nsysdiff_hist GROUP BY name ORDER BY name")
+        if not counts:
+            return {}
+        names = np.array([c[0] for c in counts], dtype=np.int64)
+        n = np.array([c[1] for c in counts], dtype=np.int64)
+        first = np.concatenate(([0], np.cumsum(n)[:-1]))
+        lo, hi, gamma = percentile_ranks(n)
+        want = np.concatenate(((first[:, None] + lo).ravel(), (first[:, None] + hi).ravel()))
+        order = np.argsort(want, kind="stable")
+        got = np.empty(len(want), dtype=np.int64)
+        done, seen = 0, 0
+        cur = self.con.execute("SELECT dur, sum(n) FROM temp.nsysdiff_hist GROUP BY name, dur ORDER BY name, dur")
+        try:
+            while done < len(order):
+                chunk = cur.fetchmany(_CHUNK)
+                if not chunk:
+                    break
+                arr = np.array(chunk, dtype=np.int64)
+                ends = seen + np.cumsum(arr[:, 1])
+                stop = done + int(np.searchsorted(want[order[done:]], ends[-1], side="left"))
+                idx = order[done:stop]
+                got[idx] = arr[np.searchsorted(ends, want[idx], side="right"), 0]
+                done, seen = stop, int(ends[-1])
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+        finally:
+            cur.close()
+        k = len(QUANTILE_GRID)
+        a = got[: len(want) // 2].reshape(-1, k).astype(np.float64)
+        b = got[len(want) // 2 :].reshape(-1, k).astype(np.float64)
+        values = _lerp(a, b, gamma)
+        return {int(name): values[i] for i, name in enumerate(names)}
+
+    def _busy_sql(self, source: str, where: str) -> str:
+        # Launches in start order: each adds what reaches past the furthest end before it
+        # (the union of intervals, computed in order by SQLite with bounded memory).
+        reach = (
+            'max("end") OVER (PARTITION BY deviceId ORDER BY start '
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        )
+        return (
+            "SELECT dev, count(*), sum(dur), sum(max(0, gain)), min(start), max(e) FROM ("
+            f'SELECT coalesce(deviceId, -1) AS dev, start, "end" AS e, "end" - start AS dur, '
+            f'"end" - max(start, coalesce({reach}, start)) AS gain FROM {source} WHERE {where}'
+            ") GROUP BY dev ORDER BY dev"
+        )
+
+    def _configs_sql(self, name_col: str, where: str, source: str = s.KERNEL) -> str:
         cols = self.schema.tables[s.KERNEL]
         wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                   "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
@@ -385,7 +515,7 @@ class TraceReader:
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
+        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
@@ -424,14 +554,18 @@ class TraceReader:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
-    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+    def _sync_ids(self) -> dict[int, str]:
+        """StringIds of synchronising calls -> their names without version suffixes."""
         if not self.schema.has("StringIds", "id", "value"):
-            return ()
-        ids = {
+            return {}
+        return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
             for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
             if _SYNC_API.match(str(v))
         }
+
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+        ids = self._sync_ids()
         if not ids:
             return ()
         totals: dict[str, tuple[int, int]] = {}
@@ -450,35 +584,6 @@ class TraceReader:
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
-
-    def sync_events(self) -> SyncCalls:
-        """The individual synchronising calls, for scoping them like launches."""
-        e = np.empty(0, dtype=np.int64)
-        if not self.schema.has("StringIds", "id", "value"):
-            return SyncCalls((), e, e, e, e)
-        ids = {
-            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
-            if _SYNC_API.match(str(v))
-        }
-        parts = [
-            f'SELECT nameId, start, "end", globalTid FROM {table} '
-            f'WHERE nameId IN ({",".join(str(i) for i in ids)}) AND "end" IS NOT NULL'
-            for table in (s.RUNTIME, s.DRIVER)
-            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
-        ]
-        if not parts:
-            return SyncCalls((), e, e, e, e)
-        rows = self._query(
-            "SELECT group_concat(nameId), group_concat(start), group_concat(\"end\"), "
-            f"group_concat(globalTid) FROM ({' UNION ALL '.join(parts)})"
-        )
-        nid, start, end, tid = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
-        names = tuple(sorted(set(ids.values())))
-        lookup = {i: names.index(n) for i, n in ids.items()}
-        uniq, inverse = np.unique(nid, return_inverse=True)
-        code = np.array([lookup[int(i)] for i in uniq], dtype=np.int64)[inverse]
-        return SyncCalls(names, code, start, end, tid)
 
     def kernel_time_ns(self, sel: Selection = Selection()) -> int:
         """Summed kernel duration of the selection (the denominator of coverage)."""
@@ -543,66 +648,172 @@ class TraceReader:
             f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
             f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
         )
+        return self._range_rows(rows, create)
+
+    def _range_rows(self, rows: list[tuple[object, ...]], create: int) -> tuple[RangeRow, ...]:
+        """(name, domain id, count, total) rows with their domains named."""
         domains = self._nvtx_domains(create)
         return tuple(
             RangeRow(str(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
             for n, d, c, t in rows
         )
 
-    def nvtx_ranges(self) -> NvtxRanges:
-        """Every closed range instance, for attribution of GPU work to ranges."""
+    # --- attribution (scopes) -------------------------------------------------------
+    #
+    # Everything below runs in SQLite: the ranges a scope names go into a temporary table
+    # (a temporary file, never the input), and "inside a range" is one ordered sweep per
+    # range kind with a running maximum of range ends, so no query holds more than
+    # SQLite's page cache, however many ranges and calls the trace has.
+
+    def nvtx_keys(self) -> tuple[RangeKey, ...]:
+        """The distinct closed range names (SQL-folded) and domains, with their counts."""
         if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
-            e = np.empty(0, dtype=np.int64)
-            return NvtxRanges((), (), np.empty(0, dtype=np.bool_), e, e, e)
+            return ()
         types, create = self._nvtx_types()
         name, join = self._nvtx_name_sql()
-        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
-        push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         rows = self._query(
-            f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
-            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL ORDER BY n.start'
+            f"SELECT {_fold_sql(name)}, {self._nvtx_dom()}, count(*) FROM {s.NVTX} n{join} "
+            f'WHERE {self._nvtx_ranges_where(types)} GROUP BY 1, 2'
         )
         domains = self._nvtx_domains(create)
-        return NvtxRanges(
-            name=tuple(str(r[0]) for r in rows),
-            domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
-            push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
-            start=np.array([r[3] for r in rows], dtype=np.int64),
-            end=np.array([r[4] for r in rows], dtype=np.int64),
-            tid=np.array([r[5] for r in rows], dtype=np.int64),
+        return tuple(
+            RangeKey(str(n), int(d), domains.get(int(d), ""), int(c))  # type: ignore[call-overload]
+            for n, d, c in rows
         )
 
-    def launch_calls(self) -> RuntimeCalls:
-        """Runtime/driver calls that carry a correlation id to GPU work."""
-        parts = []
-        for table in (s.RUNTIME, s.DRIVER):
-            if self.schema.has(table, "start", "end", "globalTid", "correlationId"):
-                parts.append(
-                    f'SELECT start, "end", globalTid, correlationId FROM {table} '
-                    "WHERE correlationId IS NOT NULL AND correlationId != 0"
-                )
-        if not parts:
-            e = np.empty(0, dtype=np.int64)
-            return RuntimeCalls(e, e, e, e, e)
-        sql = " UNION ALL ".join(parts)
-        rows = self._query(
-            f"SELECT {_blob('start')}, {_blob(_END)}, {_blob('globalTid')}, "
-            f"{_blob('correlationId')} FROM ({sql})"
-        )
-        start, end, tid, corr = (_ints(x) for x in rows[0])  # type: ignore[arg-type]
-        return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
+    def _nvtx_dom(self) -> str:
+        return "coalesce(n.domainId, 0)" if self.schema.has(s.NVTX, "domainId") else "0"
 
-    def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
-        """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
-        self.con.execute("PRAGMA temp_store = MEMORY")
-        self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-        self.con.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr))")
+    def _nvtx_ranges_where(self, types: dict[str, int]) -> str:
+        kinds = ",".join(str(t) for t in types.values())
+        return f'n.eventType IN ({kinds}) AND n."end" IS NOT NULL AND n.start IS NOT NULL'
+
+    def load_ranges(self, codes: Sequence[tuple[RangeKey, int]]) -> None:
+        """Copy the instances of the given keys into ``temp.nsysdiff_r``, each with its code."""
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_codes")
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_r")
+        self._exec("CREATE TEMP TABLE nsysdiff_codes (name TEXT, dom INTEGER, code INTEGER, PRIMARY KEY (name, dom))")
         self.con.executemany(
-            f"INSERT OR IGNORE INTO temp.{name} VALUES (?, ?)",
-            zip(pids.tolist(), corrs.tolist(), strict=True),
+            "INSERT OR IGNORE INTO temp.nsysdiff_codes VALUES (?, ?, ?)",
+            [(k.sql_name, k.domain_id, c) for k, c in codes],
         )
-        return Selection(launches_table=name)
+        types, _ = self._nvtx_types()
+        push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
+        name, join = self._nvtx_name_sql()
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_r AS SELECT c.code AS code, "
+            f"n.eventType IN ({','.join(str(t) for t in push)}) AS pp, n.start AS start, "
+            'n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
+            "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid "
+            f"FROM {s.NVTX} n{join} JOIN temp.nsysdiff_codes c "
+            f"ON c.name = {_fold_sql(name)} AND c.dom = {self._nvtx_dom()} "
+            f"WHERE {self._nvtx_ranges_where(types)}"
+        )
+
+    def make_cuts(self, mask: Sequence[int], skip: int) -> int:
+        """Per process, the start of the (skip+1)-th instance of the mask's ranges, in
+        ``temp.nsysdiff_cut``; processes with fewer instances are cut entirely. Returns
+        how many processes keep something."""
+        never = np.iinfo(np.int64).max
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_cut")
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_cut AS SELECT pid, "
+            f"coalesce(max(CASE WHEN rn = {int(skip) + 1} THEN start END), {never}) AS cut FROM ("
+            "SELECT pid, start, row_number() OVER (PARTITION BY pid ORDER BY start) AS rn "
+            f"FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})) GROUP BY pid"
+        )
+        self._exec("CREATE UNIQUE INDEX temp.nsysdiff_cut_pid ON nsysdiff_cut (pid)")
+        ((kept,),) = self._query(f"SELECT count(*) FROM temp.nsysdiff_cut WHERE cut != {never}")
+        return int(kept)  # type: ignore[call-overload,no-any-return]
+
+    def _kept(self, events: str, payload: Sequence[str], att: Attribution, windowed: bool) -> str:
+        """SQL of the ``events`` (start, end, tid, pid, *payload) that ``att`` keeps."""
+        conds = []
+        if windowed and att.window is not None:
+            conds.append(f"e.start >= {int(att.window.start_ns)} AND e.start < {int(att.window.end_ns)}")
+        join = ""
+        if att.cut:
+            # A process without an instance of the range is not cut at all.
+            join = " LEFT JOIN temp.nsysdiff_cut c ON c.pid = e.pid"
+            conds.append(f"e.start >= coalesce(c.cut, {np.iinfo(np.int64).min})")
+        cols = ", ".join(["start", '"end"', "tid", "pid", *payload])
+        sql = f"SELECT {', '.join('e.' + c for c in cols.split(', '))} FROM ({events}) e{join}"
+        if conds:
+            sql += " WHERE " + " AND ".join(conds)
+        for mask in att.within:
+            kinds = []
+            if mask and self._has_ranges_table():
+                found = self._query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})")
+                kinds = [int(k) for (k,) in found]  # type: ignore[call-overload]
+            # Push/pop ranges hold the calls of their own thread, start/end ranges those of
+            # any thread of their process.
+            parts = [_sweep(sql, cols, mask, "tid" if pp else "pid", pp) for pp in sorted(kinds, reverse=True)]
+            sql = " UNION ".join(parts) if parts else f"SELECT {cols} FROM ({sql}) WHERE 0"
+        return sql
+
+    def select_launches(self, att: Attribution, name: str = "nsysdiff_sel") -> Selection:
+        """The (process, correlationId) of the runtime/driver calls ``att`` keeps, in a
+        temporary table through which the GPU work they launched is found."""
+        self._exec(f"DROP TABLE IF EXISTS temp.{name}")
+        self._exec(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
+        parts = [
+            f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, correlationId AS corr '
+            f'FROM {table} WHERE correlationId IS NOT NULL AND correlationId != 0 AND "end" IS NOT NULL'
+            for table in (s.RUNTIME, s.DRIVER)
+            if self.schema.has(table, "start", "end", "globalTid", "correlationId")
+        ]
+        if parts:
+            kept = self._kept(" UNION ALL ".join(parts), ("corr",), att, windowed=False)
+            self._exec(f"INSERT OR IGNORE INTO temp.{name} SELECT pid, corr FROM ({kept})")
+        return Selection(window=att.window, launches_table=name)
+
+    def count_ranges(self, mask: Sequence[int], att: Attribution) -> int:
+        """Instances of the mask's ranges that ``att`` keeps."""
+        if not self._has_ranges_table():
+            return 0
+        events = f'SELECT start, "end", tid, pid FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})'
+        ((n,),) = self._query(f"SELECT count(*) FROM ({self._kept(events, (), att, windowed=True)})")
+        return int(n)  # type: ignore[call-overload,no-any-return]
+
+    def _has_ranges_table(self) -> bool:
+        return bool(self._query("SELECT 1 FROM sqlite_temp_master WHERE name = 'nsysdiff_r'"))
+
+    def sync_calls_in(self, att: Attribution) -> tuple[ApiRow, ...]:
+        """Synchronising calls that ``att`` keeps, by name."""
+        ids = self._sync_ids()
+        parts = [
+            f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, nameId AS nid '
+            f'FROM {table} WHERE nameId IN ({_list(ids)}) AND "end" IS NOT NULL'
+            for table in (s.RUNTIME, s.DRIVER)
+            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
+        ]
+        if not parts:
+            return ()
+        kept = self._kept(" UNION ALL ".join(parts), ("nid",), att, windowed=True)
+        totals: dict[str, tuple[int, int]] = {}
+        for nid, calls, total in self._query(f'SELECT nid, count(*), sum("end" - start) FROM ({kept}) GROUP BY nid'):
+            name = ids[int(nid)]  # type: ignore[call-overload]
+            c, t = totals.get(name, (0, 0))
+            totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
+        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    def nvtx_summary_in(self, att: Attribution) -> tuple[RangeRow, ...]:
+        """Range instances that ``att`` keeps, grouped like :meth:`nvtx_summary`."""
+        if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
+            return ()
+        types, create = self._nvtx_types()
+        name, join = self._nvtx_name_sql()
+        events = (
+            'SELECT n.start AS start, n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
+            "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid, n.rowid AS rid "
+            f"FROM {s.NVTX} n WHERE {self._nvtx_ranges_where(types)}"
+        )
+        kept = self._kept(events, ("rid",), att, windowed=True)
+        rows = self._query(
+            f'SELECT {_fold_sql(name)}, {self._nvtx_dom()}, count(*), sum(n."end" - n.start) '
+            f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} GROUP BY 1, 2"
+        )
+        return self._range_rows(rows, create)
 
     def first_kernel_ns(self) -> int | None:
         if not self.has_kernels():
@@ -616,6 +827,8 @@ def open_trace(path: str | Path) -> Iterator[TraceReader]:
     p = Path(path)
     con = s.connect(p)
     try:
-        yield TraceReader(p, con, s.probe(con, p))
+        schema = s.probe(con, p)
+        _tune(con, p)
+        yield TraceReader(p, con, schema)
     finally:
         con.close()
