@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nsysdiff import comparability, scope
@@ -12,7 +13,7 @@ from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, fingerprint_from_json
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
-from nsysdiff.trace.reader import open_trace
+from nsysdiff.trace.reader import RangeRow, open_trace
 
 
 def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
@@ -20,17 +21,26 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
     with open_trace(path) as r:
         if options is not None and options.active:
             return scope.fingerprint(r, options)
-        groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        return assemble(
-            path,
-            r.metadata(),
-            groups,
-            r.has_kernels(),
-            r.memcpy(),
-            r.memset(),
-            r.sync_calls(),
-            r.nvtx_summary(),
-        )
+        # The NVTX table is often the largest: it is read on a connection of its own
+        # beside the kernel scans (SQLite releases the GIL while it works).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            nvtx = pool.submit(_nvtx_summary, path)
+            groups = r.kernels()  # first: it also learns the graph mode that metadata reports
+            return assemble(
+                path,
+                r.metadata(),
+                groups,
+                r.has_kernels(),
+                r.memcpy(),
+                r.memset(),
+                r.sync_calls(),
+                nvtx.result(),
+            )
+
+
+def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
+    with open_trace(path) as r:
+        return r.nvtx_summary()
 
 
 def is_fingerprint_file(path: str | Path) -> bool:

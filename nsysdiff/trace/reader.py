@@ -226,6 +226,8 @@ def _tune(con: sqlite3.Connection, path: Path) -> None:
         con.execute("PRAGMA temp_store = FILE")
         con.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         con.execute(f"PRAGMA temp.cache_size = -{_CACHE_KIB}")
+        # Temporary tables are scratch: a failed statement needs no rollback.
+        con.execute("PRAGMA temp.journal_mode = OFF")
     except sqlite3.DatabaseError as e:
         raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
 
@@ -421,10 +423,16 @@ class TraceReader:
             # table lives on this connection only, so a selection runs them in turn.
             beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
             self._exec("DROP TABLE IF EXISTS temp.nsysdiff_hist")
+            # An upsert per launch into the (small) histogram instead of GROUP BY, which
+            # would sort every launch.
             self._exec(
-                f"CREATE TEMP TABLE nsysdiff_hist AS SELECT coalesce({name_col}, -1) AS name, "
-                f'coalesce(deviceId, -1) AS dev, "end" - start AS dur, count(*) AS n, '
-                f"min(coalesce({short_col}, -1)) AS short FROM {source} WHERE {where} GROUP BY 1, 2, 3"
+                "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, dev INTEGER, dur INTEGER, "
+                "n INTEGER, short INTEGER, PRIMARY KEY (name, dev, dur))"
+            )
+            self._exec(
+                f"INSERT INTO temp.nsysdiff_hist SELECT coalesce({name_col}, -1), coalesce(deviceId, -1), "
+                f'"end" - start, 1, coalesce({short_col}, -1) FROM {source} WHERE {where} '
+                "ON CONFLICT (name, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short)"
             )
             groups = self._query(
                 "SELECT name, dev, min(short), sum(n), sum(n * dur) FROM temp.nsysdiff_hist "
@@ -639,16 +647,34 @@ class TraceReader:
             return ()
         types, create = self._nvtx_types()
         name, join = self._nvtx_name_sql()
-        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        rows = self._query(
-            f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start) FROM {s.NVTX} n{join} '
-            f"WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL{cond} GROUP BY 1, 2'
+        rows = self._fold_groups(
+            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
+            f'AND n."end" IS NOT NULL{cond}',
+            name,
         )
         return self._range_rows(rows, create)
+
+    def _fold_groups(self, from_where: str, name: str) -> list[tuple[object, ...]]:
+        """(SQL-folded name, domain id, count, total ns) of the NVTX rows (alias ``n``) that
+        ``from_where`` selects.
+
+        An upsert into a small keyed table costs one probe of a few-page b-tree per row;
+        GROUP BY would sort every row (many rows, few folded names).
+        """
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_names")
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_names "
+            "(name TEXT, dom INTEGER, n INTEGER, total INTEGER, PRIMARY KEY (name, dom))"
+        )
+        self._exec(
+            f"INSERT INTO temp.nsysdiff_names SELECT {_fold_sql(name)}, {self._nvtx_dom()}, 1, "
+            f'coalesce(n."end" - n.start, 0) {from_where} '
+            "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total"
+        )
+        return self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
 
     def _range_rows(self, rows: list[tuple[object, ...]], create: int) -> tuple[RangeRow, ...]:
         """(name, domain id, count, total) rows with their domains named."""
@@ -671,14 +697,11 @@ class TraceReader:
             return ()
         types, create = self._nvtx_types()
         name, join = self._nvtx_name_sql()
-        rows = self._query(
-            f"SELECT {_fold_sql(name)}, {self._nvtx_dom()}, count(*) FROM {s.NVTX} n{join} "
-            f'WHERE {self._nvtx_ranges_where(types)} GROUP BY 1, 2'
-        )
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {self._nvtx_ranges_where(types)}", name)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeKey(str(n), int(d), domains.get(int(d), ""), int(c))  # type: ignore[call-overload]
-            for n, d, c in rows
+            for n, d, c, _ in rows
         )
 
     def _nvtx_dom(self) -> str:
@@ -809,10 +832,7 @@ class TraceReader:
             f"FROM {s.NVTX} n WHERE {self._nvtx_ranges_where(types)}"
         )
         kept = self._kept(events, ("rid",), att, windowed=True)
-        rows = self._query(
-            f'SELECT {_fold_sql(name)}, {self._nvtx_dom()}, count(*), sum(n."end" - n.start) '
-            f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} GROUP BY 1, 2"
-        )
+        rows = self._fold_groups(f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} WHERE 1", name)
         return self._range_rows(rows, create)
 
     def first_kernel_ns(self) -> int | None:
