@@ -46,6 +46,7 @@ __all__ = [
     "TraceBuilder",
     "event_tables",
     "layout_of",
+    "tamper",
 ]
 
 
@@ -1220,3 +1221,34 @@ def layout_of(table: str, generation: Generation, *, extra_columns: bool = False
 def event_tables() -> Mapping[str, Mapping[Generation, _Layout]]:
     """Event-table layouts per generation (table -> generation -> columns)."""
     return _LAYOUTS
+
+
+def tamper(path: str | os.PathLike[str], *statements: str, params: Sequence[object] = ()) -> Path:
+    """Run SQL against a written export in place, as a broken or hostile producer would.
+
+    For crafted test files: ``UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x'`` stores
+    TEXT where nsys writes integers (SQLite keeps any type in any column). The NOT NULL
+    constraints that real exports declare are lifted first, by rewriting the stored
+    schema, so a statement can write the NULLs a damaged file may hold. ``params`` are
+    bound to every statement. No journal is kept: the file is a throwaway copy.
+    """
+    target = Path(path)
+    connection = sqlite3.connect(target, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=OFF")
+        connection.execute("PRAGMA writable_schema=ON")
+        connection.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, ' NOT NULL', '') WHERE type = 'table'"
+        )
+        connection.execute("PRAGMA writable_schema=OFF")
+    finally:
+        connection.close()
+    # A fresh connection reads the rewritten schema.
+    connection = sqlite3.connect(target, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=OFF")
+        for sql in statements:
+            connection.execute(sql, tuple(params))
+    finally:
+        connection.close()
+    return target

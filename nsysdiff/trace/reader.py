@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +23,11 @@ import numpy.typing as npt
 from nsysdiff.errors import TraceError
 from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, LaunchConfig
 from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T")
 FloatArray = npt.NDArray[np.float64]
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
@@ -208,8 +211,10 @@ def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ..
     try:
         _tune(con, path)
         return [con.execute(sql).fetchall() for sql in sqls]
-    except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+    except sqlite3.Error as e:
+        if "integer overflow" in str(e):
+            raise TraceError(s.one_line(f"{path}: a sum of durations overflows int64")) from None
+        raise s.db_error(path, e) from None
     finally:
         con.close()
 
@@ -228,8 +233,13 @@ def _tune(con: sqlite3.Connection, path: Path) -> None:
         con.execute(f"PRAGMA temp.cache_size = -{_CACHE_KIB}")
         # Temporary tables are scratch: a failed statement needs no rollback.
         con.execute("PRAGMA temp.journal_mode = OFF")
-    except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: corrupt or unreadable export ({e})") from None
+    except sqlite3.Error as e:
+        raise s.db_error(path, e) from None
+
+
+def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(data columns, check columns) of each row of a query that ends with ``RowRules.sql``."""
+    return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
 
 def percentile_ranks(n: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
@@ -293,8 +303,22 @@ class TraceReader:
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as e:
-            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+        except sqlite3.Error as e:
+            if "integer overflow" in str(e):
+                # sum() refuses to wrap; only impossible values get there.
+                raise TraceError(
+                    s.one_line(f"{self.path}: a sum of durations or sizes overflows int64; the export is damaged")
+                ) from None
+            raise s.db_error(self.path, e) from None
+
+    def _verify(self, rules: RowRules, where: str, checks: Sequence[Sequence[object]]) -> None:
+        """Raise on the impossible rows that a scan's ``RowRules.sql`` values show."""
+        if not fine(checks):
+            raise self._diagnose(rules, where)
+
+    def _diagnose(self, rules: RowRules, where: str) -> TraceError:
+        (row,) = self._query(rules.diagnosis_sql(where))
+        return diagnosis(self.path, rules, row)
 
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
         """Resolve StringIds ids, fetching each at most once."""
@@ -314,7 +338,8 @@ class TraceReader:
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
         """SQL conditions that apply ``sel`` to an activity table (kernel, memcpy...)."""
         a = f"{alias}." if alias else ""
-        conds = [f'{a}start IS NOT NULL', f'{a}"end" IS NOT NULL']
+        # No "start IS NOT NULL": a NULL time is an impossible row that check_sql counts.
+        conds = ["1"]
         if sel.window is not None:
             conds.append(f"{a}start >= {int(sel.window.start_ns)}")
             conds.append(f"{a}start < {int(sel.window.end_ns)}")
@@ -328,7 +353,8 @@ class TraceReader:
     def _enum(self, table: str) -> dict[str, int]:
         if not self.schema.has(table, "id", "name"):
             return {}
-        return {str(n): int(i) for i, n in self._query(f"SELECT id, name FROM {table}")}  # type: ignore[call-overload]
+        rows = self._query(f"SELECT id, name FROM {table} WHERE typeof(id) = 'integer'")
+        return {str(n): int(i) for i, n in rows}  # type: ignore[call-overload]
 
     # --- metadata ------------------------------------------------------------------
 
@@ -340,9 +366,17 @@ class TraceReader:
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
-            rows = self._query("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS")
-            if rows and rows[0][0] is not None:
-                start, end = int(rows[0][0]), int(rows[0][1])  # type: ignore[call-overload]
+            rules = RowRules("ANALYSIS_DETAILS", ids=("startTime", "stopTime"), times=False)
+            ((lo, hi, *checks),) = self._query(
+                f"SELECT min(startTime), max(stopTime), {rules.sql()} FROM ANALYSIS_DETAILS"
+            )
+            self._verify(rules, "1", [checks])
+            if lo is not None:
+                start, end = int(lo), int(hi)  # type: ignore[call-overload]
+                if start < 0 or end < start:
+                    raise TraceError(
+                        s.one_line(f"{self.path}: ANALYSIS_DETAILS: capture window [{start}, {end}] is impossible")
+                    )
         mode, launches, total = self._graph_mode()
         return Metadata(
             nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
@@ -365,6 +399,9 @@ class TraceReader:
             if key is None:
                 continue
             sm_sql = sms if sms else "NULL"
+            rules = RowRules(table, ids=(key,), nullable=(sms,) if sms else (), times=False)
+            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table}")
+            self._verify(rules, "1", [checks])
             rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
@@ -375,8 +412,7 @@ class TraceReader:
     def _graph_mode(self) -> tuple[GraphMode, int, int]:
         launches = total = 0
         if self.schema.has(s.GRAPH_TRACE, "start", "end"):
-            row = self._query(f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE}')[0]
-            launches, total = int(row[0]), int(row[1])  # type: ignore[call-overload]
+            launches, total = self.graph_totals()
         node = bool(self._node_mode)
         if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
             # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
@@ -409,19 +445,24 @@ class TraceReader:
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
         source, where = s.KERNEL, self._where(s.KERNEL, sel)
+        checked = where  # the rows' own conditions, for the diagnosis of impossible rows
+        rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
         if sel.launches_table is not None:
             # Filter once into a temporary table rather than probing the selection in
             # each of the three scans below.
             self._exec("DROP TABLE IF EXISTS temp.nsysdiff_k")
             self._exec(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
             source, where = "temp.nsysdiff_k", "1"
-        busy_sql = self._busy_sql(source, where)
+        busy_sql = self._busy_sql(source, where, name_col, short_col, rules)
         configs_sql = self._configs_sql(name_col, where, source)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The busy and configuration scans run beside the histogram on a second
             # read-only connection (SQLite releases the GIL while it scans); a temporary
             # table lives on this connection only, so a selection runs them in turn.
             beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
+            if beside is None:
+                scans = (busy_sql, configs_sql)
+                busy_rows, config_rows = self._named(rules, checked, lambda: [self._query(q) for q in scans])
             self._exec("DROP TABLE IF EXISTS temp.nsysdiff_hist")
             # An upsert per launch into the (small) histogram instead of GROUP BY, which
             # would sort every launch.
@@ -434,12 +475,16 @@ class TraceReader:
                 f'"end" - start, 1, coalesce({short_col}, -1) FROM {source} WHERE {where} '
                 "ON CONFLICT (name, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short)"
             )
+            if beside is not None:
+                busy_rows, config_rows = self._named(rules, checked, beside.result)
+            # The busy scan checked every row; nothing below may meet an impossible one.
+            busy_rows, checks = _split_checks(busy_rows)
+            self._verify(rules, checked, checks)
             groups = self._query(
                 "SELECT name, dev, min(short), sum(n), sum(n * dur) FROM temp.nsysdiff_hist "
                 "GROUP BY name, dev ORDER BY name, dev"
             )
             quantiles = self._quantiles()
-            busy_rows, config_rows = beside.result() if beside else (self._query(busy_sql), self._query(configs_sql))
         names = [int(g[0]) for g in groups]  # type: ignore[call-overload]
         shorts = [int(g[2]) for g in groups]  # type: ignore[call-overload]
         strings = self.strings(names + shorts)
@@ -454,11 +499,18 @@ class TraceReader:
             configs=self._configs(config_rows, whole=sel == Selection()),
         )
 
-    def _exec(self, sql: str) -> None:
+    def _named(self, rules: RowRules, where: str, scans: Callable[[], _T]) -> _T:
+        """Run ``scans``; a sum that overflowed (only impossible rows get there) becomes the
+        diagnosis that names the table and the rows."""
         try:
-            self.con.execute(sql)
-        except sqlite3.DatabaseError as e:
-            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+            return scans()
+        except TraceError as e:
+            if "overflow" in str(e):
+                raise self._diagnose(rules, where) from None
+            raise
+
+    def _exec(self, sql: str) -> None:
+        self._query(sql)
 
     def _quantiles(self) -> dict[int, FloatArray]:
         """Exact per-name percentiles from the duration histogram, streamed in chunks.
@@ -500,16 +552,19 @@ class TraceReader:
         values = _lerp(a, b, gamma)
         return {int(name): values[i] for i, name in enumerate(names)}
 
-    def _busy_sql(self, source: str, where: str) -> str:
+    def _busy_sql(self, source: str, where: str, name_col: str, short_col: str, rules: RowRules) -> str:
         # Launches in start order: each adds what reaches past the furthest end before it
-        # (the union of intervals, computed in order by SQLite with bounded memory).
+        # (the union of intervals, computed in order by SQLite with bounded memory). The
+        # same pass checks the rows (RowRules), on the columns under their own names.
         reach = (
             'max("end") OVER (PARTITION BY deviceId ORDER BY start '
             "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         )
+        names = ", ".join(dict.fromkeys((name_col, short_col)))
         return (
-            "SELECT dev, count(*), sum(dur), sum(max(0, gain)), min(start), max(e) FROM ("
-            f'SELECT coalesce(deviceId, -1) AS dev, start, "end" AS e, "end" - start AS dur, '
+            'SELECT coalesce(deviceId, -1) AS dev, count(*), sum("end" - start), sum(max(0, gain)), '
+            f'min(start), max("end"), {rules.sql()} FROM ('
+            f'SELECT deviceId, start, "end", {names}, '
             f'"end" - max(start, coalesce({reach}, start)) AS gain FROM {source} WHERE {where}'
             ") GROUP BY dev ORDER BY dev"
         )
@@ -523,7 +578,7 @@ class TraceReader:
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT {name_col}, {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
+        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
@@ -531,6 +586,11 @@ class TraceReader:
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
         out = set()
         for r in rows:
+            # A handful of distinct rows: checking them here costs nothing per launch.
+            if not all(type(x) is int for x in r[1:-1]):
+                raise TraceError(
+                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:-1]!r}")
+                )
             v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
             out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
         return tuple(out)
@@ -539,10 +599,15 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
-        rows = self._query(
-            f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start) '
-            f"FROM {s.MEMCPY} WHERE {self._where(s.MEMCPY, sel)} GROUP BY copyKind"
+        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
+        where = self._where(s.MEMCPY, sel)
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
+                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
+            )
         )
+        self._verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
@@ -554,21 +619,25 @@ class TraceReader:
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
-        (ops, nbytes, total), = self._query(
-            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0) '
-            f"FROM {s.MEMSET} WHERE {self._where(s.MEMSET, sel)}"
+        rules = RowRules(s.MEMSET, sizes=("bytes",))
+        where = self._where(s.MEMSET, sel)
+        (ops, nbytes, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
+            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
+        self._verify(rules, where, [checks])
         if not ops:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
     def _sync_ids(self) -> dict[int, str]:
-        """StringIds of synchronising calls -> their names without version suffixes."""
         if not self.schema.has("StringIds", "id", "value"):
             return {}
         return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%'")
+            for i, v in self._query(
+                "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
+            )
             if _SYNC_API.match(str(v))
         }
 
@@ -584,10 +653,16 @@ class TraceReader:
         for table in (s.RUNTIME, s.DRIVER):
             if not self.schema.has(table, "nameId", "start", "end"):
                 continue
-            for nid, calls, total in self._query(
-                f'SELECT nameId, count(*), sum("end" - start) FROM {table} '
-                f'WHERE nameId IN ({marks}) AND "end" IS NOT NULL{cond} GROUP BY nameId'
-            ):
+            rules = RowRules(table)
+            where = f"nameId IN ({marks}){cond}"
+            rows, checks = _split_checks(
+                self._query(
+                    f'SELECT nameId, count(*), sum("end" - start), {rules.sql()} FROM {table} '
+                    f"WHERE {where} GROUP BY nameId"
+                )
+            )
+            self._verify(rules, where, checks)
+            for nid, calls, total in rows:
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
@@ -597,10 +672,11 @@ class TraceReader:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
-        (v,), = self._query(
-            f'SELECT coalesce(sum("end" - start), 0) FROM {s.KERNEL} '
-            f"WHERE {self._where(s.KERNEL, sel)}"
+        rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
+        (v, *checks), = self._query(
+            f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
+        self._verify(rules, where, [checks])
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
@@ -611,10 +687,11 @@ class TraceReader:
         """
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
-        (n, total), = self._query(
-            f'SELECT count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
-            f"WHERE {self._where(s.GRAPH_TRACE, sel)}"
+        rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
+        (n, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
         )
+        self._verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
@@ -637,9 +714,16 @@ class TraceReader:
         return {
             int(d): str(t)  # type: ignore[call-overload]
             for d, t in self._query(
-                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} WHERE n.eventType = ?", (create,)
+                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
+                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+                (create,),
             )
         }
+
+    def _nvtx_rules(self) -> RowRules:
+        """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
+        nullable = tuple(c for c in ("domainId", "globalTid") if self.schema.has(s.NVTX, c))
+        return RowRules(s.NVTX, nullable=nullable, alias="n")
 
     def nvtx_summary(self, window: Window | None = None) -> tuple[RangeRow, ...]:
         """Range instances grouped by raw name and domain (SQL does the grouping)."""
@@ -650,30 +734,34 @@ class TraceReader:
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        rows = self._fold_groups(
-            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL{cond}',
-            name,
-        )
+        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
         return self._range_rows(rows, create)
 
-    def _fold_groups(self, from_where: str, name: str) -> list[tuple[object, ...]]:
+    def _fold_groups(self, from_where: str, name: str, checked: str) -> list[tuple[object, ...]]:
         """(SQL-folded name, domain id, count, total ns) of the NVTX rows (alias ``n``) that
-        ``from_where`` selects.
+        ``from_where`` selects; ``checked`` (conditions on ``n`` alone) finds the rows for
+        the diagnosis when one of them is impossible.
 
         An upsert into a small keyed table costs one probe of a few-page b-tree per row;
-        GROUP BY would sort every row (many rows, few folded names).
+        GROUP BY would sort every row (many rows, few folded names). The rows' checks
+        accumulate beside the counts.
         """
+        rules = self._nvtx_rules()
+        bad, dur = rules.row_sql()
         self._exec("DROP TABLE IF EXISTS temp.nsysdiff_names")
         self._exec(
-            "CREATE TEMP TABLE nsysdiff_names "
-            "(name TEXT, dom INTEGER, n INTEGER, total INTEGER, PRIMARY KEY (name, dom))"
+            "CREATE TEMP TABLE nsysdiff_names (name TEXT, dom INTEGER, n INTEGER, total INTEGER, "
+            "bad INTEGER, ftotal REAL, PRIMARY KEY (name, dom))"
         )
         self._exec(
             f"INSERT INTO temp.nsysdiff_names SELECT {_fold_sql(name)}, {self._nvtx_dom()}, 1, "
-            f'coalesce(n."end" - n.start, 0) {from_where} '
-            "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total"
+            f'coalesce(n."end" - n.start, 0), {bad}, {dur} {from_where} '
+            "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total, "
+            "bad = bad + excluded.bad, ftotal = ftotal + excluded.ftotal"
         )
+        checks = self._query("SELECT coalesce(sum(bad), 0), total(ftotal) FROM temp.nsysdiff_names")
+        self._verify(rules, checked, checks)
         return self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
 
     def _range_rows(self, rows: list[tuple[object, ...]], create: int) -> tuple[RangeRow, ...]:
@@ -697,7 +785,8 @@ class TraceReader:
             return ()
         types, create = self._nvtx_types()
         name, join = self._nvtx_name_sql()
-        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {self._nvtx_ranges_where(types)}", name)
+        where = self._nvtx_ranges_where(types)
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeKey(str(n), int(d), domains.get(int(d), ""), int(c))  # type: ignore[call-overload]
@@ -709,7 +798,7 @@ class TraceReader:
 
     def _nvtx_ranges_where(self, types: dict[str, int]) -> str:
         kinds = ",".join(str(t) for t in types.values())
-        return f'n.eventType IN ({kinds}) AND n."end" IS NOT NULL AND n.start IS NOT NULL'
+        return f'n.eventType IN ({kinds}) AND n."end" IS NOT NULL'
 
     def load_ranges(self, codes: Sequence[tuple[RangeKey, int]]) -> None:
         """Copy the instances of the given keys into ``temp.nsysdiff_r``, each with its code."""
@@ -779,16 +868,25 @@ class TraceReader:
         temporary table through which the GPU work they launched is found."""
         self._exec(f"DROP TABLE IF EXISTS temp.{name}")
         self._exec(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
+        where = "correlationId IS NOT NULL AND correlationId != 0"
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
+        self._check_calls(tables, ("globalTid", "correlationId"), where)
         parts = [
             f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, correlationId AS corr '
-            f'FROM {table} WHERE correlationId IS NOT NULL AND correlationId != 0 AND "end" IS NOT NULL'
-            for table in (s.RUNTIME, s.DRIVER)
-            if self.schema.has(table, "start", "end", "globalTid", "correlationId")
+            f"FROM {table} WHERE {where}"
+            for table in tables
         ]
         if parts:
             kept = self._kept(" UNION ALL ".join(parts), ("corr",), att, windowed=False)
             self._exec(f"INSERT OR IGNORE INTO temp.{name} SELECT pid, corr FROM ({kept})")
         return Selection(window=att.window, launches_table=name)
+
+    def _check_calls(self, tables: Sequence[str], ids: tuple[str, ...], where: str) -> None:
+        """Refuse impossible rows among the calls a sweep is about to order (one aggregate scan)."""
+        for table in tables:
+            rules = RowRules(table, ids=ids)
+            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
+            self._verify(rules, where, [checks])
 
     def count_ranges(self, mask: Sequence[int], att: Attribution) -> int:
         """Instances of the mask's ranges that ``att`` keeps."""
@@ -804,11 +902,13 @@ class TraceReader:
     def sync_calls_in(self, att: Attribution) -> tuple[ApiRow, ...]:
         """Synchronising calls that ``att`` keeps, by name."""
         ids = self._sync_ids()
+        where = f"nameId IN ({_list(ids)})"
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if ids and self.schema.has(t, "nameId", "start", "end", "globalTid")]
+        self._check_calls(tables, ("nameId", "globalTid"), where)
         parts = [
             f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, nameId AS nid '
-            f'FROM {table} WHERE nameId IN ({_list(ids)}) AND "end" IS NOT NULL'
-            for table in (s.RUNTIME, s.DRIVER)
-            if ids and self.schema.has(table, "nameId", "start", "end", "globalTid")
+            f"FROM {table} WHERE {where}"
+            for table in tables
         ]
         if not parts:
             return ()
@@ -832,7 +932,9 @@ class TraceReader:
             f"FROM {s.NVTX} n WHERE {self._nvtx_ranges_where(types)}"
         )
         kept = self._kept(events, ("rid",), att, windowed=True)
-        rows = self._fold_groups(f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} WHERE 1", name)
+        rows = self._fold_groups(
+            f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} WHERE 1", name, self._nvtx_ranges_where(types)
+        )
         return self._range_rows(rows, create)
 
     def first_kernel_ns(self) -> int | None:

@@ -7,7 +7,9 @@ versions (``EXPORT_META_DATA`` vs ``META_DATA_EXPORT``, optional ``mangledName``
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,48 +58,108 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def one_line(text: str) -> str:
+    """SQLite's error text (and a file name) may hold newlines; an error is one line."""
+    return " ".join(text.split())
+
+
+def db_error(path: Path, e: sqlite3.Error) -> TraceError:
+    """The error for an SQLite failure met while reading: never swallowed as "absent"."""
+    return TraceError(one_line(f"{path}: corrupt or unreadable SQLite export ({e})"))
+
+
+def _head(path: Path) -> tuple[bytes, int]:
+    """The first 100 bytes (the SQLite header) and the size of a regular file.
+
+    The file is opened non-blocking and checked with ``fstat`` on the open descriptor, so
+    a FIFO, socket or device given as a trace is refused instead of blocking forever, and
+    nothing can swap the file between the check and the read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise TraceError(one_line(f"{path}: no such file")) from None
+    except OSError as e:
+        raise TraceError(one_line(f"{path}: can't be read ({e.strerror})")) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TraceError(one_line(f"{path}: is a directory, not an nsys SQLite export"))
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a pipe, socket or device"
+            raise TraceError(one_line(f"{path}: is not a regular file ({kind}); give an nsys SQLite export"))
+        return os.pread(fd, 100, 0), st.st_size
+    except OSError as e:
+        raise TraceError(one_line(f"{path}: can't be read ({e.strerror})")) from None
+    finally:
+        os.close(fd)
+
+
+def _check_size(path: Path, head: bytes, size: int) -> None:
+    """Refuse a file shorter than its header says: SQLite reads missing pages as zeros.
+
+    A cut file is otherwise read without an error, its last rows silently absent (nsys
+    writes the metadata last, so a cut trace loses its version first). The header holds
+    the page size and, when valid, the page count, so this costs nothing; a full
+    ``PRAGMA quick_check`` costs a scan of every page (see docs/security.md).
+    """
+    cut = f"{path}: corrupt or truncated SQLite file ({size} bytes"
+    if len(head) < 100:
+        raise TraceError(one_line(f"{cut}, shorter than its header)"))
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        raise TraceError(one_line(f"{path}: corrupt SQLite header (page size {page})"))
+    pages = int.from_bytes(head[28:32], "big")
+    # The header's page count is valid only while its change counter matches
+    # "version-valid-for" (files written by SQLite before 3.7.0 don't keep it).
+    if pages and head[24:28] == head[92:96]:
+        if size < pages * page:
+            raise TraceError(one_line(f"{cut}; its header says {pages} pages of {page} bytes)"))
+    elif size % page:
+        raise TraceError(one_line(f"{cut}, not a whole number of {page}-byte pages)"))
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A read-only connection that can't create, modify or lock the file or its neighbours.
 
     ``immutable=1`` tells SQLite the file can't change, so it takes no locks and never
-    looks for or creates ``-journal``/``-wal``/``-shm`` files beside it.
+    looks for or creates ``-journal``/``-wal``/``-shm`` files beside it. Only a regular
+    file whose size matches its header is opened.
     """
-    if not path.exists():
-        raise TraceError(f"{path}: no such file")
-    if path.is_dir():
-        raise TraceError(f"{path}: is a directory, not an nsys SQLite export")
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
-    except OSError as e:
-        raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+    head, size = _head(path)
     if not head:
-        raise TraceError(f"{path}: is empty, not an nsys SQLite export")
-    if head != _SQLITE_MAGIC:
+        raise TraceError(one_line(f"{path}: is empty, not an nsys SQLite export"))
+    if not head.startswith(_SQLITE_MAGIC):
         hint = ""
         if path.suffix in (".nsys-rep", ".qdrep"):
             hint = "; export it first: nsys export --type sqlite " + path.name
-        raise TraceError(f"{path}: not an SQLite database{hint}")
+        raise TraceError(one_line(f"{path}: not an SQLite database{hint}"))
+    _check_size(path, head, size)
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
     try:
         con = sqlite3.connect(uri, uri=True, check_same_thread=False)
     except sqlite3.Error as e:
-        raise TraceError(f"{path}: can't be opened as SQLite ({e})") from None
+        raise TraceError(one_line(f"{path}: can't be opened as SQLite ({e})")) from None
     con.text_factory = _decode
     return con
 
 
 def probe(con: sqlite3.Connection, path: Path) -> Schema:
+    cols: dict[str, set[str]] = {}
     try:
-        names = [
-            r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        ]
-        tables = {
-            name: frozenset(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
-            for name in names
-        }
-    except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: corrupt or truncated SQLite file ({e})") from None
+        # pragma_table_info takes the table name as a bound parameter: no identifier is
+        # ever spliced into SQL, whatever a hostile file names its tables.
+        for table, column in con.execute(
+            "SELECT m.name, p.name FROM sqlite_master m LEFT JOIN pragma_table_info(m.name) p "
+            "WHERE m.type = 'table'"
+        ):
+            cols.setdefault(str(table), set())
+            if column is not None:
+                cols[str(table)].add(str(column))
+    except sqlite3.Error as e:
+        raise db_error(path, e) from None
+    tables = {name: frozenset(c) for name, c in cols.items()}
     if not _NSYS_MARKERS.intersection(tables):
         raise TraceError(
             f"{path}: SQLite file is not an Nsight Systems export "

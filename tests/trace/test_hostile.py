@@ -1,0 +1,268 @@
+"""Broken and crafted exports: one line and exit 2, never a traceback, never a wrong number.
+
+Every file here is a builder trace changed through SQL by ``tamper`` (or cut, or
+replaced by a FIFO), the way a damaged capture or a hostile job would hand it over.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nsysdiff.api import fingerprint_trace
+from nsysdiff.cli import app, route
+from nsysdiff.errors import ExitCode, TraceError
+from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder, tamper
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+
+
+def _trace(path: Path, generation: Generation = Generation.V2024) -> Path:
+    b = TraceBuilder(generation, gpus=(Gpu(0), Gpu(1)))
+    for i in range(40):
+        b.launch("gemm" if i % 2 else "elementwise", 10_000 * i, 10_000 * i + 3_000, 2_000 + i, device=i % 2)
+        b.memcpy("HtoD", 10_000 * i + 7_000, 500, 4_096)
+        b.nvtx_range(f"step {i % 5}", 10_000 * i, 10_000 * i + 9_000)
+    b.runtime("cudaStreamSynchronize_v3020", 500_000, 501_000)
+    return b.write(path)
+
+
+def _fails(path: Path, *parts: str) -> str:
+    """The one-line TraceError reading ``path`` gives; it names the file and ``parts``."""
+    with pytest.raises(TraceError) as info:
+        fingerprint_trace(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    for part in parts:
+        assert part in message
+    return message
+
+
+def _cli(*args: object) -> tuple[int, str]:
+    result = CliRunner().invoke(app, route([str(a) for a in args]))
+    return result.exit_code, result.stderr
+
+
+# --- types nsys never writes ------------------------------------------------------------
+
+TYPE_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "REAL start": (f"UPDATE {KERNEL} SET start = start + 0.5 WHERE rowid = 3", (KERNEL, "1 row(s)", "rowid 3")),
+    "REAL end": (f'UPDATE {KERNEL} SET "end" = 1e300 WHERE rowid = 5', (KERNEL, "rowid 5")),
+    "TEXT start": (f"UPDATE {KERNEL} SET start = 'soon' WHERE rowid > 10", (KERNEL, "30 row(s)", "rowid 11")),
+    "TEXT deviceId": (f"UPDATE {KERNEL} SET deviceId = 'gpu0' WHERE rowid = 2", (KERNEL, "deviceId", "rowid 2")),
+    "NULL start": (f"UPDATE {KERNEL} SET start = NULL WHERE rowid = 7", (KERNEL, "NULL", "rowid 7")),
+    "NULL end": (f'UPDATE {KERNEL} SET "end" = NULL WHERE rowid = 8', (KERNEL, "rowid 8")),
+    "TEXT name id": (f"UPDATE {KERNEL} SET demangledName = 'gemm' WHERE rowid = 4", (KERNEL, "demangledName")),
+    "NULL copyKind": (f"UPDATE {MEMCPY} SET copyKind = NULL WHERE rowid = 9", (MEMCPY, "copyKind", "rowid 9")),
+    "TEXT bytes": (f"UPDATE {MEMCPY} SET bytes = 'lots' WHERE rowid = 1", (MEMCPY, "bytes", "rowid 1")),
+    "TEXT GPU id": ("UPDATE TARGET_INFO_GPU SET id = 'zero' WHERE id = 0", ("TARGET_INFO_GPU", "id")),
+    "TEXT smCount": ("UPDATE TARGET_INFO_GPU SET smCount = 'many'", ("TARGET_INFO_GPU", "smCount", "2 row(s)")),
+    "REAL smCount": ("UPDATE TARGET_INFO_GPU SET smCount = 131.5", ("TARGET_INFO_GPU", "smCount")),
+    "TEXT startTime": ("UPDATE ANALYSIS_DETAILS SET startTime = 'noon'", ("ANALYSIS_DETAILS", "startTime")),
+    "REAL NVTX start": (
+        "UPDATE NVTX_EVENTS SET start = start + 0.25 WHERE eventType = 59",
+        ("NVTX_EVENTS", "row(s)"),
+    ),
+    "TEXT runtime end": (
+        'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = \'later\' WHERE nameId = '
+        "(SELECT id FROM StringIds WHERE value LIKE 'cudaStreamSynchronize%')",
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "1 row(s)"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", TYPE_CASES, ids=list(TYPE_CASES))
+def test_wrong_types_are_an_error(tmp_path: Path, case: str) -> None:
+    sql, parts = TYPE_CASES[case]
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql)
+    _fails(path, *parts)
+
+
+def test_text_in_a_launch_configuration(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET gridX = 'wide' WHERE rowid = 1")
+    _fails(path, KERNEL, "launch configuration", "'wide'")
+
+
+def test_null_name_ids_are_named_not_crashed(tmp_path: Path) -> None:
+    # nsys declares the name ids NOT NULL, but a missing name is not a number: the kernel
+    # keeps its time under a placeholder name rather than failing the whole trace.
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET demangledName = NULL WHERE rowid = 1")
+    fp = fingerprint_trace(path)
+    assert fp.kernel_calls == 40
+    assert any(k.demangled == "<string -1>" and k.calls == 1 for k in fp.kernels)
+
+
+# --- impossible times ----------------------------------------------------------------------
+
+
+def test_end_before_start(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {KERNEL} SET "end" = start - 19000 WHERE rowid IN (6, 9)')
+    message = _fails(path, KERNEL, "2 row(s)", "ending before they start", "first rowid 6")
+    code, err = _cli("summary", path)
+    assert (code, err) == (int(ExitCode.BAD_INPUT), f"nsysdiff: error: {message}\n")
+
+
+def test_negative_start(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET start = -5, \"end\" = 10 WHERE rowid = 12")
+    _fails(path, KERNEL, "negative", "rowid 12")
+
+
+def test_memcpy_end_before_start(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {MEMCPY} SET "end" = start - 1 WHERE rowid = 4')
+    _fails(path, MEMCPY, "1 row(s)", "rowid 4")
+
+
+def test_negative_bytes(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {MEMCPY} SET bytes = -4096 WHERE rowid = 2")
+    _fails(path, MEMCPY, "size", "rowid 2")
+
+
+def test_durations_overflowing_int64(tmp_path: Path) -> None:
+    big = (1 << 63) - 1
+    path = tamper(
+        _trace(tmp_path / "t.sqlite"),
+        f'UPDATE {KERNEL} SET start = 0, "end" = {big} WHERE rowid IN (1, 3)',
+    )
+    _fails(path, KERNEL, "int64")
+
+
+def test_memcpy_durations_overflowing_int64(tmp_path: Path) -> None:
+    big = (1 << 63) - 1
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {MEMCPY} SET start = 0, "end" = {big} WHERE rowid IN (1, 2)')
+    _fails(path, "int64")
+
+
+def test_impossible_capture_window(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), "UPDATE ANALYSIS_DETAILS SET stopTime = startTime - 1")
+    _fails(path, "ANALYSIS_DETAILS", "impossible")
+
+
+def test_graph_trace_end_before_start(tmp_path: Path) -> None:
+    b = TraceBuilder(Generation.V2024)
+    b.graph_launch(1_000, 500)
+    b.graph_launch(3_000, 500)
+    sql = 'UPDATE CUPTI_ACTIVITY_KIND_GRAPH_TRACE SET "end" = 0 WHERE rowid = 2'
+    path = tamper(b.write(tmp_path / "g.sqlite"), sql)
+    _fails(path, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "rowid 2")
+
+
+# --- damaged files ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", [100, 4096, 10_000])
+def test_cut_trace_is_an_error(tmp_path: Path, cut: int) -> None:
+    data = _trace(tmp_path / "t.sqlite").read_bytes()
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(data[:-cut])
+    _fails(path, "truncated")
+
+
+def test_cut_header(tmp_path: Path) -> None:
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(_trace(tmp_path / "t.sqlite").read_bytes()[:60])
+    _fails(path, "truncated")
+
+
+def test_corrupt_page_met_while_reading(tmp_path: Path) -> None:
+    good = _trace(tmp_path / "t.sqlite")
+    con = sqlite3.connect(f"file:{good}?mode=ro", uri=True)
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (MEMCPY,)).fetchone()
+    con.close()
+    data = bytearray(good.read_bytes())
+    data[(root - 1) * 4096 : root * 4096] = bytes(4096)
+    path = tmp_path / "zeroed.sqlite"
+    path.write_bytes(bytes(data))
+    _fails(path, "corrupt or unreadable")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.sqlite"
+    os.mkfifo(fifo)
+    outcome: list[str] = []
+    worker = threading.Thread(target=lambda: outcome.append(_fails(fifo, "not a regular file")), daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock the reader so the test process can exit
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("reading a FIFO blocked")
+    assert outcome
+
+
+def test_table_names_are_never_spliced_into_sql(tmp_path: Path) -> None:
+    path = tamper(
+        _trace(tmp_path / "t.sqlite"),
+        'CREATE TABLE "x"")); DROP TABLE StringIds; --" (a INTEGER)',
+        "CREATE TABLE [odd ' name] (b INTEGER)",
+    )
+    fp = fingerprint_trace(path)
+    assert fp.kernel_calls == 40
+
+
+def test_error_text_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "two\nlines.sqlite"
+    code, err = _cli("summary", path)
+    assert code == int(ExitCode.BAD_INPUT)
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_refused_file_is_left_alone(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {KERNEL} SET "end" = 0')
+    before = path.read_bytes()
+    _fails(path, KERNEL)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite"]
+
+
+# --- the tamper hook itself ---------------------------------------------------------------
+
+
+def test_tamper_lifts_not_null(tmp_path: Path) -> None:
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET start = NULL WHERE rowid = 1")
+    con = sqlite3.connect(path)
+    assert con.execute(f"SELECT count(*) FROM {KERNEL} WHERE start IS NULL").fetchone() == (1,)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+
+
+# --- scoped reads check the rows they order ---------------------------------------------
+
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+SCOPED_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "NVTX end before start": ('UPDATE NVTX_EVENTS SET "end" = start - 1 WHERE rowid = 4', ("NVTX_EVENTS", "rowid 4")),
+    "NVTX TEXT start": ("UPDATE NVTX_EVENTS SET start = 'x' WHERE rowid = 6", ("NVTX_EVENTS", "rowid 6")),
+    "runtime TEXT thread": (f"UPDATE {RUNTIME} SET globalTid = 'main' WHERE rowid = 3", (RUNTIME, "rowid 3")),
+    "runtime REAL end": (f'UPDATE {RUNTIME} SET "end" = 1.5 WHERE rowid = 5', (RUNTIME, "rowid 5")),
+}
+
+
+# --per alone reads no runtime call (it only counts ranges), so it meets only the NVTX rows.
+SCOPED_RUNS = [
+    (case, scope)
+    for case in SCOPED_CASES
+    for scope in (("--nvtx", "step 1"), ("--per", "step .*"), ("--phases", "PHASES"))
+    if not (scope[0] == "--per" and case.startswith("runtime"))
+]
+
+
+@pytest.mark.parametrize(("case", "scope"), SCOPED_RUNS, ids=[f"{c} {s[0]}" for c, s in SCOPED_RUNS])
+def test_scoped_reads_refuse_impossible_rows(tmp_path: Path, case: str, scope: tuple[str, str]) -> None:
+    sql, parts = SCOPED_CASES[case]
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql)
+    option, value = scope
+    if value == "PHASES":
+        value = str(tmp_path / "phases.yaml")
+        Path(value).write_text("phases:\n  one: step 1\n", encoding="utf-8")
+    code, err = _cli("summary", path, option, value)
+    assert code == int(ExitCode.BAD_INPUT), err
+    assert err.startswith(f"nsysdiff: error: {path}: ") and err.count("\n") == 1
+    for part in parts:
+        assert part in err
