@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from nsysdiff import __version__, api, comparability, scope
+from nsysdiff import __version__, api, batch, comparability, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.model import fingerprint_to_json
@@ -175,8 +175,22 @@ def summary(
 @app.command()
 @handled
 def fingerprint(
-    trace: Annotated[Path, typer.Argument(help="An nsys SQLite export.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (default: stdout).")] = None,
+    traces: Annotated[list[Path], typer.Argument(help="One or more nsys SQLite exports.")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o",
+            help="Write to FILE (default: stdout); with several traces, a directory: DIR/STEM.json each.",
+        ),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Fingerprint N traces at once in local processes.")] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
+        ),
+    ] = None,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
     skip_first: SkipOpt = 0,
@@ -184,12 +198,17 @@ def fingerprint(
     per: PerOpt = None,
     phases: PhasesOpt = None,
 ) -> None:
-    """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
+    """Reduce traces to small versioned JSON fingerprints (CI baseline artifacts)."""
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
-    _write(fingerprint_to_json(api.load(trace, opts)), output)
+    if len(traces) == 1 and scheduler is None and (output is None or not output.is_dir()):
+        _write(fingerprint_to_json(api.load(traces[0], opts)), output)
+        return
+    if output is None:
+        raise NsysdiffError("several traces: give -o DIR, the directory that receives one STEM.json per trace")
+    batch.run(batch.plan(traces, output), opts, workers=jobs, scheduler=scheduler)
 
 
 _DEFAULTS = Settings()
