@@ -556,6 +556,29 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
     return rows
 
 
+def measure_many(label: str, pair: Sequence[Path], count: int, plan: Plan) -> list[Row]:
+    """`nsysdiff fingerprint` of `count` traces (links to the pair, alternately) into a
+    directory: one process after the other, then with -j 2."""
+    many = plan.work / "many"
+    shutil.rmtree(many, ignore_errors=True)
+    many.mkdir()
+    names = []
+    for i in range(count):
+        link = many / f"rank{i:02d}.sqlite"
+        os.link(pair[i % 2], link)
+        names.append(str(link))
+    rows: list[Row] = []
+    counts = f"{count} x {_rows(_counts(pair[0])).split()[0]}"
+    seq = _case(rows, f"{label} fingerprint {count} traces", counts, None, "-", None,
+                ["fingerprint", *names, "-o", str(many / "out")], plan, "many.out", repeat=1)  # fmt: skip
+    par = _case(rows, f"{label} fingerprint {count} traces -j 2", counts, None, "faster than -j 1", None,
+                ["fingerprint", *names, "-o", str(many / "out"), "-j", "2"], plan, "many.out", repeat=1)  # fmt: skip
+    if seq is not None and par is not None:
+        rows[-1] = Row(**{**rows[-1].__dict__, "floor": seq.seconds, "ok": par.seconds < seq.seconds})
+    shutil.rmtree(many, ignore_errors=True)
+    return rows
+
+
 def phases(path: Path) -> dict[str, float]:
     """Seconds of each reader call and of the reduction, in-process (one cold-ish run)."""
     from nsysdiff.fingerprint import assemble
@@ -604,6 +627,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-scoped", action="store_true", help="skip the scoped diffs")
     ap.add_argument("--synthetic", action="store_true", help="also the TraceBuilder pair (at each size)")
     ap.add_argument("--no-fingerprint", action="store_true", help="skip the fingerprint rows")
+    ap.add_argument("--many", type=int, default=0, help="also fingerprint N traces of each size, with and without -j 2")
+    ap.add_argument("--only-many", action="store_true", help="only the --many measurement")
     ap.add_argument("--scoped-summary", action="store_true", help="scoped summaries instead of scoped diffs")
     ap.add_argument("--mem-cap-gb", type=float, default=4.0, help="address-space cap of every child")
     ap.add_argument("--phases", action="store_true", help="also time each reader call in-process")
@@ -640,7 +665,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         inflate(real / seed, dst, n, nvtx=not args.no_nvtx)
                         print(f"inflated {seed} -> {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
                 label = f"{_size(n)} inflated" + ("" if args.no_nvtx else "+NVTX")
-                rows += measure_pair(label, pair[0], pair[1], plan)
+                if not args.only_many:
+                    rows += measure_pair(label, pair[0], pair[1], plan)
+                if args.many:
+                    rows += measure_many(label, pair, args.many, plan)
             else:
                 print(f"real traces not found in {real}: inflated case skipped", flush=True)
             if args.synthetic:
