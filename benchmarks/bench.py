@@ -404,12 +404,20 @@ def bare_scan(paths: Sequence[Path]) -> None:
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = math.inf
+    return best_with_cpu(repeat, fn)[0]
+
+
+def best_with_cpu(repeat: int, fn: Callable[[], object]) -> tuple[float, float]:
+    """Best wall time and best CPU time (user + system, this process) of `repeat` calls."""
+    best, cpu = math.inf, math.inf
     for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
-    return best
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = min(cpu, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+    return best, cpu
 
 
 @dataclass(frozen=True)
@@ -417,6 +425,7 @@ class Run:
     seconds: float
     peak_rss: int  # bytes
     out_bytes: int
+    cpu: float = math.nan  # user + system seconds of the child, best of the runs
 
 
 class Failed(RuntimeError):
@@ -426,7 +435,7 @@ class Failed(RuntimeError):
 def run_cli(args: Sequence[str], out: Path, repeat: int, cap_bytes: int) -> Run:
     """Best wall time of `repeat` runs of `python -m nsysdiff ARGS`, and the largest peak RSS."""
     cmd = [sys.executable, "-m", "nsysdiff", *args]
-    best, rss = math.inf, 0
+    best, rss, cpu = math.inf, 0, math.inf
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
@@ -443,9 +452,10 @@ def run_cli(args: Sequence[str], out: Path, repeat: int, cap_bytes: int) -> Run:
                 err.seek(0)
                 raise Failed(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read().decode()[-2000:]}")
         best = min(best, elapsed)
+        cpu = min(cpu, usage.ru_utime + usage.ru_stime)
         # ru_maxrss is KiB on Linux, bytes on macOS.
         rss = max(rss, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024))
-    return Run(best, rss, out.stat().st_size)
+    return Run(best, rss, out.stat().st_size, cpu)
 
 
 @dataclass(frozen=True)
@@ -457,6 +467,8 @@ class Row:
     rss: int | None
     target: str
     ok: bool
+    cpu: float | None = None  # CPU seconds of the command
+    floor_cpu: float | None = None  # CPU seconds of the floor
 
     @property
     def within_memory(self) -> bool:
@@ -470,6 +482,8 @@ class Row:
             f"{self.seconds:.2f} s" if self.seconds is not None else "FAILED",
             f"{self.floor:.2f} s" if self.floor is not None else "-",
             ratio,
+            f"{self.cpu:.1f} / {self.floor_cpu:.1f} s" if self.cpu is not None and self.floor_cpu else "-",
+            f"{self.cpu / self.floor_cpu:.2f}x" if self.cpu is not None and self.floor_cpu else "-",
             f"{self.rss / MB:.0f} MB" if self.rss is not None else "-",
             self.target,
             "PASS" if self.ok and self.within_memory else "MISS",
@@ -503,7 +517,8 @@ class Plan:
 
 
 def _case(rows: list[Row], label: str, counts: str, floor: float | None, target: str, ratio: float | None,
-          args: Sequence[str], plan: Plan, out: str, repeat: int | None = None) -> Run | None:  # fmt: skip
+          args: Sequence[str], plan: Plan, out: str, repeat: int | None = None,
+          floor_cpu: float | None = None) -> Run | None:  # fmt: skip
     """Run one command, append its row; a failure is a row too, never an exception."""
     try:
         run = run_cli(args, plan.work / out, plan.repeat if repeat is None else repeat, plan.cap_bytes)
@@ -512,22 +527,23 @@ def _case(rows: list[Row], label: str, counts: str, floor: float | None, target:
         rows.append(Row(label, counts, None, floor, None, target, False))
         return None
     ok = ratio is None or floor is None or run.seconds <= ratio * floor
-    rows.append(Row(label, counts, run.seconds, floor, run.peak_rss, target, ok))
-    print(f"  {label}: {run.seconds:.2f} s, {run.peak_rss / MB:.0f} MB", flush=True)
+    rows.append(Row(label, counts, run.seconds, floor, run.peak_rss, target, ok, run.cpu, floor_cpu))
+    print(f"  {label}: {run.seconds:.2f} s ({run.cpu:.1f} s CPU), {run.peak_rss / MB:.0f} MB", flush=True)
     return run
 
 
 def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
     rows: list[Row] = []
     counts = _rows(_counts(base))
-    floor = best_of(plan.repeat, lambda: bare_scan([base]))
-    print(f"{label}: floor {floor:.2f} s per file", flush=True)
+    floor, fcpu = best_with_cpu(plan.repeat, lambda: bare_scan([base]))
+    print(f"{label}: floor {floor:.2f} s ({fcpu:.1f} s CPU) per file", flush=True)
     _case(rows, f"{label} summary", counts, floor, "<=1.2x", 1.2,
-          ["summary", "--format", "json", str(base)], plan, "summary.json")  # fmt: skip
+          ["summary", "--format", "json", str(base)], plan, "summary.json", floor_cpu=fcpu)  # fmt: skip
     # The floor of a diff: both files scanned one after the other.
-    floor2 = floor + best_of(plan.repeat, lambda: bare_scan([cand]))
+    cand_floor, cand_cpu = best_with_cpu(plan.repeat, lambda: bare_scan([cand]))
+    floor2, fcpu2 = floor + cand_floor, fcpu + cand_cpu
     diff = ["diff", str(base), str(cand), "--no-rules", "--format", "json"]
-    _case(rows, f"{label} diff", f"{counts} x2", floor2, "<=1.2x", 1.2, diff, plan, "diff.json")
+    _case(rows, f"{label} diff", f"{counts} x2", floor2, "<=1.2x", 1.2, diff, plan, "diff.json", floor_cpu=fcpu2)
     fps = [plan.work / "base.fp.json", plan.work / "cand.fp.json"]
     run = None
     if plan.fingerprints:
@@ -536,7 +552,7 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
     if run is not None:
         size = fps[0].stat().st_size
         rows[-1] = Row(f"{label} fingerprint ({size / 1024:.0f} KiB)", counts, run.seconds, floor,
-                       run.peak_rss, "size < 5 MB", size < 5 * MB)  # fmt: skip
+                       run.peak_rss, "size < 5 MB", size < 5 * MB, run.cpu, fcpu)  # fmt: skip
         run_cli(["fingerprint", str(cand), "-o", str(fps[1])], plan.work / "fp.out", 1, plan.cap_bytes)
         _case(rows, f"{label} diff of saved fingerprints", "2 files", None, "<=0.5 s", None,
               ["diff", str(fps[0]), str(fps[1]), "--no-rules", "--format", "json"], plan, "fpdiff.json")  # fmt: skip
@@ -549,10 +565,12 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
             options = [x.format(phases=phases) for x in extra]
             if plan.scoped_summary:
                 summary = ["summary", "--format", "json", str(base), *options]
-                _case(rows, f"{label} summary {name}", counts, floor, "<=2x", 2.0, summary, plan, "scoped.json")
+                _case(rows, f"{label} summary {name}", counts, floor, "<=2x", 2.0, summary, plan, "scoped.json",
+                      floor_cpu=fcpu)  # fmt: skip
             else:
                 scoped = [*diff, *options]
-                _case(rows, f"{label} diff {name}", f"{counts} x2", floor2, "<=2x", 2.0, scoped, plan, "scoped.json")
+                _case(rows, f"{label} diff {name}", f"{counts} x2", floor2, "<=2x", 2.0, scoped, plan, "scoped.json",
+                      floor_cpu=fcpu2)  # fmt: skip
     return rows
 
 
@@ -602,7 +620,7 @@ def phases(path: Path) -> dict[str, float]:
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = ["case", "rows", "time", "floor", "ratio", "peak RSS", "target", "result"]
+    head = ["case", "rows", "time", "floor", "ratio", "CPU / floor CPU", "CPU ratio", "peak RSS", "target", "result"]
     body = [r.cells() for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
 
