@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -10,10 +11,12 @@ from nsysdiff import comparability, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.reader import RangeRow, open_trace
+
+FINGERPRINT_MAX_BYTES = 256 << 20
 
 
 def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
@@ -26,9 +29,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
         with ThreadPoolExecutor(max_workers=1) as pool:
             nvtx = pool.submit(_nvtx_summary, path)
             groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-            return assemble(
+            meta = r.metadata()
+            fp = assemble(
                 path,
-                r.metadata(),
+                meta,
                 groups,
                 r.has_kernels(),
                 r.memcpy(),
@@ -36,6 +40,10 @@ def fingerprint_trace(path: str | Path, options: ScopeOptions | None = None) -> 
                 r.sync_calls(),
                 nvtx.result(),
             )
+        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+            # Graph-mode replays have no kernel rows: their launches are what can be compared.
+            fp = dataclasses.replace(fp, graphs=r.graph_launches())
+        return fp
 
 
 def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
@@ -59,6 +67,10 @@ def load(path: str | Path, options: ScopeOptions | None = None) -> Fingerprint:
     if not p.is_file():
         raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
     try:
+        # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+        # (and reading it whole would take the memory of the job).
+        if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+            raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise FingerprintError(f"{p}: can't be read ({e})") from None
@@ -86,12 +98,22 @@ def judge(
     notes: Sequence[str] = (),
     packs: Sequence[str] = (),
 ) -> Report:
-    """The outcome and exit code of a diff and its findings."""
+    """The outcome and exit code of a diff and its findings.
+
+    Without a meaningful overall scale the statistics judge nothing, so the outcome is
+    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    """
+    no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(
         sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject))
     )
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
+    if no_scale is not None:
+        if any(not f.statistical for f in provisional.failed):
+            notes = (*notes, no_scale)
+        else:
+            reasons = (*reasons, no_scale)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
     elif not judged:

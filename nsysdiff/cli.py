@@ -23,7 +23,7 @@ from nsysdiff import __version__, api, batch, comparability, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.render import Format, format_for, render
+from nsysdiff.render import Format, format_for, render, safe
 from nsysdiff.render import summary as summary_render
 
 app = typer.Typer(
@@ -39,7 +39,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _stderr(message: str) -> None:
-    print(f"nsysdiff: error: {message}", file=sys.stderr)
+    # Messages name files and values from untrusted inputs: one inert line.
+    print(f"nsysdiff: error: {safe.text(message)}", file=sys.stderr)
 
 
 def handled(fn: F) -> F:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.diff import Diff
+from nsysdiff.diff import MIN_COMMON, Diff, basis_of
 from nsysdiff.model import Fingerprint, GraphMode, Scope
 from nsysdiff.render.units import ns as fmt_ns
 from nsysdiff.scope import describe
@@ -138,10 +138,23 @@ def assess(
     """(reasons, notes): reasons make the verdict inconclusive, notes are reported."""
     reasons: list[str] = []
     notes: list[str] = []
-    for side, fp in (("base", base), ("candidate", cand)):
-        if not fp.meta.has_kernels or not fp.kernels:
-            reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
-    graph = _graph_reason(base, cand)
+    basis = basis_of(base, cand)
+    if basis == "nvtx":
+        notes.append(
+            "neither side has kernel data: NVTX ranges are compared instead (count, total, "
+            "mean per range); ranges nest, so their times overlap"
+        )
+    elif basis == "graphs":
+        notes.append(
+            "graph-mode captures on both sides: whole-graph launches are compared per graph "
+            "id (launches, total, mean); the kernels inside the graphs are not visible "
+            f"(capture with `{NODE_FLAG}` to see them)"
+        )
+    else:
+        for side, fp in (("base", base), ("candidate", cand)):
+            if not fp.meta.has_kernels or not fp.kernels:
+                reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
+    graph = None if basis == "graphs" else _graph_reason(base, cand)
     if graph:
         reasons.append(graph)
     elif base.meta.graph_mode is not cand.meta.graph_mode:
@@ -201,6 +214,22 @@ def assess(
                 f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})"
             )
     return tuple(reasons), tuple(notes)
+
+
+def scale_reason(d: Diff) -> str | None:
+    """Why the diff has no meaningful overall scale, when it has none (docs/diff.md)."""
+    info, basis = d.headline.scale_info, d.headline.basis
+    if info.meaningful:
+        return None
+    if basis == "kernels" and not (d.base.kernels and d.candidate.kernels):
+        return None  # kernel-less sides have their own reason
+    what = {"kernels": "kernel time is in kernel families", "nvtx": "NVTX range time is in ranges"}
+    return (
+        f"no meaningful overall scale: only {_pct(info.base_share)} of base and "
+        f"{_pct(info.candidate_share)} of candidate {what.get(basis, 'graph time is in graphs')} "
+        f"that run on both sides (at least {MIN_COMMON:.0%} of each is needed); the traces "
+        "mostly ran different code, so nothing can be judged against the rest"
+    )
 
 
 def _pair(b: str, c: str) -> str:

@@ -2,16 +2,22 @@
 
 The statistics (documented in ``docs/diff.md``):
 
-* **Overall scale**: the time-weighted median of per-kernel log ratios of total time over
-  kernels present on both sides (weight: base + candidate time). "Everything got 1.10x
-  slower" sets the baseline against which one kernel is judged.
+* **Overall scale**: measured over the kernel *families* present on both sides (variants
+  aggregated, so a GEMM tile swap still counts), as the weighted median of their log
+  ratios of total time. A family's weight is its share of base time plus its share of
+  candidate time, capped so that no family holds more than ``WEIGHT_CAP`` of the weight:
+  neither one heavy kernel nor many light variants decide the scale.
+* **Spread**: the weighted median absolute deviation of the same log ratios around the
+  scale, with the *same* weights, floored at ``mad_floor``. The weighted quartiles of the
+  family ratios are reported beside the scale as its uncertainty.
 * **Outlier score**: a modified z-score (Iglewicz & Hoaglin),
-  ``0.6745 * (log ratio - log scale) / MAD``, MAD being the median absolute deviation of
-  the log ratios around the scale, floored at ``mad_floor`` (5% in log space) so that a
-  run where every other kernel scaled identically does not turn noise into infinity.
-* A kernel is an **outlier** only if all three hold: ``|score| >= z_threshold`` (3.5),
-  its ratio differs from the scale by at least ``min_deviation`` (1.25x) either way, and
-  it is material: at least ``min_share`` of either side's total kernel time.
+  ``0.6745 * (log ratio - log scale) / spread``, for families first and then for the
+  kernels within them.
+* A key is an **outlier** only if all three hold: ``|score| >= z_threshold`` (3.5), its
+  ratio differs from the scale by at least ``min_deviation`` (1.25x) either way, and it
+  is material: at least ``min_share`` of either side's total kernel time.
+* **No scale**: when less than ``MIN_COMMON`` of either side's kernel time is in families
+  present on both sides, a scale would be made up: nothing is scored.
 * **Distribution evidence** (supporting, never gating): the per-call quantile sketches of
   both sides compared with Mann-Whitney's U (reported as the probability that a
   candidate launch is slower than a base launch) and the Kolmogorov-Smirnov distance.
@@ -24,17 +30,18 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff import stats
+from nsysdiff import attribution, stats
 from nsysdiff.fingerprint import group_by
 from nsysdiff.model import (
     ApiStats,
     CopyStats,
     Fingerprint,
+    GraphStats,
     GroupStats,
     KernelStats,
     RangeStats,
@@ -58,7 +65,9 @@ class Settings:
     z_threshold: float = 3.5
     min_deviation: float = 1.25  # ratio beyond the overall scale, either way
     min_share: float = 0.001  # of either side's kernel time (0.1%)
-    mad_floor: float = math.log(1.05)
+    # With the rest of the trace scaled alike (spread 0), the z gate then lets
+    # min_deviation decide: 3.5 x ln 1.04 / 0.6745 = ln 1.226, under 1.25x.
+    mad_floor: float = math.log(1.04)
     noise: float = 1.05  # total-time ratio within [1/noise, noise] is "unchanged"
 
 
@@ -157,12 +166,43 @@ class VariantDrift:
         return sum(v.total_ns for v in self.disappeared)
 
 
+# No family carries more than this share of the scale's weight (docs/diff.md).
+WEIGHT_CAP = 0.20
+# Below this share of either side's kernel time in families on both sides, no scale.
+MIN_COMMON = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The overall scale and what it rests on."""
+
+    factor: float  # the weighted median of the family ratios (1.0 when there is none)
+    spread: float  # weighted MAD of the family log ratios around it, before the floor
+    low: float  # weighted quartiles of the family ratios: half the weight lies between
+    high: float
+    families: int  # families on both sides it is measured over
+    base_share: float  # of base kernel time in those families
+    candidate_share: float
+
+    @property
+    def meaningful(self) -> bool:
+        """Enough of both sides' time in common families for a scale to mean something."""
+        return self.families > 0 and min(self.base_share, self.candidate_share) >= MIN_COMMON
+
+    def times(self, k: float) -> Scale:
+        """The same scale with every ratio multiplied by ``k`` (per-step normalisation)."""
+        return dataclasses.replace(self, factor=self.factor * k, low=self.low * k, high=self.high * k)
+
+
+NO_SCALE = Scale(1.0, 0.0, 1.0, 1.0, 0, 0.0, 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Headline:
     base_total_ns: int
     candidate_total_ns: int
     ratio: float | None
-    scale: float  # robust time-weighted centre of per-kernel ratios
+    scale: float  # scale_info.factor: the weighted median of per-family ratios
     base_launches: int
     candidate_launches: int
     base_kernels: int  # distinct kernels
@@ -176,6 +216,11 @@ class Headline:
     candidate_steps: int | None = None
     base_per_step_ns: float | None = None  # kernel time per step: the GPU-side TPOT
     candidate_per_step_ns: float | None = None
+    scale_info: Scale = NO_SCALE
+    # What the scale and the outliers are about: "kernels"; "nvtx" when neither side has
+    # kernel data but both have NVTX ranges; "graphs" when both are graph-mode captures
+    # without kernel rows (whole-graph launches per graph id).
+    basis: str = "kernels"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,16 +237,35 @@ class Diff:
     sync: tuple[Row, ...]
     nvtx: tuple[Row, ...]
     variants: tuple[VariantDrift, ...]
+    attribution: attribution.Attribution = attribution.EMPTY
     phases: tuple[PhaseDiff, ...] = ()  # phases named on both sides, in base order
+    graphs: tuple[Row, ...] = ()  # whole-graph launches per graph id (graph-mode captures)
 
     @property
     def per_step(self) -> bool:
         return self.headline.per is not None
 
     @property
+    def scored(self) -> tuple[Row, ...]:
+        """The rows the scale is about: kernels, or NVTX ranges or graphs (``basis``)."""
+        return {"nvtx": self.nvtx, "graphs": self.graphs}.get(self.headline.basis, self.kernels)
+
+    @property
     def outliers(self) -> tuple[Row, ...]:
-        """Outlier kernels, most abnormal first."""
-        rows = [r for r in self.kernels if r.is_outlier]
+        """Outlier kernels (NVTX ranges, graphs: ``basis``), most abnormal first."""
+        rows = [r for r in self.scored if r.is_outlier]
+        return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
+
+    @property
+    def outlier_families(self) -> tuple[Row, ...]:
+        """Families of several variants flagged as a whole (a change spread over light
+        variants shows only here), most abnormal first."""
+        if self.headline.basis != "kernels":
+            return ()
+        counts: dict[str | None, int] = {}
+        for k in self.kernels:
+            counts[k.family] = counts.get(k.family, 0) + 1
+        rows = [r for r in self.families if r.is_outlier and counts.get(r.key, 0) > 1]
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
     def kernel_label(self, row: Row) -> str:
@@ -318,8 +382,13 @@ def _rows(
         b_mean = bs.mean_ns if bs else 0.0
         c_mean = cs.mean_ns if cs else 0.0
         ratio = _ratio(b_ns, c_ns) if bs and cs else None
-        count_effect = (c_calls - b_calls) * b_mean if bs else 0.0
-        per_call = c_calls * (c_mean - b_mean) if bs else float(c_ns)
+        if bs and cs:
+            # The same split as the attribution's: integer parts when the times are.
+            e = attribution.Change(key, "", "", "", b_calls, b_ns, c_calls, c_ns).effects
+            count_effect, per_call = e.count_ns, e.per_call_ns
+        else:
+            # Removed: every call went (a count effect); new: all of it is per-call time.
+            count_effect, per_call = (-float(b_ns), 0.0) if bs else (0.0, float(c_ns))
         z = dev = None
         outlier = False
         if score and ratio:
@@ -392,21 +461,78 @@ def _nvtx_items(ranges: Iterable[RangeStats]) -> list[_Item]:
     ]
 
 
-def overall_scale(base: Sequence[KernelStats], cand: Sequence[KernelStats]) -> tuple[float, float]:
-    """(scale, spread): weighted median of log ratios and their floored MAD."""
-    c = {k.demangled: k for k in cand}
-    logs, weights = [], []
-    for k in base:
-        o = c.get(k.demangled)
-        if o is not None and k.total_ns > 0 and o.total_ns > 0:
-            logs.append(math.log(o.total_ns / k.total_ns))
-            weights.append(float(k.total_ns + o.total_ns))
-    if not logs:
-        return 1.0, 1.0
-    arr, w = np.array(logs), np.array(weights)
-    centre = stats.weighted_median(arr, w)
-    mad = float(np.median(np.abs(arr - centre)))
-    return math.exp(centre), mad
+def _family_totals(kernels: Sequence[KernelStats]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k in kernels:
+        out[k.family] = out.get(k.family, 0) + k.total_ns
+    return out
+
+
+def overall_scale(
+    base: Sequence[KernelStats], cand: Sequence[KernelStats], min_share: float = 0.0
+) -> Scale:
+    """The scale over the families on both sides (see the module docstring)."""
+    return scale_of(_family_totals(base), _family_totals(cand), min_share)
+
+
+def scale_of(fb: Mapping[str, float], fc: Mapping[str, float], min_share: float = 0.0) -> Scale:
+    """The scale over the keys (families, NVTX ranges, graphs) on both sides.
+
+    Keys under ``min_share`` of both sides' time are left out (their ratios are timing
+    noise) unless that would leave nothing.
+    """
+    tb, tc = sum(fb.values()), sum(fc.values())
+    common = sorted(f for f in fb.keys() & fc.keys() if fb[f] > 0 and fc[f] > 0)
+    if not common or not tb or not tc:
+        return NO_SCALE
+    share_b = np.array([fb[f] / tb for f in common])
+    share_c = np.array([fc[f] / tc for f in common])
+    logs = np.log(np.array([fc[f] for f in common], dtype=np.float64)) - np.log(
+        np.array([fb[f] for f in common], dtype=np.float64)
+    )
+    material = np.maximum(share_b, share_c) >= min_share
+    if not material.any():
+        material[:] = True
+    size = (share_b + share_c)[material]
+    lr = logs[material]
+    w = stats.capped_weights(size, WEIGHT_CAP)
+    centre = stats.weighted_median(lr, w)
+    spread = stats.weighted_median(np.abs(lr - centre), w)
+    return Scale(
+        factor=math.exp(centre),
+        spread=spread,
+        low=math.exp(stats.weighted_quantile(lr, w, 0.25)),
+        high=math.exp(stats.weighted_quantile(lr, w, 0.75)),
+        families=len(common),
+        base_share=float(share_b.sum()),
+        candidate_share=float(share_c.sum()),
+    )
+
+
+def _graph_items(graphs: Iterable[GraphStats]) -> list[_Item]:
+    return [_Item(f"graph {g.graph_id}", f"graph {g.graph_id}", g.launches, g.total_ns) for g in graphs]
+
+
+def _sums(b: Sequence[_Item], c: Sequence[_Item], bt: float, ct: float, own: bool) -> tuple[float, float]:
+    """What a row's share is of: its own kind's total when it is the basis (NVTX ranges
+    nest, so that total counts nested time twice: a share, not a budget), else kernel time."""
+    if not own:
+        return bt, ct
+    return sum(i.total_ns for i in b), sum(i.total_ns for i in c)
+
+
+def basis_of(base: Fingerprint, cand: Fingerprint) -> str:
+    """What a diff of the two can judge: ``kernels``, else ``graphs`` (both graph-mode
+    captures without kernel rows), else ``nvtx`` (both have NVTX ranges)."""
+    if base.kernels or cand.kernels:
+        return "kernels"
+    if base.graphs and cand.graphs:
+        return "graphs"
+    return "nvtx" if base.nvtx and cand.nvtx else "kernels"
+
+
+def _totals(items: Iterable[_Item]) -> dict[str, float]:
+    return {i.key: i.total_ns for i in items}
 
 
 def _copy_side(c: CopyStats, n: int | None) -> CopySide:
@@ -474,30 +600,66 @@ def _variants(
     return tuple(sorted(drifts, key=lambda d: (-(d.appeared_ns + d.disappeared_ns), d.family)))
 
 
+def _attribute(
+    kernels: Sequence[Row], base: Fingerprint, cand: Fingerprint, phases: Sequence[PhaseDiff]
+) -> attribution.Attribution:
+    changes = [
+        attribution.Change(
+            r.key, r.name, r.family or "", r.category or "",
+            r.base.calls if r.base else 0, r.base.total_ns if r.base else 0,
+            r.candidate.calls if r.candidate else 0, r.candidate.total_ns if r.candidate else 0,
+        )
+        for r in kernels
+    ]  # fmt: skip
+    # Where phases are known, a replacement must run in the same phases as what it replaces.
+    phases_of: dict[str, set[str]] = {}
+    for fp in (base, cand):
+        for p in fp.phases:
+            for k in p.fingerprint.kernels:
+                phases_of.setdefault(k.demangled, set()).add(p.name)
+    return attribution.attribute(
+        changes,
+        [(p.name, p.diff.attribution.effects) for p in phases],
+        {k: frozenset(v) for k, v in phases_of.items()},
+    )
+
+
 def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings()) -> Diff:
     """Diff two fingerprints; per step (every figure divided by the step counts) when
     both were scoped with the same ``--per`` range."""
     per = steps(base, cand)
     bn, cn = per if per else (None, None)
     bt, ct = _div(base.kernel_ns, bn), _div(cand.kernel_ns, cn)
-    scale, mad = overall_scale(base.kernels, cand.kernels)
-    if per:
+    basis = basis_of(base, cand)
+    b_nvtx, c_nvtx = _per_step(_nvtx_items(base.nvtx), bn), _per_step(_nvtx_items(cand.nvtx), cn)
+    b_graphs, c_graphs = _per_step(_graph_items(base.graphs), bn), _per_step(_graph_items(cand.graphs), cn)
+    if basis == "kernels":
+        info = overall_scale(base.kernels, cand.kernels, settings.min_share)
+    else:
+        # Without kernel data the ranges (or graph launches) are what can be compared;
+        # their per-step values already carry the step ratio, so no .times() below.
+        b_items, c_items = (b_nvtx, c_nvtx) if basis == "nvtx" else (b_graphs, c_graphs)
+        info = scale_of(_totals(b_items), _totals(c_items), settings.min_share)
+    if per and basis == "kernels":
         # Dividing by the steps shifts every log ratio by the same amount: the MAD stays.
-        scale *= per[0] / per[1]
-    spread = max(mad, settings.mad_floor)
+        info = info.times(per[0] / per[1])
+    scale = info.factor
+    spread = max(info.spread, settings.mad_floor)
+    scored = info.meaningful and basis == "kernels"
+    other = info.meaningful and basis != "kernels"
     kernels = _rows(
         _per_step(_kernel_items(base), bn), _per_step(_kernel_items(cand), cn),
-        bt, ct, settings, scale, spread, True,
+        bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     fam = _rows(
         _per_step(_group_items(group_by(base.kernels, "family"), "family"), bn),
         _per_step(_group_items(group_by(cand.kernels, "family"), "family"), cn),
-        bt, ct, settings, scale, spread, True,
+        bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     cats = _rows(
         _per_step(_group_items(group_by(base.kernels, "category"), "category"), bn),
         _per_step(_group_items(group_by(cand.kernels, "category"), "category"), cn),
-        bt, ct, settings, scale, spread, True,
+        bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     b_names = {k.demangled for k in base.kernels}
     c_names = {k.demangled for k in cand.kernels}
@@ -517,7 +679,17 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         candidate_steps=cn,
         base_per_step_ns=bt if per else None,
         candidate_per_step_ns=ct if per else None,
+        scale_info=info,
+        basis=basis,
     )
+    nvtx = _rows(
+        b_nvtx, c_nvtx, *_sums(b_nvtx, c_nvtx, bt, ct, basis == "nvtx"),
+        settings, scale, spread, other and basis == "nvtx",
+    )  # fmt: skip
+    graphs = _rows(
+        b_graphs, c_graphs, *_sums(b_graphs, c_graphs, bt, ct, basis == "graphs"),
+        settings, scale, spread, other and basis == "graphs",
+    )  # fmt: skip
     c_phases = {p.name: p for p in cand.phases}
     phases = tuple(
         PhaseDiff(
@@ -530,6 +702,7 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         if p.name in c_phases
     )
     return Diff(
+        attribution=_attribute(kernels, base, cand, phases),
         base=base,
         candidate=cand,
         settings=settings,
@@ -549,16 +722,8 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
             1.0,
             False,
         ),
-        nvtx=_rows(
-            _per_step(_nvtx_items(base.nvtx), bn),
-            _per_step(_nvtx_items(cand.nvtx), cn),
-            bt,
-            ct,
-            settings,
-            1.0,
-            1.0,
-            False,
-        ),
+        nvtx=nvtx,
+        graphs=graphs,
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,
     )

@@ -165,6 +165,15 @@ class RangeStats:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphStats:
+    """Whole-graph launches of one CUDA graph (graph-mode capture: one row per launch)."""
+
+    graph_id: int
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceStats:
     device: int
     kernels: int
@@ -202,6 +211,7 @@ class Fingerprint:
     devices: tuple[DeviceStats, ...]
     scope: Scope = field(default_factory=Scope)
     phases: tuple[Phase, ...] = ()
+    graphs: tuple[GraphStats, ...] = ()  # per graph id, graph-mode captures only
 
     @property
     def kernel_calls(self) -> int:
@@ -299,10 +309,9 @@ def fingerprint_to_json(fp: Fingerprint) -> str:
 
 
 def fingerprint_from_json(text: str, source: str) -> Fingerprint:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    from nsysdiff import validation  # jsonschema loads only when a fingerprint is read
+
+    doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}")')
     if doc.get("version") != FORMAT_VERSION:
@@ -310,6 +319,8 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
             f"{source}: fingerprint format version {doc.get('version')!r} is not supported "
             f"(this nsysdiff reads version {FORMAT_VERSION}); re-create it with `nsysdiff fingerprint`"
         )
+    validation.check_schema(doc, source)
+    validation.check_semantics(doc, source)
     body = {k: v for k, v in doc.items() if k not in ("format", "version")}
     try:
         return from_data(Fingerprint, body)

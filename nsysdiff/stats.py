@@ -15,15 +15,41 @@ DISTRIBUTION_METHOD = (
 
 def weighted_median(values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> float:
     """The value at which half the total weight lies on either side."""
+    return weighted_quantile(values, weights, 0.5)
+
+
+def weighted_quantile(
+    values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64], q: float
+) -> float:
+    """The value below which a share ``q`` of the total weight lies (``q=0.5``: the
+    weighted median). Between two values holding exactly ``q`` on either side, their
+    midpoint, as an unweighted median does."""
     order = np.argsort(values, kind="stable")
     v, w = values[order], weights[order]
     cum = np.cumsum(w)
-    half = cum[-1] / 2.0
-    i = int(np.searchsorted(cum, half))
-    # On an exact tie between two values, take their midpoint, as an unweighted median does.
-    if np.isclose(cum[i], half) and i + 1 < len(v):
+    cut = cum[-1] * q
+    i = min(int(np.searchsorted(cum, cut)), len(v) - 1)
+    if np.isclose(cum[i], cut) and i + 1 < len(v):
         return float((v[i] + v[i + 1]) / 2.0)
     return float(v[i])
+
+
+def capped_weights(sizes: npt.NDArray[np.float64], cap: float) -> npt.NDArray[np.float64]:
+    """``sizes`` clipped at one common level so that no item holds more than ``cap`` of the
+    total weight (water-filling: the largest are cut to the same height, the rest keep
+    their size). With fewer than ``1 / cap`` items no level can do that: equal weights."""
+    n = len(sizes)
+    if n == 0:
+        return np.array(sizes, dtype=np.float64)
+    if n * cap <= 1.0:
+        return np.ones(n)
+    desc = np.sort(sizes)[::-1]
+    for k in range(n):  # k: how many of the largest are cut
+        level = cap * float(desc[k:].sum()) / (1.0 - cap * k)
+        if desc[k] <= level:
+            capped: npt.NDArray[np.float64] = np.minimum(sizes, level)
+            return capped
+    return np.ones(n)  # unreachable: with n * cap > 1 some k fits
 
 
 def compare_sketches(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float] | None:

@@ -21,6 +21,14 @@ def real_traces() -> list[Path]:
     return sorted(d.glob("*.sqlite")) if d.is_dir() else []
 
 
+def real_trace(name: str) -> Path:
+    """``name`` (e.g. ``h100/llm_bs1``) under the real traces; skips the test when absent."""
+    p = traces_dir() / f"{name}.sqlite"
+    if not p.exists():
+        pytest.skip(f"{p} not found")
+    return p
+
+
 needs_traces = pytest.mark.skipif(
     not real_traces(), reason="real traces not found (set NSYSDIFF_TRACES or add ../shared/traces)"
 )

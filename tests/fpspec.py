@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from nsysdiff.categories import categorize
@@ -20,6 +21,7 @@ from nsysdiff.model import (
     LaunchConfig,
     RangeStats,
     TraceMeta,
+    fingerprint_to_json,
 )
 
 
@@ -86,3 +88,17 @@ def fingerprint(
         nvtx=tuple(RangeStats(n, "", c, t) for n, (c, t) in sorted(nvtx.items())),
         devices=(DeviceStats(0, calls, total, total, 2 * total),) if ks else (),
     )
+
+
+def saved_pair(
+    folder: Path,
+    base: Mapping[str, tuple[int, int]] | Fingerprint,
+    cand: Mapping[str, tuple[int, int]] | Fingerprint,
+) -> tuple[str, str]:
+    """Two specs (or fingerprints) saved as fingerprint files (``b.json``, ``c.json``)."""
+    paths = []
+    for name, spec in (("b", base), ("c", cand)):
+        p = folder / f"{name}.json"
+        p.write_text(fingerprint_to_json(spec if isinstance(spec, Fingerprint) else fingerprint(spec)))
+        paths.append(str(p))
+    return paths[0], paths[1]

@@ -105,7 +105,10 @@ def test_cascade_headline(cascade) -> None:  # type: ignore[no-untyped-def]
     h = cascade.headline
     assert (h.base_launches, h.candidate_launches) == (8955, 8955)
     assert (h.base_total_ns, h.candidate_total_ns) == (1_250_000_000, 1_370_000_000)
-    assert h.scale == pytest.approx(1.10, abs=0.005)
+    # device_kernel (70% of the time) scales 1.10x, most other families ~0.9x: with no
+    # family holding more than a fifth of the weight, the scale sits between them.
+    assert h.scale == pytest.approx(0.95, abs=0.005)
+    assert (h.scale_info.low, h.scale_info.high) == (pytest.approx(0.89), pytest.approx(1.10))
     assert h.same_count_different_kernels
 
 

@@ -51,7 +51,7 @@ def test_fingerprint_is_small() -> None:
             json.dumps(
                 {"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}
             ),
-            "x.json: malformed fingerprint at $: missing field 'meta'",
+            "x.json: malformed fingerprint at $: 'meta' is a required property",
         ),
     ],
 )

@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from nsysdiff import comparability, stats
+from nsysdiff.attribution import Effects, Part
 from nsysdiff.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
 from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
 from nsysdiff.render import safe
@@ -155,6 +156,8 @@ def overall(d: Diff) -> dict[str, Any]:
         "delta_ns": h.candidate_total_ns - h.base_total_ns,
         "ratio": h.ratio,
         "scale": h.scale,
+        "scale_info": scale_data(d),
+        "basis": h.basis,
         "base_launches": h.base_launches,
         "candidate_launches": h.candidate_launches,
         "base_kernels": h.base_kernels,
@@ -168,6 +171,71 @@ def overall(d: Diff) -> dict[str, Any]:
         "candidate_steps": h.candidate_steps,
         "base_per_step_ns": h.base_per_step_ns,
         "candidate_per_step_ns": h.candidate_per_step_ns,
+    }
+
+
+def scale_data(d: Diff) -> dict[str, Any]:
+    i = d.headline.scale_info
+    return {
+        "factor": i.factor,
+        "spread": i.spread,
+        "low": i.low,
+        "high": i.high,
+        "families": i.families,
+        "base_share": i.base_share,
+        "candidate_share": i.candidate_share,
+        "meaningful": i.meaningful,
+    }
+
+
+def _effects(e: Effects) -> dict[str, Any]:
+    return {
+        "delta_ns": e.total_ns,
+        "count_ns": e.count_ns,
+        "per_call_ns": e.per_call_ns,
+        "new_ns": e.new_ns,
+        "removed_ns": e.removed_ns,
+    }
+
+
+def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
+    return [{"key": p.key, **_effects(p.effects)} for p in parts]
+
+
+def attribution_data(d: Diff) -> dict[str, Any]:
+    """The exact decomposition of the kernel-time change (docs/json.md, ``attribution``)."""
+    a = d.attribution
+    return {
+        "delta_ns": a.delta_ns,
+        "effects": _effects(a.effects),
+        "top": [
+            {
+                "kind": c.kind,
+                "name": c.name,
+                "key": c.key,
+                "delta_ns": c.delta_ns,
+                "replaces": c.replaces,
+                "replaces_ns": c.replaces_ns,
+            }
+            for c in a.top
+        ],
+        "replacements": [
+            {
+                "new": r.new,
+                "new_name": r.new_name,
+                "new_ns": r.new_ns,
+                "removed": r.removed,
+                "removed_name": r.removed_name,
+                "removed_ns": r.removed_ns,
+                "delta_ns": r.delta_ns,
+                "why": r.why,
+            }
+            for r in a.replacements
+        ],
+        "kernels": _parts(a.kernels),
+        "families": _parts(a.families),
+        "categories": _parts(a.categories),
+        "phases": _parts(a.phases),
     }
 
 
@@ -217,7 +285,9 @@ def report_data(report: Report) -> dict[str, Any]:
             "distribution_method": stats.DISTRIBUTION_METHOD,
         },
         "overall": overall(d),
+        "attribution": attribution_data(d),
         "outliers": [r.key for r in d.outliers],
+        "outlier_families": [r.key for r in d.outlier_families],
         "kernels": [kernel_row(r) for r in d.kernels],
         "families": [named_row(r) for r in d.families],
         "categories": [named_row(r) for r in d.categories],
@@ -225,6 +295,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "memset": [copy_row(x) for x in d.memset],
         "sync": [named_row(r) for r in d.sync],
         "nvtx": [nvtx_row(r) for r in d.nvtx],
+        "graphs": [named_row(r) for r in d.graphs],
         "variants": [variant_row(v) for v in d.variants],
         "phases": [phase_row(p) for p in d.phases],
         "findings": [finding_row(f, f in failing) for f in report.findings],

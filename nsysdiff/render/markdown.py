@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from nsysdiff import comparability
-from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.attribution import Contributor, Effects
+from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.report import Finding, Level, Outcome, Report
@@ -81,13 +82,92 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "none"
 
 
-def scale_phrase(scale: float) -> str:
-    return f"everything scaled ~{scale:.2f}x"
+_BASIS_WORDS = {
+    "kernels": ("family", "families", "kernel time"),
+    "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
+    "graphs": ("CUDA graph", "CUDA graphs", "graph time"),
+}
+
+
+def basis_phrase(diff: Diff) -> str | None:
+    """What was compared instead of kernels, when there is no kernel data."""
+    return {
+        "nvtx": "NVTX ranges (no kernel data on either side)",
+        "graphs": "whole-graph launches per graph id (graph-mode captures: kernels inside graphs not visible)",
+    }.get(diff.headline.basis)
+
+
+def scale_parts(diff: Diff) -> tuple[str, str | None]:
+    """The scale with its uncertainty, and what it is measured over (None: no family on
+    both sides); "none meaningful" when too little time is in common families."""
+    i = diff.headline.scale_info
+    one, many, time = _BASIS_WORDS[diff.headline.basis]
+    if not i.families:
+        return f"none: no {one} runs on both sides", None
+    over = (
+        f"over {plural(i.families, one, many)} on both sides: "
+        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
+    )
+    if not i.meaningful:
+        return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
+
+
+def scale_line(diff: Diff) -> str:
+    main, over = scale_parts(diff)
+    return main if over is None else f"{main}, {over}"
+
+
+_KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
+
+
+def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``."""
+    if c.kind == "replacement":
+        return (
+            f"new {name(c.name)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(c.replaces or '')} {u.signed_ns(-(c.replaces_ns or 0))}"
+        )
+    if c.kind in ("new", "removed"):
+        return f"{c.kind} {name(c.name)} {u.signed_ns(c.delta_ns)}"
+    word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
+    if c.kind == "count" and c.delta_ns < 0:
+        word = "fewer calls"
+    return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
+
+
+def no_outlier_line(diff: Diff) -> str:
+    """What the outlier section says when it has nothing to show."""
+    what = {"nvtx": "NVTX range", "graphs": "CUDA graph"}.get(diff.headline.basis, "kernel")
+    if not diff.headline.scale_info.meaningful:
+        return f"No outlier test: without a meaningful overall scale no {what} can be judged against the rest."
+    return f"No outlier: no {what} scaled abnormally against the overall {diff.headline.scale:.2f}x."
+
+
+def effects_text(e: Effects) -> str:
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
+    return (
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · "
+        f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
+    )
+
+
+def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str | None:
+    """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
+    a = diff.attribution
+    if not a.top:
+        return None
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name) for c in a.top)
 
 
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
+    if h.basis == "graphs":
+        b, c = diff.base_meta.graph_total_ns, diff.candidate_meta.graph_total_ns
+        return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
+    if h.basis == "nvtx":
+        return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
         return (
             f"kernel time per {h.per} step {u.ns(h.base_per_step_ns)} → "
@@ -149,7 +229,11 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]
-        parts.append(f"top outlier {name(top)} {u.ratio(top.ratio)}")
+        faster = top.deviation is not None and top.deviation < 1
+        parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
+    elif report.diff.outlier_families:
+        fam = report.diff.outlier_families[0]
+        parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
     return parts
 
 
@@ -353,6 +437,40 @@ def _chart(diff: Diff) -> list[str]:
     ]
 
 
+def _outlier_families(diff: Diff) -> list[str]:
+    """Families whose variants together scaled abnormally."""
+    fams = diff.outlier_families
+    if not fams:
+        return []
+    rows = []
+    for r in fams:
+        b, c = side_ns(r)
+        n = sum(1 for k in diff.kernels if k.family == r.key)
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        rows.append([code(r.key), str(n), f"{b} → {c}", f"**{u.ratio(r.ratio)}**", u.ratio(r.deviation), score])
+    header = ("family", "variants", "base → candidate", "ratio", "vs scale", "score")
+    title = (
+        f"### Families flagged as a whole ({len(fams)}): variants together against the overall "
+        f"{diff.headline.scale:.2f}x"
+    )
+    return [title, "", *_table(header, rows, "lrrrrr"), ""]
+
+
+def _basis_rows(diff: Diff) -> list[str]:
+    """Without kernel data: the NVTX ranges or graphs compared instead, largest change first."""
+    if diff.headline.basis == "kernels" or not diff.scored:
+        return []
+    what = "NVTX ranges" if diff.headline.basis == "nvtx" else "CUDA graphs"
+    rows = []
+    for r in diff.scored[:TOP_CHANGES]:
+        b, c = side_ns(r)
+        verdict = "**outlier**" if r.is_outlier else r.verdict.value
+        rows.append([code(r.key), calls_pair(r), f"{b} → {c}", u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+                     u.ratio(r.deviation), verdict])  # fmt: skip
+    header = (what, "count", "base → candidate", "Δ", "ratio", "vs scale", "verdict")
+    return [f"### {what}", "", *_table(header, rows, "llrrrrl"), ""]
+
+
 def _phases(diff: Diff) -> list[str]:
     rows = []
     for p in diff.phases:
@@ -461,7 +579,8 @@ def _render(report: Report) -> str:
     context = [
         f"base <code>{cell(d.base_meta.source)}</code> → "
         f"candidate <code>{cell(d.candidate_meta.source)}</code>",
-        scale_phrase(h.scale),
+        *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
+        cell(scale_line(d)),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
         f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
         f"({h.common_kernels:,} common)",
@@ -473,6 +592,9 @@ def _render(report: Report) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
+    change = attribution_line(d, lambda n: code(n))
+    if change:
+        out += [f"**Change** {change}", ""]
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
@@ -492,8 +614,10 @@ def _render(report: Report) -> str:
         ]
         out += _outliers(d)
         out.append("")
-    else:
-        out += [f"No outlier: no kernel scaled abnormally against the overall {h.scale:.2f}x.", ""]
+    elif not d.outlier_families:
+        out += [no_outlier_line(d), ""]
+    out += _outlier_families(d)
+    out += _basis_rows(d)
     if d.categories:
         out += ["### Categories", ""]
         out += _categories(d)
@@ -529,7 +653,8 @@ def _render(report: Report) -> str:
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
-        f"(time-weighted median), ≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
+        f"(weighted median of family ratios, no family over a fifth of the weight), "
+        f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
         f"either side's kernel time; unchanged within {s.noise:g}x. One trace per side: "
         f"ratios are not confidence intervals.</sub>"
     )

@@ -13,6 +13,7 @@ markup) and no colour, so the output is plain deterministic text fit for golden 
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Sequence
@@ -93,9 +94,14 @@ def _headline(console: Console, report: Report) -> None:
             f"per step     {u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"
         )
         console.print(f"steps        {m.steps_phrase(d)}")
-    console.print(
-        f"scale        {m.scale_phrase(h.scale)} (time-weighted median of per-kernel ratios)"
-    )
+    compared = m.basis_phrase(d)
+    if compared:
+        console.print(f"compared     {compared}")
+    main, over = m.scale_parts(d)
+    console.print(f"scale        {main}")
+    if over:
+        console.print(f"             {over}")
+    _attribution(console, d, console.width)
     console.print(
         f"launches     {h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)"
@@ -107,6 +113,19 @@ def _headline(console: Console, report: Report) -> None:
         console.print(Text(same, style="bold"))
 
 
+def _attribution(console: Console, d: Diff, width: int) -> None:
+    """The change split exactly by kind, then its top contributors, one a line."""
+    a = d.attribution
+    if not a.top:
+        return
+    label = "change/step" if d.per_step else "change"
+    console.print(f"{label:<12} {u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}")
+    for c in a.top:
+        # One name a line gets the room of the line; a replacement shares it between two.
+        room = max(MIN_NAME, (width - 50) // 2 if c.kind == "replacement" else width - 45)
+        console.print(f"             {m.contributor_text(c, functools.partial(u.shorten, width=room))}")
+
+
 def _comparability(console: Console, d: Diff) -> None:
     # After the changes: it qualifies them, and the smoking gun comes first.
     _title(console, "Comparability")
@@ -116,11 +135,11 @@ def _comparability(console: Console, d: Diff) -> None:
 
 def _outliers(console: Console, d: Diff, width: int) -> None:
     outliers = d.outliers
+    if not outliers and d.outlier_families:
+        return  # the families flagged as a whole follow
     if not outliers:
         console.print()
-        console.print(
-            f"No outlier: no kernel scaled abnormally against the overall {d.headline.scale:.2f}x."
-        )
+        console.print(m.no_outlier_line(d))
         return
     _title(
         console,
@@ -131,7 +150,8 @@ def _outliers(console: Console, d: Diff, width: int) -> None:
         b, c = m.side_ns(r)
         console.print(
             Text(
-                f"{i:>2}. {u.shorten(r.name, max(MIN_NAME, width - 24))}  [{r.category or '-'}]",
+                f"{i:>2}. {u.shorten(r.name, max(MIN_NAME, width - 38))}  [{r.category or '-'}]"
+                + ("  improvement" if r.deviation is not None and r.deviation < 1 else ""),
                 style="bold",
             )
         )
@@ -150,6 +170,25 @@ def _outliers(console: Console, d: Diff, width: int) -> None:
                 f"    distribution: P(candidate call slower) {r.distribution.prob_slower:.2f}, "
                 f"KS {r.distribution.ks_distance:.2f}"
             )
+
+
+def _outlier_families(console: Console, d: Diff, width: int) -> None:
+    """Families whose variants together scaled abnormally (none of them may on its own)."""
+    fams = d.outlier_families
+    if not fams:
+        return
+    _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
+           f"{d.headline.scale:.2f}x")  # fmt: skip
+    for r in fams:
+        b, c = m.side_ns(r)
+        n = sum(1 for k in d.kernels if k.family == r.key)
+        mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
+        console.print(Text(f" - {u.shorten(r.name, max(MIN_NAME, width - 40))}  [{n} variants]{mark}", style="bold"))
+        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
+        console.print(
+            f"   {b} → {c}  {u.ratio(r.ratio)} total · calls {m.calls_pair(r)} · "
+            f"{u.ratio(r.deviation)} vs the overall scale · score {score}"
+        )
 
 
 def _findings(console: Console, findings: Sequence[Finding], failing: set[Finding]) -> None:
@@ -203,6 +242,34 @@ def _categories(console: Console, d: Diff, width: int) -> None:
     )
     console.print()
     console.print(_grid("Categories", header, rows, width, optional=(5, 7, 3)))
+
+
+def _basis_rows(console: Console, d: Diff, width: int) -> None:
+    """Without kernel data: the NVTX ranges or graphs that were compared instead."""
+    if d.headline.basis == "kernels" or not d.scored:
+        return
+    shown = d.scored[:TOP_CHANGES]
+    rows = []
+    for r in shown:
+        b, c = m.side_ns(r)
+        rows.append(
+            [
+                r.key,
+                m.calls_pair(r),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.mean_ratio),
+                u.ratio(r.deviation),
+                "OUTLIER" if r.is_outlier else r.verdict.value,
+            ]
+        )
+    what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
+    header = (what, "count", "base", "candidate", "Δ", "ratio", "mean", "vs scale", "verdict")
+    title = f"{what} by absolute change ({len(shown)} of {len(d.scored):,})"
+    console.print()
+    console.print(_grid(title, header, rows, width, optional=(6, 7, 1)))
 
 
 def _phases(console: Console, d: Diff, width: int) -> None:
@@ -320,12 +387,13 @@ def _footer(console: Console, d: Diff) -> None:
     s = d.settings
     console.print()
     console.print(
-        f"Method: overall scale = time-weighted median of per-kernel log ratios (kernels on both "
-        f"sides). Outlier = |modified z| ≥ {s.z_threshold:g} "
+        f"Method: overall scale = weighted median of per-family log ratios (families on both "
+        f"sides, no family over a fifth of the weight; spread with the same weights). "
+        f"Outlier = |modified z| ≥ {s.z_threshold:g} "
         f"(MAD floor {u.ratio(math.exp(s.mad_floor))}), "
         f"≥ {s.min_deviation:g}x beyond the scale either way, ≥ {100 * s.min_share:g}% of either "
         f"side's kernel time. Unchanged within {s.noise:g}x. Count effect = Δcalls × base mean; "
-        f"per-call effect = candidate calls × Δmean. Distribution: {stats.DISTRIBUTION_METHOD}."
+        f"per-call effect = the rest of a kernel's change. Distribution: {stats.DISTRIBUTION_METHOD}."
     )
     console.print(
         "Not measured: run-to-run variance (one trace per side, so a ratio is not a confidence "
@@ -359,7 +427,9 @@ def render(report: Report, *, width: int = 120) -> str:
     console.print()
     _headline(console, report)
     _outliers(console, d, width)
+    _outlier_families(console, d, width)
     _findings(console, report.findings, set(report.failed))
+    _basis_rows(console, d, width)
     _categories(console, d, width)
     _phases(console, d, width)
     _copies(console, (*d.memcpy, *d.memset), width)

@@ -280,6 +280,10 @@ def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
             key_of = lambda k: k.category  # noqa: E731
         else:
             ks = list(fp.kernels)
+            if not ks and fp.graphs:
+                # A graph-mode capture has no kernel rows: its graph launches are its GPU work.
+                launches = sum(g.launches for g in fp.graphs)
+                return {o.selection: Group(launches, sum(g.total_ns for g in fp.graphs), 0, ())}
             key_of = lambda k: "whole trace"  # noqa: E731
         if o.each:
             by: dict[str, list[KernelStats]] = {}

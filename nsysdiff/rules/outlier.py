@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,18 +39,28 @@ OPTIONS = (
         default_doc="the diff's --min-share (0.1%)",
     ),
     Option(
+        "min_time",
+        "time",
+        opt.time,
+        "Floor: a key under this total time on both sides is too small to judge.",
+        default=0.0,
+        default_doc="0ns",
+    ),
+    Option(
         "scope",
         "choice list",
         opt.choice_list(SCOPES),
-        "What to score: kernels, families, categories (one or a list).",
-        default=("kernels",),
-        default_doc="kernels",
+        "What to score: kernels, families, categories (one or a list). With both families "
+        "and kernels, a family is judged first and its flagged variants fold into it.",
+        default=("families", "kernels"),
+        default_doc="[families, kernels]",
     ),
     Option(
         "direction",
         "choice",
         opt.choice(DIRECTIONS),
-        "Which outliers count: both, slower (scaled up) or faster (scaled down).",
+        "Which outliers count: both, slower (scaled up) or faster (scaled down). A faster "
+        "outlier is reported as an improvement.",
         default="both",
     ),
 )
@@ -61,6 +71,7 @@ class OutlierOptions:
     z_threshold: float | None
     min_deviation: float | None
     min_share: float | None
+    min_time_ns: float
     scope: tuple[str, ...]
     direction: str
 
@@ -70,6 +81,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> OutlierOptions:
         z_threshold=values["z_threshold"],
         min_deviation=values["min_deviation"],
         min_share=values["min_share"],
+        min_time_ns=values["min_time"],
         scope=values["scope"],
         direction=values["direction"],
     )
@@ -87,60 +99,116 @@ def _share(row: Row) -> float:
     return max(row.base.share if row.base else 0.0, row.candidate.share if row.candidate else 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Gate:
+    z: float
+    deviation: float
+    share: float
+    min_time_ns: float
+    direction: str
+
+    def passes(self, row: Row) -> bool:
+        z, dev = row.outlier_score, row.deviation
+        if z is None or dev is None or row.ratio is None or row.base is None or row.candidate is None:
+            return False
+        if abs(z) < self.z or max(dev, 1 / dev) < self.deviation or _share(row) < self.share:
+            return False
+        if max(row.base.total_ns, row.candidate.total_ns) < self.min_time_ns:
+            return False  # too small to judge, whatever its ratio
+        return not ((self.direction == "slower" and dev < 1) or (self.direction == "faster" and dev > 1))
+
+
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: OutlierOptions = rule.options
     s = diff.settings
-    z_min = o.z_threshold if o.z_threshold is not None else s.z_threshold
-    dev_min = o.min_deviation if o.min_deviation is not None else s.min_deviation
-    share_min = o.min_share if o.min_share is not None else s.min_share
-    scale = diff.headline.scale
-    for scope in o.scope:
-        what = _NOUN[scope]
-        for row in _rows(diff, scope):
-            z, dev, share = row.outlier_score, row.deviation, _share(row)
-            if z is None or dev is None or row.ratio is None:
+    gate = _Gate(
+        z=o.z_threshold if o.z_threshold is not None else s.z_threshold,
+        deviation=o.min_deviation if o.min_deviation is not None else s.min_deviation,
+        share=o.min_share if o.min_share is not None else s.min_share,
+        min_time_ns=o.min_time_ns,
+        direction=o.direction,
+    )
+    if diff.headline.basis != "kernels":
+        # No kernel data: the NVTX ranges (or graph launches) are what the scale is about.
+        what = "NVTX range" if diff.headline.basis == "nvtx" else "CUDA"
+        for row in diff.scored:
+            if gate.passes(row):
+                yield _finding(diff, rule, gate, row, what, row.key, "")
+        return
+    members: dict[str, list[Row]] = {}
+    for k in diff.kernels:
+        members.setdefault(k.family or "", []).append(k)
+    folded: set[str] = set()
+    if "families" in o.scope:
+        # Families first: a regression spread over many light variants shows only here,
+        # and one finding per family says it once.
+        for row in diff.families:
+            variants = members.get(row.key, [])
+            if not gate.passes(row) or (len(variants) == 1 and "kernels" in o.scope):
                 continue
-            if abs(z) < z_min or max(dev, 1 / dev) < dev_min or share < share_min:
-                continue
-            if (o.direction == "slower" and dev < 1) or (o.direction == "faster" and dev > 1):
-                continue
-            assert row.base is not None and row.candidate is not None
-            way = "slower" if dev > 1 else "faster"
-            evidence = (
-                f"total {units.fmt_time(row.base.total_ns)} -> "
-                f"{units.fmt_time(row.candidate.total_ns)} "
-                f"({units.fmt_ratio(row.ratio)}) vs overall scale {units.fmt_ratio(scale)}; "
-                f"count effect {_signed(row.count_effect_ns)} (calls {row.base.calls} -> "
-                f"{row.candidate.calls}), "
-                f"per-call effect {_signed(row.per_call_effect_ns)} "
-                f"(mean {units.fmt_time(row.base.mean_ns)} -> "
-                f"{units.fmt_time(row.candidate.mean_ns)}); "
-                f"share {units.fmt_percent(share)}"
-            )
-            driver = (
-                "per-call time"
-                if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns)
-                else "call count"
-            )
-            message = rule.message or (
-                f"{what} {row.name} scaled {units.fmt_ratio(row.ratio)} while the trace scaled "
-                f"{units.fmt_ratio(scale)}: {units.fmt_ratio(max(dev, 1 / dev))} {way} than the "
-                "rest, "
-                f"driven by {driver}"
-            )
-            yield Finding(
-                level=rule.level,
-                rule_id=rule.id,
-                kind="outlier",
-                subject=diff.kernel_label(row) if scope == "kernels" else row.key,
-                observed=f"z={z:+.1f}, {units.fmt_ratio(dev)} of scale",
-                limit=(
-                    f"|z| >= {z_min:g} and deviation >= {units.fmt_ratio(dev_min)} "
-                    f"and share >= {units.fmt_percent(share_min)}"
-                ),
-                evidence=evidence,
-                message=message,
-            )
+            folded.add(row.key)
+            inner = [k for k in variants if gate.passes(k)]
+            yield _finding(diff, rule, gate, row, "family", row.key, _variants_note(variants, inner))
+    if "kernels" in o.scope:
+        for row in diff.kernels:
+            if row.family not in folded and gate.passes(row):
+                yield _finding(diff, rule, gate, row, "kernel", diff.kernel_label(row), "")
+    if "categories" in o.scope:
+        for row in diff.categories:
+            if gate.passes(row):
+                yield _finding(diff, rule, gate, row, "category", row.key, "")
+
+
+def _variants_note(variants: Sequence[Row], inner: Sequence[Row]) -> str:
+    both = sum(1 for k in variants if k.base is not None and k.candidate is not None)
+    text = f"; {len(variants)} variants ({both} on both sides)"
+    if inner:
+        text += ", flagged on their own: " + ", ".join(k.name for k in inner[:3])
+        if len(inner) > 3:
+            text += f" and {len(inner) - 3} more"
+    return text
+
+
+def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: str, extra: str) -> Finding:
+    assert row.base is not None and row.candidate is not None
+    assert row.ratio is not None and row.deviation is not None and row.outlier_score is not None
+    scale, dev, share = diff.headline.scale, row.deviation, _share(row)
+    evidence = (
+        f"total {units.fmt_time(row.base.total_ns)} -> "
+        f"{units.fmt_time(row.candidate.total_ns)} "
+        f"({units.fmt_ratio(row.ratio)}) vs overall scale {units.fmt_ratio(scale)}; "
+        f"count effect {_signed(row.count_effect_ns)} (calls {row.base.calls:g} -> "
+        f"{row.candidate.calls:g}), "
+        f"per-call effect {_signed(row.per_call_effect_ns)} "
+        f"(mean {units.fmt_time(row.base.mean_ns)} -> "
+        f"{units.fmt_time(row.candidate.mean_ns)}); "
+        f"share {units.fmt_percent(share)}{extra}"
+    )
+    driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
+    way = "slower" if dev > 1 else "faster"
+    message = rule.message or (
+        ("" if dev > 1 else "improvement: ")
+        + f"{what} {row.name} scaled {units.fmt_ratio(row.ratio)} while the trace scaled "
+        f"{units.fmt_ratio(scale)}: {units.fmt_ratio(max(dev, 1 / dev))} {way} than the rest, "
+        f"driven by {driver}"
+    )
+    limit = (
+        f"|z| >= {gate.z:g} and deviation >= {units.fmt_ratio(gate.deviation)} "
+        f"and share >= {units.fmt_percent(gate.share)}"
+    )
+    if gate.min_time_ns:
+        limit += f" and time >= {units.fmt_time(gate.min_time_ns)}"
+    return Finding(
+        level=rule.level,
+        rule_id=rule.id,
+        kind="outlier",
+        subject=subject,
+        observed=f"z={row.outlier_score:+.1f}, {units.fmt_ratio(dev)} of scale"
+        + ("" if dev > 1 else " (improvement)"),
+        limit=limit,
+        evidence=evidence,
+        message=message,
+    )
 
 
 def _signed(ns: float) -> str:
@@ -151,17 +219,22 @@ KIND = Kind(
     name="outlier",
     summary="Fails when a key scaled abnormally against the trace's overall scale.",
     doc="""\
-Uses the diff's scale-aware outlier statistics: the overall scale (the time-weighted
-median of per-kernel total-time ratios) and each key's modified z-score of its log ratio
-against it. A key is an outlier when all three hold: |z| >= z_threshold, its ratio
-differs from the scale by at least min_deviation either way, and it is material (at
-least min_share of either side's kernel time). The thresholds default to the diff's own
-settings (the --z-threshold, --min-deviation and --min-share options), so the rule agrees
-with the report unless it overrides them. Only keys present on both sides are scored:
-new and removed kernels are for `structure` and `danger-zone` rules.
+Uses the diff's scale-aware outlier statistics: the overall scale (the weighted median
+of per-family total-time ratios, no family holding more than a fifth of the weight) and
+each key's modified z-score of its log ratio against it. A key is an outlier when all
+three hold: |z| >= z_threshold, its ratio differs from the scale by at least
+min_deviation either way, and it is material (at least min_share of either side's kernel
+time). The thresholds default to the diff's own settings (the --z-threshold,
+--min-deviation and --min-share options), so the rule agrees with the report unless it
+overrides them; `min_time` skips keys too small to judge. Only keys present on both
+sides are scored: new and removed kernels are for `structure` and `danger-zone` rules.
+Families are judged before kernels: a family flagged as a whole is one finding, its
+flagged variants named in it. `direction: slower` gates only regressions; a `direction:
+faster` rule reports improvements (marked as such). When the diff has no meaningful
+scale (too little time in common families) nothing is scored.
 
-The finding shows the key's ratio against the overall scale and splits its change into
-a count effect (calls changed, at the base per-call time) and a per-call effect (each call
+The finding shows the key's ratio against the overall scale and splits its change into a
+count effect (calls changed, at the base per-call time) and a per-call effect (each call
 got slower or faster), so "called 16x more" is told apart from "each call got slower".
 This catches "one kernel scaled abnormally" even when the totals look fine.
 """,

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, LaunchConfig
+from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine
 from nsysdiff.trace.schema import Schema
@@ -211,7 +211,7 @@ def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ..
     try:
         _tune(con, path)
         return [con.execute(sql).fetchall() for sql in sqls]
-    except sqlite3.Error as e:
+    except s.DB_ERRORS as e:
         if "integer overflow" in str(e):
             raise TraceError(s.one_line(f"{path}: a sum of durations overflows int64")) from None
         raise s.db_error(path, e) from None
@@ -303,7 +303,7 @@ class TraceReader:
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.Error as e:
+        except s.DB_ERRORS as e:
             if "integer overflow" in str(e):
                 # sum() refuses to wrap; only impossible values get there.
                 raise TraceError(
@@ -542,8 +542,8 @@ class TraceReader:
                 idx = order[done:stop]
                 got[idx] = arr[np.searchsorted(ends, want[idx], side="right"), 0]
                 done, seen = stop, int(ends[-1])
-        except sqlite3.DatabaseError as e:
-            raise TraceError(f"{self.path}: corrupt or unreadable export ({e})") from None
+        except s.DB_ERRORS as e:
+            raise s.db_error(self.path, e) from None
         finally:
             cur.close()
         k = len(QUANTILE_GRID)
@@ -693,6 +693,17 @@ class TraceReader:
         )
         self._verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
+
+    def graph_launches(self) -> tuple[GraphStats, ...]:
+        """Whole-graph launches per graph id (GRAPH_TRACE), by id: the only timing a
+        graph-mode capture has of the work inside its graphs."""
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end", "graphId"):
+            return ()
+        rows = self._query(
+            f'SELECT graphId, count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
+            f"WHERE {self._where(s.GRAPH_TRACE, Selection())} GROUP BY graphId ORDER BY graphId"
+        )
+        return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
 

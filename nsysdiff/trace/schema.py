@@ -63,9 +63,17 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def db_error(path: Path, e: sqlite3.Error) -> TraceError:
+# What a failed SQLite call can raise: Python decodes SQLite's error text as strict UTF-8,
+# and a damaged schema puts the file's own bytes into that text.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def db_error(path: Path, e: sqlite3.Error | UnicodeDecodeError) -> TraceError:
     """The error for an SQLite failure met while reading: never swallowed as "absent"."""
-    return TraceError(one_line(f"{path}: corrupt or unreadable SQLite export ({e})"))
+    detail = str(e)
+    if isinstance(e, UnicodeDecodeError) and isinstance(e.object, bytes):
+        detail = e.object.decode("utf-8", "replace")
+    return TraceError(one_line(f"{path}: corrupt or unreadable SQLite export ({detail})"))
 
 
 def _head(path: Path) -> tuple[bytes, int]:
@@ -139,7 +147,7 @@ def connect(path: Path) -> sqlite3.Connection:
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
     try:
         con = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    except sqlite3.Error as e:
+    except DB_ERRORS as e:
         raise TraceError(one_line(f"{path}: can't be opened as SQLite ({e})")) from None
     con.text_factory = _decode
     return con
@@ -157,7 +165,7 @@ def probe(con: sqlite3.Connection, path: Path) -> Schema:
             cols.setdefault(str(table), set())
             if column is not None:
                 cols[str(table)].add(str(column))
-    except sqlite3.Error as e:
+    except DB_ERRORS as e:
         raise db_error(path, e) from None
     tables = {name: frozenset(c) for name, c in cols.items()}
     if not _NSYS_MARKERS.intersection(tables):

@@ -136,7 +136,11 @@ def test_text_order_and_content(report: Report) -> None:
         "nsysdiff: FAIL (exit 1)",
         "note: nsys versions differ",
         "kernel time  1.212 s → 1.381 s  1.14x",
-        "everything scaled ~1.10x",
+        "scale        1.10x (typical family), half the weight between 1.10x and 1.12x",
+        "over 7 families on both sides: 100% of base, 100% of candidate kernel time",
+        "change       +169.03 ms = count 0 · per-call +158.37 ms · new +64.60 ms · removed -53.94 ms",
+        "device_kernel +87.74 ms (slower calls)",
+        "replaces nvjet_tst_192x192_64x4…bz_coopB_TNN -51.94 ms",
         "identical kernel count (3,931), different kernels: 2 only in base, 2 only in candidate",
         "Outliers (1)",
         "reshape_and_cache_flash_kernel  [attention]",
@@ -256,9 +260,9 @@ def test_markdown_cell_escaping() -> None:
 
 TOP_LEVEL = [
     "format", "version", "outcome", "exit_code", "strict", "packs", "reasons", "notes",
-    "comparability", "settings", "overall", "outliers", "kernels", "families", "categories",
-    "memcpy", "memset", "sync", "nvtx", "variants", "phases", "findings", "rules", "base_meta",
-    "candidate_meta", "scope",
+    "comparability", "settings", "overall", "attribution", "outliers", "outlier_families",
+    "kernels", "families", "categories", "memcpy", "memset", "sync", "nvtx", "graphs",
+    "variants", "phases", "findings", "rules", "base_meta", "candidate_meta", "scope",
 ]  # fmt: skip
 KERNEL_KEYS = [
     "name", "demangled", "family", "category", "base", "candidate", "delta_ns", "ratio",
@@ -278,6 +282,15 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
     )
     assert overall["scale"] == pytest.approx(1.10)
     assert overall["same_count_different_kernels"] is True
+    assert overall["scale_info"]["meaningful"] is True
+    assert overall["scale_info"]["factor"] == overall["scale"]
+    attr = doc["attribution"]
+    assert attr["delta_ns"] == 1_380_528_000 - 1_211_500_000
+    parts = attr["effects"]
+    assert parts["count_ns"] + parts["per_call_ns"] + parts["new_ns"] + parts["removed_ns"] == attr["delta_ns"]
+    assert sum(k["delta_ns"] for k in attr["kernels"]) == attr["delta_ns"]
+    (swap,) = attr["replacements"]
+    assert swap["why"] == "same family" and swap["delta_ns"] == swap["new_ns"] - swap["removed_ns"]
     by_name = {k["name"]: k for k in doc["kernels"]}
     reshape = by_name["reshape_and_cache_flash_kernel"]
     assert list(reshape) == KERNEL_KEYS

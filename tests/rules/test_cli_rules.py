@@ -23,7 +23,7 @@ def test_list_shows_every_pack_with_counts() -> None:
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
-    assert lines[1].startswith("default             3 rules  Sensible budgets")
+    assert lines[1].startswith("default             4 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
 
 

@@ -266,7 +266,7 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
     )
     rs = load_rules([str(path), "default"])  # default again: already loaded, no re-override
     assert rs.sources == (str(path), "default")
-    assert [r.id for r in rs.rules] == ["total-time", "category-time", "outlier", "mine"]
+    assert [r.id for r in rs.rules] == ["total-time", "category-time", "outlier", "improvement", "mine"]
     total = rs.rule("total-time")
     assert total is not None and total.source == str(path) and total.level.value == "warning"
     assert dict(rs.phases) == {"decode": ("^decode", "step")}

@@ -198,8 +198,10 @@ def test_h100_trace_against_itself_gives_no_finding(name: str) -> None:
 def test_cascade_names_the_outlier_the_variant_swap_and_the_danger_zone() -> None:
     found = _findings(CASCADE / "bs1.sqlite", CASCADE / "bs16.sqlite")
     errors = {f.rule_id: f for f in found if f.level is Level.ERROR}
-    assert set(errors) == {"outlier", "gemm-selection"}
-    assert "reshape_and_cache" in errors["outlier"].subject
+    assert set(errors) == {"gemm-selection"}
+    # The outlier is a hint where to look, not a cause of different numbers: a warning.
+    (outlier,) = [f for f in found if f.rule_id == "outlier"]
+    assert outlier.level is Level.WARNING and "reshape_and_cache" in outlier.subject
     swap = errors["gemm-selection"]
     assert swap.subject == "nvjet_tst_*_bz" and "7 variants -> 7" in swap.observed
     assert "also flagged by dz-cublas-gemm" in swap.evidence

@@ -182,6 +182,19 @@ def test_corrupt_page_met_while_reading(tmp_path: Path) -> None:
     _fails(path, "corrupt or unreadable")
 
 
+def test_undecodable_sqlite_error_text(tmp_path: Path) -> None:
+    # A damaged schema puts the file's bytes into SQLite's error text, which Python
+    # decodes as strict UTF-8 (a fuzzer found this with one overwritten byte).
+    path = _trace(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA writable_schema=ON")
+    con.execute(
+        "UPDATE sqlite_master SET sql = 'CREATE TABLE x (a', name = CAST(x'53749574' AS TEXT) WHERE name = 'StringIds'"
+    )
+    con.close()
+    _fails(path, "corrupt or unreadable", "St\ufffdt")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "trace.sqlite"

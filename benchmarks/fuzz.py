@@ -1,0 +1,549 @@
+#!/usr/bin/env python3
+"""Fuzz nsysdiff with broken and hostile inputs, and check its contract on every case.
+
+Each case mutates a copy of a seed (a real trace from ``$NSYSDIFF_TRACES`` or
+``../shared/traces`` and its ``h100/`` folder when present, and TraceBuilder traces of every
+schema generation), then runs ``summary`` or ``diff`` on it in one output format. The
+mutations:
+
+- bytes: random bytes overwritten, a page zeroed, two pages swapped, the file truncated
+  (the last 100 bytes, a page, or a random length);
+- values written through SQL (``nsysdiff.trace.builder.tamper``): NULL, REAL, TEXT, BLOB,
+  negative and int64-overflowing values in times, ids, sizes and GPU / metadata columns;
+- hostile names: newlines followed by ``::error``/``::warning``/``::stop-commands``/...,
+  ``##[error]``, ESC, BEL, OSC-8 links, NUL, rich markup ``[/x]``, Unicode line
+  separators, and (rarely) 10 MB names, in kernel, NVTX, GPU and metadata strings and
+  in the input's file name;
+- saved fingerprints (JSON) with hostile values, over-long integers, NaN, deep nesting.
+
+The contract, per case: exit 0, 1, 2 or 3 (70 is a crash; running past ``--timeout`` a
+hang); no ``Traceback``; the inputs byte-identical with nothing new beside them (no
+``-journal``, ``-wal`` or ``-shm``); no output line that GitHub's runner would parse as a
+command (``::`` after leading blanks, other than the github format's own annotations, or
+``##[``); no ESC, BEL or NUL in any output; a Markdown report within GitHub's 1 MiB
+step-summary limit.
+
+Speed: the parent imports nsysdiff once and forks a child per case (no interpreter start),
+``--jobs`` children at a time; a child past ``--timeout`` seconds is killed.
+
+    python benchmarks/fuzz.py                      # 5,000 cases, seed 0
+    python benchmarks/fuzz.py --cases 300 --seed 1 --jobs 2
+    python benchmarks/fuzz.py --only 1234 --keep /tmp/case   # rerun one case, keep its files
+
+Exit status: 0 when every case keeps the contract, 1 otherwise (the failures are listed
+with the command that reproduces each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsysdiff import api, cli
+from nsysdiff.model import fingerprint_to_json
+from nsysdiff.render import Format
+from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder, tamper
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = "PWNED"  # in every injected command's name or properties, so it can be told apart
+MARKDOWN_LIMIT = 1 << 20
+SUMMARY_FORMATS = tuple(f.value for f in cli.SummaryFormat)
+DIFF_FORMATS = tuple(f.value for f in Format)
+
+# Strings an adversary would put in a name. Every command they carry names MARKER.
+HOSTILE = (
+    f"gemm\n::error file={MARKER},line=1::injected",
+    f"gemm\r\n::warning title={MARKER}::injected",
+    f"relu\n  ::stop-commands::{MARKER}",
+    f"x\n::add-mask::{MARKER}",
+    f"x\n::set-output name={MARKER}::1",
+    f"x\n::error::{MARKER} at line start",
+    f"##[error]{MARKER}",
+    f"ok\n##[stop-commands]{MARKER}",
+    f"attention ##[group]{MARKER}",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]8;;https://example.invalid\x07click\x1b]8;;\x07",
+    "\x1b]0;title\x07bell\x07",
+    "nul\x00byte",
+    "{ForeignNode[/ConstantOfShape_3_/ScatterND_23]}",
+    "[bold]bold[/bold] [/x] [link=https://example.invalid]l[/link]",
+    f"sep\u2028::error::{MARKER}",
+    f"nel\u0085::error::{MARKER}",
+    "bidi \u202egnp.exe",
+    "| pipe | <details> ``` <script>x</script>",
+    "%0A::error::percent",
+    "",
+)
+HUGE = "A" * 10_000_000 + f"\n::error file={MARKER}::end"
+
+_KINDS_BYTES = ("overwrite", "zero_page", "swap_pages", "truncate")
+_KINDS_SQL = ("value", "value", "name")
+_VALUES: tuple[object, ...] = (
+    None, 1.5, 1e300, -1.0, "text", "", b"\x00\x01", -1, -(1 << 63), (1 << 63) - 1, 0, 1 << 62,
+)  # fmt: skip
+# (table, column) pairs the reader uses: where a bad value can hurt.
+_TARGETS = (
+    ("CUPTI_ACTIVITY_KIND_KERNEL", ("start", "end", "deviceId", "demangledName", "shortName", "gridX",
+                                    "registersPerThread", "graphNodeId", "correlationId", "globalPid")),
+    ("CUPTI_ACTIVITY_KIND_MEMCPY", ("start", "end", "copyKind", "bytes", "deviceId")),
+    ("CUPTI_ACTIVITY_KIND_MEMSET", ("start", "end", "bytes")),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", ("start", "end", "nameId", "globalTid", "correlationId")),
+    ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", ("start", "end")),
+    ("NVTX_EVENTS", ("start", "end", "eventType", "textId", "domainId", "globalTid", "text")),
+    ("StringIds", ("id", "value")),
+    ("TARGET_INFO_GPU", ("id", "smCount", "name")),
+    ("TARGET_INFO_CUDA_GPU", ("cudaId", "numMultiprocessors", "name")),
+    ("ANALYSIS_DETAILS", ("startTime", "stopTime")),
+    ("META_DATA_EXPORT", ("name", "value")),
+    ("EXPORT_META_DATA", ("name", "value")),
+    ("ENUM_CUDA_MEMCPY_OPER", ("id", "name")),
+    ("ENUM_NSYS_EVENT_TYPE", ("id", "name")),
+)  # fmt: skip
+_COMMAND = re.compile(r"^[ \t]*::")
+_OWN_ANNOTATION = re.compile(r"^::(error|warning|notice|debug|group|endgroup)( [^:]*)?::")
+
+
+# --- seeds -------------------------------------------------------------------------------
+
+
+def real_seeds() -> list[Path]:
+    env = os.environ.get("NSYSDIFF_TRACES")
+    base = Path(env) if env else ROOT.parent / "shared" / "traces"
+    if not base.is_dir():
+        return []
+    return sorted(base.glob("*.sqlite")) + sorted((base / "h100").glob("*.sqlite"))
+
+
+def builder_seeds(directory: Path) -> list[Path]:
+    """Small traces of every schema generation, with every table the reader reads."""
+    out = []
+    for g in Generation:
+        b = TraceBuilder(g, gpus=(Gpu(0), Gpu(1, "NVIDIA H100 80GB HBM3")))
+        for i in range(60):
+            b.launch("gemm" if i % 3 else "elementwise_kernel", 10_000 * i, 10_000 * i + 1_000,
+                     2_000 + (i % 7) * 100, device=i % 2)  # fmt: skip
+            b.memcpy("HtoD" if i % 2 else "DtoD", 10_000 * i + 6_000, 300, 4096 * (i + 1))
+            b.nvtx_range(f"aten::mm, seq = {i}", 10_000 * i, 10_000 * i + 9_000)
+        b.memset(700_000, 200, 1024)
+        b.runtime("cudaDeviceSynchronize_v3020", 800_000, 801_000)
+        if g not in (Generation.V2020_3, Generation.V2021):
+            b.graph_launch(900_000, 5_000)
+        out.append(b.write(directory / f"builder_{g.value}.sqlite"))
+    return out
+
+
+# --- cases -------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    number: int
+    seed: str
+    mutation: str
+    argv: list[str]
+    env: dict[str, str]
+    inputs: list[Path]
+    directory: Path
+
+
+@dataclass
+class Outcome:
+    case: Case
+    code: int | None  # None: killed after the time limit
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o644)
+    return dst
+
+
+def _page_size(data: bytes) -> int:
+    size = int.from_bytes(data[16:18], "big") if len(data) >= 18 else 4096
+    return 65536 if size == 1 else (size if size >= 512 else 4096)
+
+
+def mutate_bytes(rng: random.Random, path: Path) -> str:
+    data = bytearray(path.read_bytes())
+    page = _page_size(bytes(data))
+    pages = max(len(data) // page, 1)
+    kind = rng.choice(_KINDS_BYTES)
+    if kind == "overwrite":
+        n = rng.choice((1, 4, 16, 256))
+        offsets = sorted(rng.randrange(len(data)) for _ in range(n))
+        for o in offsets:
+            data[o] = rng.randrange(256)
+        what = f"overwrite {n} byte(s), first at {offsets[0]}"
+    elif kind == "zero_page":
+        p = rng.randrange(pages)
+        data[p * page : (p + 1) * page] = bytes(len(data[p * page : (p + 1) * page]))
+        what = f"zero page {p + 1}"
+    elif kind == "swap_pages":
+        a, b = rng.randrange(pages), rng.randrange(pages)
+        pa, pb = bytes(data[a * page : (a + 1) * page]), bytes(data[b * page : (b + 1) * page])
+        if len(pa) == len(pb):
+            data[a * page : (a + 1) * page], data[b * page : (b + 1) * page] = pb, pa
+        what = f"swap pages {a + 1} and {b + 1}"
+    else:
+        cut = rng.choice((100, page, rng.randrange(1, len(data))))
+        del data[max(len(data) - cut, 0) :]
+        what = f"truncate {cut} bytes"
+    path.write_bytes(bytes(data))
+    return what
+
+
+def _tables(path: Path) -> dict[str, set[str]]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'"
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[str, set[str]] = {}
+    for t, c in rows:
+        out.setdefault(t, set()).add(c)
+    return out
+
+
+def _hostile(rng: random.Random) -> str:
+    return HUGE if rng.random() < 0.01 else rng.choice(HOSTILE)
+
+
+def mutate_sql(rng: random.Random, path: Path) -> str:
+    tables = _tables(path)
+    kind = rng.choice(_KINDS_SQL)
+    if kind == "name":
+        text = _hostile(rng)
+        choices = [("StringIds", "value")] * 4 + [
+            ("NVTX_EVENTS", "text"), ("TARGET_INFO_GPU", "name"), ("TARGET_INFO_CUDA_GPU", "name"),
+            ("META_DATA_EXPORT", "value"), ("EXPORT_META_DATA", "value"),
+        ]  # fmt: skip
+        present = [(t, c) for t, c in choices if c in tables.get(t, ())]
+        if not present:
+            return "no string column to change"
+        table, column = rng.choice(present)
+        limit = "" if rng.random() < 0.2 else f" WHERE rowid IN (SELECT rowid FROM {table} ORDER BY random() LIMIT 3)"
+        tamper(path, f'UPDATE {table} SET "{column}" = ?{limit}', params=(text,))
+        return f"{table}.{column} = {text[:40]!r}{'... (10 MB)' if len(text) > 1000 else ''}"
+    present_targets = [(t, [c for c in cols if c in tables[t]]) for t, cols in _TARGETS if t in tables]
+    present_targets = [(t, cols) for t, cols in present_targets if cols]
+    if not present_targets:
+        return "no column to change"
+    table, cols = rng.choice(present_targets)
+    column = rng.choice(cols)
+    value = rng.choice(_VALUES)
+    every = rng.random() < 0.1
+    where = "" if every else f" WHERE rowid IN (SELECT rowid FROM {table} ORDER BY random() LIMIT {rng.choice((1, 2, 50))})"
+    try:
+        tamper(path, f'UPDATE {table} SET "{column}" = ?{where}', params=(value,))
+    except sqlite3.Error as e:  # a UNIQUE id collision: the file stays as it was
+        return f"{table}.{column} = {value!r} refused by SQLite ({e})"
+    return f"{table}.{column} = {value!r} ({'every row' if every else 'some rows'})"
+
+
+def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
+    """A saved fingerprint with one hostile change: (new text, what changed)."""
+    doc = json.loads(text)
+    paths: list[tuple[object, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                paths.append((node, k))
+                walk(v)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                paths.append((node, i))
+                walk(v)
+
+    walk(doc)
+    parent, key = rng.choice(paths)
+    choice = rng.randrange(8)
+    sentinel = "@@FUZZ@@"
+    raw: str | None = None
+    if choice == 0:
+        value: object = -rng.randrange(1, 10**6)
+    elif choice == 1:
+        value, raw = sentinel, rng.choice(("NaN", "Infinity", "-Infinity", "9" * 5000, "1e400"))
+    elif choice == 2:
+        value, raw = sentinel, "[" * 100_000 + "]" * 100_000
+    elif choice == 3:
+        value = _hostile(rng)
+    elif choice == 4:
+        value = None
+    elif choice == 5:
+        value = {"x": [1, "y"]}
+    elif choice == 6 and isinstance(parent, list):
+        parent.append(parent[key])  # type: ignore[index]  # a duplicate row
+        return json.dumps(doc), "duplicate a list item"
+    else:
+        value = 0
+    parent[key] = value  # type: ignore[index]
+    out = json.dumps(doc)
+    if raw is not None:
+        out = out.replace(json.dumps(sentinel), raw, 1)
+    shown = raw if raw is not None else value
+    return out, f"fingerprint {key!r} = {str(shown)[:40]!r}"
+
+
+def make_case(number: int, seed: int, seeds: Sequence[Path], fingerprints: dict[Path, str], work: Path) -> Case:
+    rng = random.Random(f"{seed}:{number}")
+    src = rng.choice(seeds)
+    directory = work / f"case-{number}"
+    directory.mkdir()
+    base = _copy(src, directory / "base.sqlite")
+    name = "trace.sqlite"
+    if rng.random() < 0.05:
+        name = rng.choice((f"t\n::error file={MARKER}::n.sqlite", "t\x1b[2Jx.sqlite", "[bold]t.sqlite", "a b.sqlite"))
+    roll = rng.random()
+    if roll < 0.15:
+        target = directory / "fp.json"
+        text, mutation = mutate_fingerprint(rng, fingerprints[src])
+        target.write_text(text, encoding="utf-8")
+    else:
+        target = _copy(src, directory / name)
+        mutation = mutate_bytes(rng, target) if roll < 0.55 else mutate_sql(rng, target)
+    if rng.random() < 0.4:
+        fmt = rng.choice(SUMMARY_FORMATS)
+        argv = ["summary", "--format", fmt, str(target)]
+        inputs = [target]
+    else:
+        fmt = rng.choice(DIFF_FORMATS)
+        pair = [str(base), str(target)] if rng.random() < 0.7 else [str(target), str(base)]
+        argv = ["diff", *pair, "--format", fmt]
+        inputs = [base, target]
+    env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
+    if rng.random() < 0.5:
+        env["GITHUB_ACTIONS"] = "true"
+        env["GITHUB_STEP_SUMMARY"] = str(directory / "step-summary.md")
+        env["GITHUB_OUTPUT"] = str(directory / "github-output.txt")
+    return Case(number, src.name, mutation, argv, env, inputs, directory)
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+def _child(case: Case) -> None:
+    """In the forked child: run the CLI as ``nsysdiff ARGV`` would, then _exit."""
+    code = 70
+    try:
+        out = os.open(case.directory / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open(case.directory / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        os.environ.clear()
+        os.environ.update(case.env)
+        sys.argv = ["nsysdiff", *case.argv]
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _digest(paths: Sequence[Path]) -> dict[Path, str]:
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def check(case: Case, code: int | None, before: dict[Path, str], listing: set[str]) -> list[str]:
+    problems = []
+    if code is None:
+        problems.append("hang")
+    elif code not in (0, 1, 2, 3):
+        problems.append(f"crash (exit {code})")
+    out = (case.directory / "stdout").read_bytes()
+    err = (case.directory / "stderr").read_bytes()
+    extra = [p for p in ("step-summary.md", "github-output.txt") if (case.directory / p).exists()]
+    docs = {"stdout": out, "stderr": err} | {p: (case.directory / p).read_bytes() for p in extra}
+    if b"Traceback" in err:
+        problems.append("traceback")
+    if _digest(case.inputs) != before:
+        problems.append("modified input")
+    new = sorted(set(os.listdir(case.directory)) - listing - {"stdout", "stderr", *extra})
+    if new:
+        problems.append(f"new files beside the inputs: {new}")
+    fmt = case.argv[case.argv.index("--format") + 1]
+    for where, data in docs.items():
+        text = data.decode("utf-8", "replace")
+        # nsysdiff's own annotations: the github format, or any format in a workflow.
+        own = where == "stdout" and (fmt == "github" or case.env.get("GITHUB_ACTIONS") == "true")
+        for line in text.split("\n"):
+            line = line.rstrip("\r")
+            if "##[" in line:
+                problems.append(f"injected command in {where}: {line[:80]!r}")
+            elif _COMMAND.match(line):
+                m = _OWN_ANNOTATION.match(line)
+                if not own or m is None or MARKER in line[: m.end()] or line[m.end() :].startswith(MARKER):
+                    problems.append(f"injected command in {where}: {line[:80]!r}")
+        for ch, label in ((b"\x1b", "ESC"), (b"\x07", "BEL"), (b"\x00", "NUL")):
+            if ch in data:
+                problems.append(f"{label} in {where}")
+    summary_md = docs.get("step-summary.md", b"")
+    if (fmt == "markdown" and len(out) > MARKDOWN_LIMIT) or len(summary_md) > MARKDOWN_LIMIT:
+        problems.append("markdown past GitHub's 1 MiB step-summary limit")
+    return problems
+
+
+def _preload() -> None:
+    """Import in the parent what children would otherwise import per case (forked, shared)."""
+    import importlib
+
+    from nsysdiff import validation
+
+    for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    validation._validator()
+
+
+def run(
+    seed: int,
+    cases: int,
+    timeout: float,
+    jobs: int,
+    work: Path,
+    only: int | None = None,
+    keep: bool = False,
+    progress: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run the cases (or just ``only``) under ``work``; return one Outcome per case."""
+    _preload()
+    seeds_dir = work / "seeds"
+    seeds_dir.mkdir(parents=True, exist_ok=True)
+    seeds = [_copy(p, seeds_dir / p.name) for p in real_seeds()] + builder_seeds(seeds_dir)
+    fingerprints = {p: fingerprint_to_json(api.fingerprint_trace(p)) for p in seeds}
+    numbers: Iterator[int] = iter([only] if only is not None else range(cases))
+    running: dict[int, tuple[Case, float, dict[Path, str], set[str]]] = {}
+    outcomes: list[Outcome] = []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    exhausted = False
+    while running or not exhausted:
+        while not exhausted and len(running) < jobs:
+            n = next(numbers, None)
+            if n is None:
+                exhausted = True
+                break
+            case = make_case(n, seed, seeds, fingerprints, work)
+            before = _digest(case.inputs)
+            listing = set(os.listdir(case.directory))
+            pid = os.fork()
+            if pid == 0:
+                _child(case)
+            running[pid] = (case, time.monotonic(), before, listing)
+        if not running:
+            continue
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        now = time.monotonic()
+        finished: list[tuple[int, int | None]] = []
+        if pid:
+            finished.append((pid, os.waitstatus_to_exitcode(status)))
+        for p, (_, started, _, _) in running.items():
+            if p != pid and now - started > timeout:
+                os.kill(p, signal.SIGKILL)
+                os.waitpid(p, 0)
+                finished.append((p, None))
+        if not finished:
+            time.sleep(0.002)
+            continue
+        for p, code in finished:
+            case, started, before, listing = running.pop(p)
+            outcome = Outcome(case, code, now - started, check(case, code, before, listing))
+            outcomes.append(outcome)
+            if progress:
+                progress(outcome)
+            if not outcome.problems and not keep:
+                shutil.rmtree(case.directory, ignore_errors=True)
+    return sorted(outcomes, key=lambda o: o.case.number)
+
+
+def tally(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    problems = [p for o in outcomes for p in o.problems]
+    return {
+        "cases": len(outcomes),
+        "crashes": sum(1 for o in outcomes if any(p.startswith(("crash", "traceback")) for p in o.problems)),
+        "hangs": sum(1 for o in outcomes if "hang" in o.problems),
+        "modified inputs": sum(1 for o in outcomes if any(p.startswith(("modified", "new files")) for p in o.problems)),
+        "injected commands": sum(1 for o in outcomes if any(p.startswith("injected") for p in o.problems)),
+        "control characters": sum(1 for o in outcomes if any(p.split()[0] in ("ESC", "BEL", "NUL") for p in o.problems)),
+        "oversized markdown": sum(1 for o in outcomes if any(p.startswith("markdown") for p in o.problems)),
+        "failing cases": sum(1 for o in outcomes if o.problems),
+        "problems": len(problems),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=5000, help="number of cases (default 5000)")
+    ap.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same cases")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case before it counts as a hang")
+    ap.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    ap.add_argument("--only", type=int, help="run only case number N (to reproduce a failure)")
+    ap.add_argument("--keep", type=Path, help="work in DIR and keep every case's files")
+    args = ap.parse_args(argv)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="nsysdiff-fuzz-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    codes: Counter[str] = Counter()
+
+    def progress(o: Outcome) -> None:
+        codes["hang" if o.code is None else str(o.code)] += 1
+        if o.problems:
+            print(f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
+                  f"  nsysdiff {' '.join(map(repr, o.case.argv))}\n  files: {o.case.directory}", flush=True)  # fmt: skip
+        done = sum(codes.values())
+        if done % 500 == 0:
+            print(f"{done} cases, {time.monotonic() - started:.0f} s", flush=True)
+
+    try:
+        outcomes = run(args.seed, args.cases, args.timeout, max(args.jobs, 1), work, args.only, bool(args.keep), progress)
+    finally:
+        if not args.keep:
+            leftovers = [p for p in work.iterdir() if p.name.startswith("case-")]
+            if not leftovers:
+                shutil.rmtree(work, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    t = tally(outcomes)
+    print(f"\nseed {args.seed}: {t['cases']} cases in {elapsed:.0f} s "
+          f"({elapsed / max(t['cases'], 1) * 1000:.0f} ms per case, {args.jobs} job(s))")  # fmt: skip
+    print("exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
+    for key in ("crashes", "hangs", "modified inputs", "injected commands", "control characters",
+                "oversized markdown", "failing cases"):  # fmt: skip
+        print(f"{key}: {t[key]}")
+    return 1 if t["failing cases"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Validation of saved fingerprints: parse strictly, check the JSON Schema, then the semantics.
+
+A fingerprint may come from another job, edited by hand or by an adversary, so it is
+read like untrusted input:
+
+1. **Parsing** refuses what Python's ``json`` would otherwise accept or crash on: ``NaN``
+   and ``Infinity``, integers too long to be an int64 (Python raises past 4300 digits),
+   and nesting deep enough to exhaust the stack.
+2. **The schema** (``nsysdiff/schemas/fingerprint.schema.json``, documented in
+   ``docs/json.md``) fixes every type and range: non-negative int64 counts and
+   nanoseconds, at least one call per listed kernel, 15 finite quantiles...
+3. **Semantic checks** a schema can't express: keys unique within each list (two rows for
+   one kernel would be summed twice), per-device shares that add up to the kernel's
+   totals, quantiles in order around the mean, busy time within the span.
+
+Every failure is one line naming the file and the JSON path of the first bad value.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from typing import Any
+
+from nsysdiff.errors import FingerprintError
+
+# Longest integer literal read as an integer: an int64 has at most 19 digits and a sign.
+_MAX_DIGITS = 20
+_INT64_MAX = (1 << 63) - 1
+
+
+class _Refused:
+    """A parsed value the schema rejects by type: NaN, Infinity, an over-long integer.
+
+    Parsing hands it on instead of raising so the error names the value's JSON path.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _parse_int(text: str) -> int | _Refused:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
+        return _Refused(f"an integer of {digits} digits")
+    return int(text)
+
+
+def _parse_constant(text: str) -> _Refused:
+    return _Refused(text)  # NaN, Infinity, -Infinity: not JSON
+
+
+def parse(text: str, source: str) -> Any:
+    """JSON text as Python data, refusing what no fingerprint holds (see module doc)."""
+    try:
+        return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+    except json.JSONDecodeError as e:
+        raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise FingerprintError(f"{source}: not a fingerprint (JSON nested too deeply)") from None
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator  # imported only when a fingerprint is read
+
+    text = resources.files("nsysdiff").joinpath("schemas/fingerprint.schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    return Draft202012Validator(schema, format_checker=None)
+
+
+def schema_path() -> str:
+    """Where the packaged schema lives (for the docs and ``--help``)."""
+    return str(resources.files("nsysdiff").joinpath("schemas/fingerprint.schema.json"))
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def check_schema(doc: Any, source: str) -> None:
+    """Raise on the first schema violation, naming its JSON path."""
+    from jsonschema.exceptions import best_match
+
+    try:
+        error = best_match(_validator().iter_errors(doc))
+    except RecursionError:
+        raise FingerprintError(f"{source}: not a fingerprint (JSON nested too deeply)") from None
+    if error is not None:
+        raise FingerprintError(f"{source}: malformed fingerprint at {error.json_path}: {_short(error.message)}")
+
+
+def _unique(items: Sequence[Any], key: Any, path: str) -> Iterator[str]:
+    seen: dict[object, int] = {}
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            yield f"{path}[{i}]: duplicate of {path}[{seen[k]}] ({_short(repr(k), 80)})"
+        seen.setdefault(k, i)
+
+
+def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
+    meta = body["meta"]
+    start, end = meta["capture_start_ns"], meta["capture_end_ns"]
+    if start is not None and end is not None and end < start:
+        yield f"{path}.meta.capture_end_ns: before capture_start_ns"
+    yield from _unique(meta["gpus"], lambda g: g["id"], f"{path}.meta.gpus")
+    kernels = body["kernels"]
+    yield from _unique(kernels, lambda k: k["demangled"], f"{path}.kernels")
+    for i, k in enumerate(kernels):
+        where = f"{path}.kernels[{i}]"
+        shares = k["devices"]
+        yield from _unique(shares, lambda d: d["device"], f"{where}.devices")
+        if sum(d["calls"] for d in shares) != k["calls"]:
+            yield f"{where}.devices: calls per device don't add up to calls ({k['calls']})"
+        if sum(d["total_ns"] for d in shares) != k["total_ns"]:
+            yield f"{where}.devices: total_ns per device don't add up to total_ns ({k['total_ns']})"
+        q = k["quantiles_ns"]
+        if any(b < a for a, b in itertools.pairwise(q)):
+            yield f"{where}.quantiles_ns: not in increasing order"
+        mean = k["total_ns"] / k["calls"]
+        slack = 1.0 + 1e-9 * mean  # float rounding of the quantiles
+        if not q[0] - slack <= mean <= q[-1] + slack:
+            yield f"{where}: mean per call {mean:.6g} ns outside [min, max] of quantiles_ns"
+    yield from _unique(body["categories"], lambda g: g["name"], f"{path}.categories")
+    yield from _unique(body["memcpy"], lambda c: c["kind"], f"{path}.memcpy")
+    yield from _unique(body["memset"], lambda c: c["kind"], f"{path}.memset")
+    yield from _unique(body["sync"], lambda a: a["name"], f"{path}.sync")
+    yield from _unique(body["nvtx"], lambda r: (r["domain"], r["name"]), f"{path}.nvtx")
+    yield from _unique(body["devices"], lambda d: d["device"], f"{path}.devices")
+    for i, d in enumerate(body["devices"]):
+        if d["busy_ns"] > d["span_ns"] or d["busy_ns"] > d["kernel_ns"]:
+            yield f"{path}.devices[{i}].busy_ns: larger than span_ns or kernel_ns"
+    if sum(k["total_ns"] for k in kernels) > _INT64_MAX:
+        yield f"{path}.kernels: total_ns sums past the int64 range"
+    phases = body.get("phases", [])
+    yield from _unique(phases, lambda p: p["name"], f"{path}.phases")
+    for i, p in enumerate(phases):
+        yield from _body_problems(p["fingerprint"], f"{path}.phases[{i}].fingerprint")
+
+
+def check_semantics(doc: dict[str, Any], source: str) -> None:
+    """Raise on the first inconsistency the schema can't see (``doc`` passed the schema)."""
+    for problem in _body_problems(doc, "$"):
+        raise FingerprintError(f"{source}: malformed fingerprint at {problem}")

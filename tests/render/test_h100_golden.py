@@ -1,0 +1,43 @@
+"""Golden reports of the project's own H100 captures, in every report format that a
+reviewer reads (text, Markdown, JSON). Skipped when the traces are absent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+
+import pytest
+from conftest import traces_dir
+
+from nsysdiff import api, comparability
+from nsysdiff.diff import compare
+from nsysdiff.render import Format, render
+from nsysdiff.report import Report
+from nsysdiff.rules import evaluate, load_rules
+
+H100 = traces_dir() / "h100"
+CASES = [
+    ("llm_bs1", "llm_bs16", "default"),
+    ("llm_bs1", "llm_bs16", "batch-invariance"),
+    ("llm_bs1", "llm_bs1_compile", "default"),
+    ("example_bs1", "example_bs16", "batch-invariance"),
+    ("graph_mode", "graph_mode", "default"),
+]
+FORMATS = {Format.text: "txt", Format.markdown: "md", Format.json: "json"}
+
+
+def _report(base: str, cand: str, pack: str) -> Report:
+    b, c = api.load(H100 / f"{base}.sqlite"), api.load(H100 / f"{cand}.sqlite")
+    reasons, notes = comparability.assess(b, c)
+    d = compare(b, c)
+    findings, results = evaluate(d, load_rules([pack]), today=date(2026, 1, 1))
+    return api.judge(d, findings, results, reasons=reasons, notes=notes, packs=(pack,))
+
+
+@pytest.mark.parametrize(("base", "cand", "pack"), CASES, ids=["-".join(c) for c in CASES])
+def test_h100_reports_match_golden(base: str, cand: str, pack: str, golden: Callable[[str, str], None]) -> None:
+    if not (H100 / f"{base}.sqlite").exists() or not (H100 / f"{cand}.sqlite").exists():
+        pytest.skip("h100 traces not found")
+    report = _report(base, cand, pack)
+    for fmt, ext in FORMATS.items():
+        golden(f"h100/{base}-{cand}-{pack}.{ext}", render(report, fmt, width=120))

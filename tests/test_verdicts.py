@@ -1,0 +1,98 @@
+"""Verdicts a CI gate can trust: direction, size floor, no scale, on hand-made and real pairs."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from conftest import real_trace, traces_dir
+from fpspec import fingerprint, saved_pair
+from typer.testing import CliRunner
+
+from nsysdiff import api
+from nsysdiff.cli import app, route
+from nsysdiff.diff import compare
+from nsysdiff.report import Level, Outcome
+from nsysdiff.rules import evaluate, load_rules
+
+MS = 1_000_000
+T = traces_dir()
+
+
+def run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(app, route(list(args)))
+    return r.exit_code, r.stdout
+
+
+REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
+
+
+def test_a_faster_outlier_is_an_improvement_and_passes(tmp_path: Path) -> None:
+    b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 20 * MS)}, REST | {"odd_kernel": (50, 5 * MS)})
+    code, out = run(b, c)
+    assert code == 0
+    assert "info           improvement · odd_kernel" in out
+    assert "0.25x of scale (improvement)" in out and "odd_kernel  [other]  improvement" in out
+    assert "top improvement" in out
+    assert run(b, c, "--strict")[0] == 0  # info never fails, even with --strict
+
+
+def test_a_slower_outlier_fails(tmp_path: Path) -> None:
+    b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 5 * MS)}, REST | {"odd_kernel": (50, 20 * MS)})
+    code, out = run(b, c)
+    assert code == 1 and "ERROR          outlier · odd_kernel" in out
+
+
+def test_the_pack_floor_applies_to_the_outlier_rule(tmp_path: Path) -> None:
+    # 4x slower but 200 us -> 800 us: under the default pack's 1 ms floor on both sides.
+    b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 200_000)}, REST | {"odd_kernel": (50, 800_000)})
+    d = compare(fingerprint(REST | {"odd_kernel": (50, 200_000)}), fingerprint(REST | {"odd_kernel": (50, 800_000)}))
+    assert [r.name for r in d.outliers] == ["odd_kernel"]  # the diff still shows it
+    code, out = run(b, c)
+    assert code == 0 and "outlier · odd_kernel" not in out
+    # Without the floor (a rule file of its own) the same change fails.
+    rules = tmp_path / "r.yaml"
+    rules.write_text("version: 1\nrules:\n  - id: any-outlier\n    kind: outlier\n    direction: slower\n")
+    assert run(b, c, "--rules", str(rules))[0] == 1
+
+
+def test_strict_keeps_failing_on_warnings(tmp_path: Path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("version: 1\nrules:\n  - id: slow\n    kind: outlier\n    level: warning\n")
+    b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 5 * MS)}, REST | {"odd_kernel": (50, 20 * MS)})
+    assert run(b, c, "--rules", str(rules))[0] == 0
+    assert run(b, c, "--rules", str(rules), "--strict")[0] == 1
+
+
+def test_no_common_families_is_inconclusive_unless_a_structure_rule_fails(tmp_path: Path) -> None:
+    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 90 * MS)})
+    code, out = run(b, c)
+    assert code == 3 and "no meaningful overall scale" in out
+    rules = tmp_path / "r.yaml"
+    rules.write_text("version: 1\nrules:\n  - id: same-set\n    kind: structure\n    check: kernel-set\n")
+    code, out = run(b, c, "--rules", str(rules))
+    assert code == 1 and "note: no meaningful overall scale" in out
+
+
+def test_torch_compile_speedup_passes_the_default_pack() -> None:
+    # torch.compile made decode 0.70x: it used to fail on two outliers, one of them faster.
+    b, c = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs1_compile")
+    diff = compare(api.load(b), api.load(c))
+    findings, results = evaluate(diff, load_rules(["default"]), today=date(2026, 1, 1))
+    report = api.judge(diff, findings, results)
+    assert report.outcome is Outcome.PASS
+    improvements = [f for f in findings if f.rule_id == "improvement"]
+    assert improvements and all(f.level is Level.INFO for f in improvements)
+    assert not [f for f in findings if f.rule_id == "outlier"]
+
+
+def test_one_small_kernel_faster_on_another_gpu_passes() -> None:
+    # One 11 us kernel got faster in a 402 us trace: an improvement, and too small anyway.
+    code, out = run(str(real_trace("fuser_h100_report1")), str(real_trace("fuser_h200_report1")))
+    assert code == 0 and "FAIL" not in out
+
+
+def test_traces_with_nothing_in_common_are_inconclusive() -> None:
+    code, out = run(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")))
+    assert code == 3 and "no meaningful overall scale" in out
+    assert "scaled ~1.00x" not in out
