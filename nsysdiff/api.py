@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nsysdiff import comparability, inputs, runset, runstats, scope
@@ -14,8 +15,8 @@ from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
-from nsysdiff.trace.launches import Grouping, by_launch
-from nsysdiff.trace.reader import open_trace
+from nsysdiff.trace.launches import Grouping
+from nsysdiff.trace.reader import RangeRow, open_trace
 
 FINGERPRINT_MAX_BYTES = 256 << 20
 
@@ -38,21 +39,23 @@ def fingerprint_trace(
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
-        progress(side, "kernels")
-        groups = r.kernels()  # first: it also learns the graph mode that metadata reports
-        if by is Grouping.name_launch:
-            progress(side, "launch shapes")
-            groups = by_launch(r, groups)
-        progress(side, "metadata")
-        meta, has = r.metadata(), r.has_kernels()
-        progress(side, "memcpy")
-        memcpy = r.memcpy()
-        progress(side, "memset")
-        memset = r.memset()
-        progress(side, "sync calls")
-        sync = r.sync_calls()
-        progress(side, "NVTX ranges")
-        nvtx = r.nvtx_summary()
+        # The NVTX table is often the largest: it is read on a connection of its own
+        # beside the kernel scans (SQLite releases the GIL while it works).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ranges = pool.submit(_nvtx_summary, path)
+            progress(side, "kernels")
+            # First: the kernel scan also learns the graph mode that metadata reports.
+            groups = r.kernels(shapes=by is Grouping.name_launch)
+            progress(side, "metadata")
+            meta, has = r.metadata(), r.has_kernels()
+            progress(side, "memcpy")
+            memcpy = r.memcpy()
+            progress(side, "memset")
+            memset = r.memset()
+            progress(side, "sync calls")
+            sync = r.sync_calls()
+            progress(side, "NVTX ranges")
+            nvtx = ranges.result()
         progress(side, "reducing")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
         if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
@@ -60,6 +63,11 @@ def fingerprint_trace(
             progress(side, "graph launches")
             fp = dataclasses.replace(fp, graphs=r.graph_launches())
         return fp
+
+
+def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
+    with open_trace(path) as r:
+        return r.nvtx_summary()
 
 
 def _quiet(_: str) -> None:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, comparability, progress, runset, scope
+from nsysdiff import __version__, api, batch, comparability, progress, runset, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import fingerprint_to_json
@@ -315,12 +315,27 @@ def fingerprint(
         list[Path],
         typer.Argument(
             metavar="TRACE...",
-            help="An nsys SQLite export or an .nsys-rep report; several with --run-set "
-            "(saved fingerprints and run sets too).",
+            help="nsys SQLite exports or .nsys-rep reports (saved fingerprints and run sets too with --run-set).",
         ),
     ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (default: stdout).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE|DIR",
+            help="Write to FILE (default: stdout); with several traces and no --run-set, a directory "
+            "that receives DIR/STEM.json for each.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", metavar="N", min=1, help="Fingerprint N traces at once in local processes."),
+    ] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler", metavar="ADDRESS",
+            help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
+        ),
     ] = None,
     window: WindowOpt = None,
     window_origin: OriginOpt = "kernel",
@@ -338,7 +353,7 @@ def fingerprint(
         ),
     ] = False,
 ) -> None:
-    """Reduce a trace to a small versioned JSON fingerprint (a CI baseline artifact)."""
+    """Reduce traces to small versioned JSON fingerprints (CI baseline artifacts)."""
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
@@ -347,9 +362,14 @@ def fingerprint(
         runs = api.load_runs(traces, opts, keep_export=keep_export, notify=_notify)
         _write(runset.run_set_to_json(runs), output)
         return
-    if len(traces) > 1:
-        raise UsageError(f"{len(traces)} traces given: one fingerprint holds one run (--run-set keeps several)")
-    _write(fingerprint_to_json(api.load(traces[0], opts, keep_export=keep_export, notify=_notify)), output)
+    if len(traces) == 1 and scheduler is None and (output is None or not output.is_dir()):
+        _write(fingerprint_to_json(api.load(traces[0], opts, keep_export=keep_export, notify=_notify)), output)
+        return
+    if output is None:
+        raise UsageError(
+            f"{len(traces)} traces given: -o DIR writes one DIR/STEM.json each, --run-set one run-set file"
+        )
+    batch.run(batch.plan(traces, output), opts, workers=jobs, scheduler=scheduler)
 
 
 _DEFAULTS = Settings()

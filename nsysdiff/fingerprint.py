@@ -1,6 +1,7 @@
 """Reduce what the reader returns to a :class:`~nsysdiff.model.Fingerprint` (pure numpy).
 
-Loops here run per kernel name or per device, never per launch.
+Loops here run per kernel name or per device, never per launch: the reader has aggregated
+the launches in SQLite.
 """
 
 from __future__ import annotations
@@ -10,12 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from nsysdiff.categories import categorize
 from nsysdiff.families import family
 from nsysdiff.model import (
-    QUANTILE_GRID,
     ApiStats,
     CopyStats,
     DeviceShare,
@@ -31,7 +29,6 @@ from nsysdiff.model import (
 from nsysdiff.trace.reader import (
     ApiRow,
     CopyRow,
-    IntArray,
     KernelGroups,
     Metadata,
     RangeRow,
@@ -46,22 +43,6 @@ def fold_nvtx(name: str) -> str:
     return _NVTX_SUFFIX.sub("", name)
 
 
-def busy_ns(start: IntArray, end: IntArray) -> int:
-    """Length of the union of intervals ``[start, end)``."""
-    if not len(start):
-        return 0
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    # A new busy segment begins wherever a launch starts after everything before it ended.
-    new = np.empty(len(s), dtype=np.bool_)
-    new[0] = True
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return int(np.sum(reach[last] - s[first]))
-
-
 def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
     by_name: dict[str, list[int]] = defaultdict(list)
     for i, name in enumerate(groups.demangled):
@@ -69,16 +50,14 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
     configs: dict[str, set[LaunchConfig]] = defaultdict(set)
     for name, cfg in groups.configs:
         configs[name].add(cfg)
-    dur = groups.end - groups.start
     out = []
     for name, idx in by_name.items():
-        parts = [dur[groups.offsets[i] : groups.offsets[i + 1]] for i in idx]
-        d = np.concatenate(parts)
-        if not len(d):
+        calls = int(groups.calls[idx].sum())
+        if not calls:
             continue
         short = groups.short[idx[0]]
         shares = sorted(
-            (DeviceShare(int(groups.device[i]), len(p), int(p.sum())) for i, p in zip(idx, parts, strict=True)),
+            (DeviceShare(int(groups.device[i]), int(groups.calls[i]), int(groups.total_ns[i])) for i in idx),
             key=lambda x: x.device,
         )
         out.append(
@@ -87,9 +66,9 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
                 demangled=name,
                 family=family(short),
                 category=categorize(short, name),
-                calls=len(d),
-                total_ns=int(d.sum()),
-                quantiles_ns=tuple(float(q) for q in np.percentile(d, QUANTILE_GRID)),
+                calls=calls,
+                total_ns=int(groups.total_ns[idx].sum()),
+                quantiles_ns=tuple(float(q) for q in groups.quantiles[idx[0]]),
                 devices=tuple(shares),
                 configs=tuple(sorted(configs.get(name, ()), key=_config_key)),
             )
@@ -102,24 +81,17 @@ def _config_key(c: LaunchConfig) -> tuple[int, ...]:
 
 
 def reduce_devices(groups: KernelGroups) -> tuple[DeviceStats, ...]:
-    sizes = np.diff(groups.offsets)
-    device_of_row = np.repeat(groups.device, sizes)
-    out = []
-    for dev in np.unique(groups.device):
-        mask = device_of_row == dev
-        s, e = groups.start[mask], groups.end[mask]
-        if not len(s):
-            continue
-        out.append(
-            DeviceStats(
-                device=int(dev),
-                kernels=len(s),
-                kernel_ns=int((e - s).sum()),
-                busy_ns=busy_ns(s, e),
-                span_ns=int(e.max() - s.min()),
-            )
+    return tuple(
+        DeviceStats(
+            device=d.device,
+            kernels=d.kernels,
+            kernel_ns=d.kernel_ns,
+            busy_ns=d.busy_ns,
+            span_ns=d.last_ns - d.first_ns,
         )
-    return tuple(out)
+        for d in groups.devices
+        if d.kernels
+    )
 
 
 def group_by(kernels: Iterable[KernelStats], key: str) -> tuple[GroupStats, ...]:
@@ -173,8 +145,9 @@ def assemble(
 ) -> Fingerprint:
     kernels = reduce_kernels(groups)
     start, end = meta.capture_start_ns, meta.capture_end_ns
-    if start is None and len(groups.start):
-        start, end = int(groups.start.min()), int(groups.end.max())
+    if start is None and groups.devices:
+        start = min(d.first_ns for d in groups.devices)
+        end = max(d.last_ns for d in groups.devices)
     return Fingerprint(
         meta=TraceMeta(
             source=Path(source).name,

@@ -16,9 +16,10 @@ A scope is built from :class:`ScopeOptions` (``--window``, ``--window-origin``,
 * **Per**: the number of instances of the ``--per`` range inside the scope becomes the
   fingerprint's ``steps``, by which a diff divides every figure.
 
-Attribution is vectorised: ranges are sorted by (thread or process, start) with a running
-maximum of their ends, and each call is located with one ``np.searchsorted`` per thread,
-so nesting and overlap cost nothing extra: O((N + M) log M) for N calls and M ranges.
+Attribution runs in SQLite with bounded memory (the reader's ``Attribution``): ranges and
+calls of one thread (or process) go through in start order with a running maximum of the
+range ends, so nesting and overlap cost nothing extra: one sort of N calls and M ranges,
+spilled to a temporary file when large. Only the distinct range names reach Python.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import assemble, fold_nvtx
@@ -38,23 +38,12 @@ from nsysdiff.model import Fingerprint, Phase, Scope
 from nsysdiff.regex import RegexError
 from nsysdiff.regex import compile as compile_regex
 from nsysdiff.rules import yamldoc
-from nsysdiff.trace.reader import (
-    ApiRow,
-    IntArray,
-    NvtxRanges,
-    RangeRow,
-    Selection,
-    TraceReader,
-    Window,
-)
-
-BoolArray = npt.NDArray[np.bool_]
+from nsysdiff.trace.reader import Attribution, Selection, TraceReader, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BOUND = re.compile(r"^(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ns|us|µs|ms|s)?$")
 _NO_END = np.iinfo(np.int64).max
-_NO_CUT = np.iinfo(np.int64).min
 
 # --- options ----------------------------------------------------------------------------
 
@@ -232,109 +221,30 @@ def parse_phases(data: Any, source: str) -> PhaseMap:
 # --- attribution ------------------------------------------------------------------------
 
 
-def pid_of(global_tid: IntArray) -> IntArray:
-    return (global_tid >> 24) & 0xFFFFFF
-
-
-def contained(
-    start: IntArray,
-    end: IntArray,
-    key: IntArray,
-    r_start: IntArray,
-    r_end: IntArray,
-    r_key: IntArray,
-) -> BoolArray:
-    """True where event ``i`` lies inside some range with the same key.
-
-    Among the ranges of one key sorted by start, those starting at or before an event are
-    a prefix; the event is inside one of them exactly when the largest end in that prefix
-    reaches the event's end. Nested and overlapping ranges need no special case.
-    """
-    out = np.zeros(len(start), dtype=np.bool_)
-    if not len(start) or not len(r_start):
-        return out
-    order = np.lexsort((r_start, r_key))
-    rk, rs, rend = r_key[order], r_start[order], r_end[order]
-    keys, first = np.unique(rk, return_index=True)
-    bounds = np.append(first, len(rk))
-    ev_order = np.argsort(key, kind="stable")
-    ev_keys = key[ev_order]
-    lo = np.searchsorted(ev_keys, keys, side="left")
-    hi = np.searchsorted(ev_keys, keys, side="right")
-    for j in range(len(keys)):  # one iteration per thread or process, not per event
-        if lo[j] == hi[j]:
-            continue
-        idx = ev_order[lo[j] : hi[j]]
-        a, b = bounds[j], bounds[j + 1]
-        reach = np.maximum.accumulate(rend[a:b])
-        pos = np.searchsorted(rs[a:b], start[idx], side="right") - 1
-        ok = pos >= 0
-        hit = np.zeros(len(idx), dtype=np.bool_)
-        hit[ok] = reach[pos[ok]] >= end[idx][ok]
-        out[idx] = hit
-    return out
-
-
-def inside(
-    start: IntArray, end: IntArray, tid: IntArray, ranges: NvtxRanges, mask: BoolArray
-) -> BoolArray:
-    """Events (on thread ``tid``) inside a range selected by ``mask``, by nsys's rules.
-
-    Push/pop ranges hold events of their own thread; start/end ranges hold events of any
-    thread of the process that started them.
-    """
-    pp = mask & ranges.push_pop
-    se = mask & ~ranges.push_pop
-    hit = contained(start, end, tid, ranges.start[pp], ranges.end[pp], ranges.tid[pp])
-    if se.any():
-        hit |= contained(
-            start, end, pid_of(tid), ranges.start[se], ranges.end[se], pid_of(ranges.tid[se])
-        )
-    return hit
-
-
-def _cuts(ranges: NvtxRanges, mask: BoolArray, skip: int) -> tuple[IntArray, IntArray]:
-    """Per process, the start of the (skip+1)-th instance of the masked range.
-
-    Processes with no more than ``skip`` instances are cut entirely (all warm-up).
-    """
-    pids = pid_of(ranges.tid[mask])
-    starts = ranges.start[mask]
-    order = np.lexsort((starts, pids))
-    pids, starts = pids[order], starts[order]
-    uniq, first, counts = np.unique(pids, return_index=True, return_counts=True)
-    cut = np.full(len(uniq), _NO_END, dtype=np.int64)
-    more = counts > skip
-    cut[more] = starts[first[more] + skip]
-    return uniq, cut
-
-
-@dataclass(frozen=True, slots=True)
-class _Events:
-    start: IntArray
-    end: IntArray
-    tid: IntArray
-
-
 class _Scoper:
-    """Applies one :class:`ScopeOptions` to one open trace."""
+    """Applies one :class:`ScopeOptions` to one open trace.
+
+    Python decides which range names each option matches (on the few distinct names);
+    the reader does the rest in SQLite (:class:`~nsysdiff.trace.reader.Attribution`).
+    """
 
     def __init__(self, r: TraceReader, options: ScopeOptions) -> None:
         self.r = r
         self.o = options
         self.meta = r.metadata()
         self.window = self._window()
-        self.ranges = r.nvtx_ranges()
-        names, domains = self.ranges.name, self.ranges.domain
-        keys = [(fold_nvtx(n), d) for n, d in zip(names, domains, strict=True)]
+        # Distinct (folded name, domain) -> code; SQL-folded names that fold to the same
+        # name share a code.
+        self.keys = r.nvtx_keys() if (options.nvtx or options.per or options.phases) else ()
         self._unique: dict[tuple[str, str], int] = {}
-        self._code = np.array(
-            [self._unique.setdefault(k, len(self._unique)) for k in keys], dtype=np.int64
-        )
+        self._code = [self._unique.setdefault((fold_nvtx(k.sql_name), k.domain), len(self._unique)) for k in self.keys]
         self.nvtx = self._mask(options.nvtx, "--nvtx") if options.nvtx else None
         self.per = self._mask(options.per, "--per") if options.per else None
-        self.cut_pids, self.cuts = self._skip()
-        self.launches = r.launch_calls()
+        self.phase_masks = tuple(self._phase_mask(name, patterns) for name, patterns in options.phases)
+        used = set().union(*(m for m in (self.nvtx, self.per, *self.phase_masks) if m))
+        if used:
+            r.load_ranges([(k, c) for k, c in zip(self.keys, self._code, strict=True) if c in used])
+        self.cut = self._skip()
 
     # -- where the scope is -----------------------------------------------------------
 
@@ -352,11 +262,12 @@ class _Scoper:
         end = _NO_END if tw.end_ns is None else origin + tw.end_ns
         return Window(origin + tw.start_ns, end)
 
-    def _mask(self, text: str, option: str) -> BoolArray:
-        pat = parse_pattern(text, option)
-        hits = np.array([pat.matches(n, d) for n, d in self._unique], dtype=np.bool_)
-        mask = hits[self._code] if len(self._code) else np.zeros(0, dtype=np.bool_)
-        if not mask.any():
+    def _codes(self, pat: RangePattern) -> tuple[int, ...]:
+        return tuple(i for i, (n, d) in enumerate(self._unique) if pat.matches(n, d))
+
+    def _mask(self, text: str, option: str) -> tuple[int, ...]:
+        mask = self._codes(parse_pattern(text, option))
+        if not mask:
             present = sorted({n for n, _ in self._unique})
             shown = ", ".join(repr(n) for n in present[:8]) + (", ..." if len(present) > 8 else "")
             found = f"ranges present: {shown}" if present else "the trace has no NVTX ranges"
@@ -365,56 +276,38 @@ class _Scoper:
             )
         return mask
 
-    def _skip(self) -> tuple[IntArray, IntArray]:
-        e = np.empty(0, dtype=np.int64)
+    def _phase_mask(self, name: str, patterns: Sequence[str]) -> tuple[int, ...]:
+        codes: set[int] = set()
+        for p in patterns:
+            codes.update(self._codes(parse_pattern(p, f"phase {name!r}:")))
+        return tuple(sorted(codes))
+
+    def _skip(self) -> bool:
         if not self.o.skip_first:
-            return e, e
+            return False
         mask = self.per if self.per is not None else self.nvtx
         assert mask is not None  # ScopeOptions guarantees --per or --nvtx
-        pids, cuts = _cuts(self.ranges, mask, self.o.skip_first)
-        if (cuts == _NO_END).all():
+        if not self.r.make_cuts(mask, self.o.skip_first):
             label = self.o.per if self.o.per is not None else self.o.nvtx
             raise UsageError(
                 f"--skip-first {self.o.skip_first}: {self.r.path.name} has no process with more "
                 f"than {self.o.skip_first} instances of {label!r}, so nothing would be left"
             )
-        return pids, cuts
+        return True
 
-    def _after_cut(self, start: IntArray, tid: IntArray) -> BoolArray:
-        if not len(self.cuts):
-            return np.ones(len(start), dtype=np.bool_)
-        pid = pid_of(tid)
-        idx = np.clip(np.searchsorted(self.cut_pids, pid), 0, len(self.cut_pids) - 1)
-        cut = np.where(self.cut_pids[idx] == pid, self.cuts[idx], _NO_CUT)
-        return start >= cut
-
-    def _keep(self, ev: _Events, within: Sequence[BoolArray], windowed: bool) -> BoolArray:
-        keep = self._after_cut(ev.start, ev.tid)
-        if windowed and self.window is not None:
-            keep &= (ev.start >= self.window.start_ns) & (ev.start < self.window.end_ns)
-        for mask in within:
-            keep &= inside(ev.start, ev.end, ev.tid, self.ranges, mask)
-        return keep
-
-    def _range_events(self) -> _Events:
-        return _Events(self.ranges.start, self.ranges.end, self.ranges.tid)
+    def _att(self, within: Sequence[tuple[int, ...]]) -> Attribution:
+        return Attribution(tuple(within), self.window, self.cut)
 
     # -- fingerprints -----------------------------------------------------------------
 
     def fingerprint(self) -> Fingerprint:
         within = [self.nvtx] if self.nvtx is not None else []
         total = self.r.kernel_time_ns(Selection(window=self.window))
-        filtered = bool(within) or bool(len(self.cuts))
+        filtered = bool(within) or self.cut
         fp = self._build(within, "nsysdiff_scope", total, filtered=filtered, phase=False)
         phases = []
-        for i, (name, patterns) in enumerate(self.o.phases):
-            mask = np.zeros(len(self._code), dtype=np.bool_)
-            for p in patterns:
-                pat = parse_pattern(p, f"phase {name!r}:")
-                hits = np.array([pat.matches(n, d) for n, d in self._unique], dtype=np.bool_)
-                if len(self._code):
-                    mask |= hits[self._code]
-            instances = int((self._keep(self._range_events(), within, True) & mask).sum())
+        for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
+            instances = self.r.count_ranges(mask, self._att(within)) if mask else 0
             sub = self._build(
                 [*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
             )
@@ -422,19 +315,14 @@ class _Scoper:
         return replace(fp, phases=tuple(phases))
 
     def _build(
-        self, within: list[BoolArray], table: str, total: int, *, filtered: bool, phase: bool
+        self, within: list[tuple[int, ...]], table: str, total: int, *, filtered: bool, phase: bool
     ) -> Fingerprint:
         r, o = self.r, self.o
-        if filtered:
-            calls = self.launches
-            keep = self._keep(_Events(calls.start, calls.end, calls.tid), within, False)
-            chosen = r.select_launches(calls.pid[keep], calls.corr[keep], name=table)
-            sel = Selection(window=self.window, launches_table=chosen.launches_table)
-        else:
-            sel = Selection(window=self.window)
+        att = self._att(within)
+        sel = r.select_launches(att, name=table) if filtered else Selection(window=self.window)
         steps = None
         if self.per is not None:
-            steps = int((self._keep(self._range_events(), within, True) & self.per).sum())
+            steps = r.count_ranges(self.per, att)
             if not steps and not phase:
                 raise UsageError(
                     f"--per {o.per!r}: no instance of the range lies in the scope of "
@@ -444,7 +332,7 @@ class _Scoper:
         groups = r.kernels(sel)
         launches, graph_ns = r.graph_totals(sel)
         meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
-        kernel_ns = int((groups.end - groups.start).sum())
+        kernel_ns = int(groups.total_ns.sum())
         coverage = kernel_ns / total if filtered and total else None
         return assemble(
             r.path,
@@ -453,33 +341,9 @@ class _Scoper:
             r.has_kernels(),
             r.memcpy(sel),
             r.memset(sel),
-            self._sync(within) if filtered else r.sync_calls(self.window),
-            self._nvtx(within) if filtered else r.nvtx_summary(self.window),
+            r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
+            r.nvtx_summary_in(att) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
-        )
-
-    def _sync(self, within: list[BoolArray]) -> tuple[ApiRow, ...]:
-        ev = self.r.sync_events()
-        keep = self._keep(_Events(ev.start, ev.end, ev.tid), within, True)
-        n = len(ev.names)
-        calls = np.bincount(ev.code[keep], minlength=n)
-        total = np.bincount(ev.code[keep], weights=(ev.end - ev.start)[keep], minlength=n)
-        return tuple(
-            ApiRow(name, int(calls[i]), int(total[i]))
-            for i, name in enumerate(ev.names)
-            if calls[i]
-        )
-
-    def _nvtx(self, within: list[BoolArray]) -> tuple[RangeRow, ...]:
-        keep = self._keep(self._range_events(), within, True)
-        n = len(self._unique)
-        codes = self._code[keep]
-        count = np.bincount(codes, minlength=n)
-        total = np.bincount(codes, weights=(self.ranges.end - self.ranges.start)[keep], minlength=n)
-        return tuple(
-            RangeRow(name, domain, int(count[i]), int(total[i]))
-            for (name, domain), i in self._unique.items()
-            if count[i]
         )
 
 

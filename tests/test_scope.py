@@ -15,7 +15,7 @@ from nsysdiff.cli import app
 from nsysdiff.diff import Verdict, compare
 from nsysdiff.errors import UsageError
 from nsysdiff.model import fingerprint_to_json
-from nsysdiff.scope import ScopeOptions, contained, parse_window
+from nsysdiff.scope import ScopeOptions, parse_window
 from nsysdiff.trace.builder import TraceBuilder
 
 ATTN = "flash_fwd_splitkv_kernel"
@@ -100,33 +100,42 @@ def test_option_errors() -> None:
 # --- attribution core ------------------------------------------------------------------
 
 
-def test_contained_nesting_and_keys() -> None:
-    # Ranges on key 1: [0, 100) holding nested [10, 20); key 2: [50, 60).
-    r_start = np.array([0, 10, 50], dtype=np.int64)
-    r_end = np.array([100, 20, 60], dtype=np.int64)
-    r_key = np.array([1, 1, 2], dtype=np.int64)
-    start = np.array([12, 30, 55, 55, 95, 150], dtype=np.int64)
-    end = np.array([15, 40, 58, 58, 105, 160], dtype=np.int64)
-    key = np.array([1, 1, 2, 1, 1, 1], dtype=np.int64)
-    got = contained(start, end, key, r_start, r_end, r_key)
-    assert got.tolist() == [True, True, True, True, False, False]
+def _inside(start: int, end: int, tid: int, ranges: list[tuple[int, int, int, bool]]) -> bool:
+    """nsys's rule, one event at a time: push/pop ranges hold their thread's events,
+    start/end ranges those of any thread of their process (one process here)."""
+    return any(rs <= start and end <= re and (not pp or rt == tid) for rs, re, rt, pp in ranges)
 
 
-def test_contained_matches_brute_force() -> None:
-    rng = np.random.default_rng(7)
-    m, n = 300, 2000
-    r_key = rng.integers(0, 5, m)
-    r_start = rng.integers(0, 10_000, m)
-    r_end = r_start + rng.integers(1, 500, m)
-    key = rng.integers(0, 6, n)
-    start = rng.integers(0, 10_000, n)
-    end = start + rng.integers(0, 50, n)
-    got = contained(start, end, key, r_start, r_end, r_key)
-    want = [
-        bool(np.any((r_key == k) & (r_start <= s) & (r_end >= e)))
-        for k, s, e in zip(key, start, end, strict=True)
-    ]
-    assert got.tolist() == want
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_attribution_matches_brute_force(tmp_path: Path, seed: int) -> None:
+    """Random nested and overlapping ranges of both kinds on several threads: the launches
+    SQLite keeps are exactly those a per-event check keeps, and so are the ranges."""
+    rng = np.random.default_rng(seed)
+    b = TraceBuilder()
+    ranges: dict[str, list[tuple[int, int, int, bool]]] = {"hot": [], "cold": []}
+    for _ in range(60):
+        name = "hot" if rng.random() < 0.5 else "cold"
+        start = int(rng.integers(0, 100_000))
+        end = start + int(rng.integers(1, 8_000))
+        tid = int(rng.integers(1, 4))
+        pp = bool(rng.random() < 0.7)
+        suffix = f", seq = {int(rng.integers(0, 99))}" if rng.random() < 0.5 else ""
+        b.nvtx_range(name + suffix, start, end, tid=tid, push_pop=pp, end_tid=None if pp else tid % 3 + 1)
+        ranges[name].append((start, end, tid, pp))
+    want_calls = 0
+    for i in range(400):
+        start = int(rng.integers(0, 110_000))
+        end = start + int(rng.integers(0, 300))
+        tid = int(rng.integers(1, 4))
+        b.launch(f"k{i % 7}", start, start + 50, 10, tid=tid, api_duration=end - start)
+        want_calls += _inside(start, end, tid, ranges["hot"])
+    path = b.write(tmp_path / "t.sqlite")
+    fp = api.load(path, ScopeOptions(nvtx="hot"))
+    assert fp.kernel_calls == want_calls
+    cold_in_hot = sum(_inside(s, e, t, ranges["hot"]) for s, e, t, _ in ranges["cold"])
+    got = {r.name: r.count for r in fp.nvtx}
+    assert got.get("cold", 0) == cold_in_hot
+    assert got["hot"] == len(ranges["hot"])  # every range lies inside itself
 
 
 # --- NVTX attribution on traces --------------------------------------------------------

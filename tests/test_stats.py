@@ -1,4 +1,4 @@
-"""The numeric helpers behind the scale: weighted quantiles and capped weights."""
+"""The numeric helpers: weighted quantiles, capped weights, and the sketch statistics against scipy's own."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from nsysdiff import stats
+from nsysdiff.model import QUANTILE_GRID
+from nsysdiff.stats import compare_sketches
 
 
 def test_weighted_quantile_matches_the_unweighted_one_with_equal_weights() -> None:
@@ -38,3 +40,30 @@ def test_capped_weights_leave_balanced_sizes_alone_and_equalise_too_few_items() 
     assert np.array_equal(stats.capped_weights(sizes, 0.2), sizes)
     assert np.array_equal(stats.capped_weights(np.array([9.0, 1.0, 1.0]), 0.2), np.ones(3))
     assert stats.capped_weights(np.array([]), 0.2).size == 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compare_sketches_equals_scipy(seed: int) -> None:
+    sps = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(seed)
+    n = len(QUANTILE_GRID)
+    # Integer-valued sketches with repeats, so ties between and within sketches occur.
+    b = np.sort(rng.integers(100, 100 + 3 * (seed + 1), n)).astype(np.float64)
+    c = np.sort(rng.integers(100 + seed, 110 + 3 * (seed + 1), n)).astype(np.float64)
+    got = compare_sketches(b.tolist(), c.tolist())
+    u = sps.mannwhitneyu(c, b, alternative="two-sided").statistic
+    ks = sps.ks_2samp(b, c, method="asymp").statistic
+    assert got == (float(u) / (n * n), float(ks))
+
+
+def test_compare_sketches_does_not_import_scipy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from nsysdiff.stats import compare_sketches; "
+        "compare_sketches([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]); "
+        "print('scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -11,22 +11,25 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import GpuInfo, GraphMode, GraphStats, LaunchConfig
+from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import CHECKS, INT64_MAX, RowRules, diagnosis, fine, intervals_ok, ints_ok
+from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T")
+FloatArray = npt.NDArray[np.float64]
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
 _COPY_KINDS_BUILTIN = {
@@ -100,18 +103,33 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class KernelGroups:
-    """Kernel launch intervals grouped by (demangled name, device).
+    """Kernel launches aggregated by (demangled name, device), all in SQLite.
 
-    Group ``i`` owns ``start[offsets[i]:offsets[i+1]]`` (and ``end`` likewise).
+    Group ``i`` is ``calls[i]`` launches of ``demangled[i]`` on ``device[i]`` taking
+    ``total_ns[i]``; ``quantiles[i]`` are the per-call percentiles (on ``QUANTILE_GRID``)
+    of that name over all its devices, exact, as ``np.percentile`` of every duration.
     """
 
     short: tuple[str, ...]
     demangled: tuple[str, ...]
     device: IntArray
-    offsets: IntArray
-    start: IntArray
-    end: IntArray
+    calls: IntArray
+    total_ns: IntArray
+    quantiles: FloatArray  # shape (groups, len(QUANTILE_GRID))
+    devices: tuple[DeviceRow, ...]
     configs: tuple[tuple[str, LaunchConfig], ...]  # distinct (demangled, config) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRow:
+    """One device's launches: count, summed time, the union of their intervals, the span."""
+
+    device: int
+    kernels: int
+    kernel_ns: int
+    busy_ns: int
+    first_ns: int
+    last_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,37 +168,28 @@ class Metadata:
 
 
 @dataclass(frozen=True, slots=True)
-class NvtxRanges:
-    """Raw NVTX range instances (push/pop and start/end), names unfolded."""
+class RangeKey:
+    """A distinct NVTX range name (cut at PyTorch's suffixes by SQL) in one domain."""
 
-    name: tuple[str, ...]
-    domain: tuple[str, ...]
-    push_pop: npt.NDArray[np.bool_]
-    start: IntArray
-    end: IntArray
-    tid: IntArray  # the thread that opened the range (globalTid)
+    sql_name: str
+    domain_id: int
+    domain: str
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
-class RuntimeCalls:
-    """Runtime API calls that launched GPU work: when, on which thread, which launch."""
+class Attribution:
+    """Which events a scope keeps (the rules are in ``nsysdiff/scope.py``).
 
-    start: IntArray
-    end: IntArray
-    tid: IntArray
-    pid: IntArray
-    corr: IntArray
+    An event is kept when it lies inside a range of every mask in ``within`` (a mask is
+    the codes given to :meth:`TraceReader.load_ranges`), starts at or after its process's
+    cut (made by :meth:`TraceReader.make_cuts`) when ``cut``, and, for the events a window
+    applies to, starts inside ``window``.
+    """
 
-
-@dataclass(frozen=True, slots=True)
-class SyncCalls:
-    """Every synchronising API call: ``names[code[i]]`` is call ``i``'s name, suffix stripped."""
-
-    names: tuple[str, ...]
-    code: IntArray
-    start: IntArray
-    end: IntArray
-    tid: IntArray
+    within: tuple[tuple[int, ...], ...] = ()
+    window: Window | None = None
+    cut: bool = False
 
 
 _END = '"end"'  # a keyword in SQL: always quoted
@@ -191,24 +200,21 @@ _END = '"end"'  # a keyword in SQL: always quoted
 _NVTX_SUFFIXES = (", seq = ", ", op_id = ", ", sizes = ", ", stashed seq = ", ", input_op_ids = ")
 
 
-def _fold(name: str) -> str:
-    """:func:`_fold_sql` in Python, for registered strings resolved after the query."""
-    cuts = [i for p in _NVTX_SUFFIXES if (i := name.find(p)) >= 0]
-    return name[: min(cuts)] if cuts else name
-
-
 def _fold_sql(expr: str) -> str:
     far = 1 << 30
     cuts = ", ".join(f"coalesce(nullif(instr({expr}, '{p}'), 0), {far})" for p in _NVTX_SUFFIXES)
     return f"substr({expr}, 1, min({cuts}) - 1)"
 
 
-def _fetch_beside(path: Path, sql: str) -> list[tuple[object, ...]]:
-    """Run one query on a connection of its own (for a worker thread)."""
+def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ...]]]:
+    """Run queries on a connection of their own (for a worker thread)."""
     con = s.connect(path)
     try:
-        return con.execute(sql).fetchall()
+        _tune(con, path)
+        return [con.execute(sql).fetchall() for sql in sqls]
     except s.DB_ERRORS as e:
+        if "integer overflow" in str(e):
+            raise TraceError(s.one_line(f"{path}: a sum of durations overflows int64")) from None
         raise s.db_error(path, e) from None
     finally:
         con.close()
@@ -234,9 +240,39 @@ def name_text(value: object) -> str:
     return f"{text[:NAME_LIMIT]}…[{len(text) - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
 
 
-def _blob(expr: str) -> str:
-    """``group_concat`` as bytes: skips decoding megabytes of digits into a str."""
-    return f"CAST(group_concat({expr}) AS BLOB)"
+# A launch's shape, as gpukernsum groups launches.
+_SHAPE_COLS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+
+
+def suffix(grid: tuple[int, ...], block: tuple[int, ...]) -> str:
+    """What ``--by name+launch`` appends to a kernel's name."""
+    return f" [grid {','.join(map(str, grid))}, block {','.join(map(str, block))}]"
+
+
+def shape_suffix(shape: str) -> str:
+    """:func:`suffix` of a shape key written by the kernel scan (``''``: no shape)."""
+    if not shape:
+        return ""
+    v = shape.split(",")
+    return suffix(tuple(int(x) for x in v[:3]), tuple(int(x) for x in v[3:]))
+
+
+# Rows per fetch when a result is streamed into numpy: a few MB, whatever the trace size.
+_CHUNK = 1 << 16
+# SQLite's own memory: sorts and temporary tables spill to a temporary file beyond this,
+# so no query holds more than a few tens of MB however many rows it sorts.
+_CACHE_KIB = 32 * 1024
+
+
+def _tune(con: sqlite3.Connection, path: Path) -> None:
+    try:
+        con.execute("PRAGMA temp_store = FILE")
+        con.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        con.execute(f"PRAGMA temp.cache_size = -{_CACHE_KIB}")
+        # Temporary tables are scratch: a failed statement needs no rollback.
+        con.execute("PRAGMA temp.journal_mode = OFF")
+    except sqlite3.Error as e:
+        raise s.db_error(path, e) from None
 
 
 def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
@@ -244,10 +280,50 @@ def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, 
     return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
 
-def _ints(text: str | bytes | None) -> IntArray:
-    if not text:
-        return np.empty(0, dtype=np.int64)
-    return np.fromstring(text, sep=",", dtype=np.int64)
+def percentile_ranks(n: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """For samples of sizes ``n``: the 0-based ranks of the order statistics that
+    ``np.percentile`` (linear) interpolates between at each QUANTILE_GRID point, and the
+    weight of the upper one: arrays of shape (len(n), len(QUANTILE_GRID))."""
+    q = np.true_divide(np.array(QUANTILE_GRID), 100)
+    virtual = (n[:, None] - 1) * q[None, :]
+    lo = np.floor(virtual)
+    gamma = virtual - lo
+    lo = lo.astype(np.int64)
+    hi = np.minimum(lo + 1, n[:, None] - 1)
+    return np.minimum(lo, n[:, None] - 1), hi, gamma
+
+
+def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
+    """numpy's own interpolation (``numpy.lib._function_base_impl._lerp``), to the bit."""
+    diff = b - a
+    out: FloatArray = a + diff * t
+    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
+    return out
+
+
+def _list(values: Iterable[int]) -> str:
+    return ",".join(str(int(v)) for v in values)
+
+
+def _sweep(events: str, cols: str, mask: Sequence[int], key: str, pp: int) -> str:
+    """The events (``cols``, from the SQL ``events``) inside a range of ``mask`` of one
+    kind (push/pop: ``pp`` 1, same thread; start/end: ``pp`` 0, same process).
+
+    Ranges and events of one key go through in start order, ranges first at equal starts,
+    with the furthest range end seen so far: an event is inside some range exactly when
+    that reach is at or past its end. Nesting and overlap need no special case.
+    """
+    nulls = ", ".join(f"NULL AS {c}" for c in cols.split(", ")[4:])
+    ranges = (
+        f'SELECT 0 AS k, start, "end", tid, pid{", " + nulls if nulls else ""} '
+        f"FROM temp.nsysdiff_r WHERE pp = {pp} AND code IN ({_list(mask)})"
+    )
+    reach = f'max(CASE WHEN k = 0 THEN "end" END) OVER (PARTITION BY {key} ORDER BY start, k ROWS UNBOUNDED PRECEDING)'
+    return (
+        f"SELECT {cols} FROM (SELECT k, {cols}, {reach} AS reach FROM "
+        f"({ranges} UNION ALL SELECT 1 AS k, {cols} FROM ({events}))) "
+        f'WHERE k = 1 AND reach >= "end"'
+    )
 
 
 class TraceReader:
@@ -258,8 +334,7 @@ class TraceReader:
         self.con = con
         self.schema = schema
         self._strings: dict[int, str] = {}
-        self._missing_strings: set[int] = set()
-        self._short: bool | None = None
+        self._short: bool | None = None  # whether no StringIds value is past NAME_LIMIT
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
 
     # --- plumbing ------------------------------------------------------------------
@@ -296,9 +371,7 @@ class TraceReader:
                 ):
                     self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
         for i in missing:
-            if i not in self._strings:
-                self._strings[i] = f"<string {i}>"
-                self._missing_strings.add(i)
+            self._strings.setdefault(i, f"<string {i}>")
         return self._strings
 
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
@@ -396,50 +469,164 @@ class TraceReader:
     def has_kernels(self) -> bool:
         return self.schema.has(s.KERNEL, "start", "end")
 
-    def kernels(self, sel: Selection = Selection()) -> KernelGroups:
+    def kernels(self, sel: Selection = Selection(), *, shapes: bool = False) -> KernelGroups:
+        """Kernel launches of ``sel``, aggregated without holding one value per launch.
+
+        With ``shapes``, each (name, grid, block) is a kernel of its own, as ``nsys stats``'
+        ``gpukernsum`` groups them: its name gets ``[grid X,Y,Z, block X,Y,Z]`` appended.
+
+        Three scans, each bounded in memory whatever the row count: a histogram of the
+        distinct durations per (name, device) in a temporary table (counts, totals and exact
+        quantiles come from it), a window query for the busy union per device, and the
+        distinct launch configurations.
+        """
         if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
-            empty = np.empty(0, dtype=np.int64)
-            return KernelGroups((), (), empty, np.zeros(1, dtype=np.int64), empty, empty, ())
+            e = np.empty(0, dtype=np.int64)
+            return KernelGroups((), (), e, e, e, np.empty((0, len(QUANTILE_GRID))), (), ())
         cols = self.schema.tables[s.KERNEL]
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
-        where = self._where(s.KERNEL, sel)
-        configs_sql = self._configs_sql(name_col, where)
-        # The configs scan runs beside the interval scan on a second read-only connection
-        # (SQLite releases the GIL while it scans). A temp table of selected launches
-        # lives on this connection only, so a selection by launches scans in turn.
+        source, where = s.KERNEL, self._where(s.KERNEL, sel)
+        checked = where  # the rows' own conditions, for the diagnosis of impossible rows
+        rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
+        if sel.launches_table is not None:
+            # Filter once into a temporary table rather than probing the selection in
+            # each of the three scans below.
+            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_k")
+            self._exec(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
+            source, where = "temp.nsysdiff_k", "1"
+        # The launch shape as one text key ('' when launches of a name are one kernel).
+        shape = "''"
+        if shapes:
+            shape = " || ',' || ".join(f'coalesce("{c}", 0)' if c in cols else "0" for c in _SHAPE_COLS)
+        busy_sql = self._busy_sql(source, where, name_col, short_col, rules)
+        configs_sql = self._configs_sql(name_col, where, source)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = None if sel.launches_table else pool.submit(_fetch_beside, self.path, configs_sql)
-            # One pass with no GROUP BY (SQLite would sort every row for it): each column
-            # arrives as one comma-separated string, parsed by numpy, grouped by argsort.
-            # coalesce keeps a missing name from shifting the columns (group_concat skips
-            # NULLs); a NULL anywhere else is an impossible row, caught by the checks.
-            ((count, *blobs),) = self._query(
-                f"SELECT count(*), {_blob(f'coalesce({name_col}, -1)')}, {_blob(f'coalesce({short_col}, -1)')}, "
-                f"{_blob('deviceId')}, {_blob('start')}, {_blob(_END)} FROM {s.KERNEL} WHERE {where}"
+            # The busy and configuration scans run beside the histogram on a second
+            # read-only connection (SQLite releases the GIL while it scans); a temporary
+            # table lives on this connection only, so a selection runs them in turn.
+            beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
+            if beside is None:
+                scans = (busy_sql, configs_sql)
+                busy_rows, config_rows = self._named(rules, checked, lambda: [self._query(q) for q in scans])
+            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_hist")
+            # An upsert per launch into the (small) histogram instead of GROUP BY, which
+            # would sort every launch.
+            self._exec(
+                "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, shape TEXT, dev INTEGER, dur INTEGER, "
+                "n INTEGER, short INTEGER, PRIMARY KEY (name, shape, dev, dur))"
             )
-            rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
-            names, shorts, devs, start, end = self._parse(rules, where, count, blobs, (3, 4))
-            order = np.lexsort((devs, names))
-            names, shorts, devs, start, end = names[order], shorts[order], devs[order], start[order], end[order]
-            first = (
-                np.flatnonzero(np.concatenate(([True], (names[1:] != names[:-1]) | (devs[1:] != devs[:-1]))))
-                if len(names)
-                else np.empty(0, dtype=np.int64)
+            self._exec(
+                f"INSERT INTO temp.nsysdiff_hist SELECT coalesce({name_col}, -1), {shape}, coalesce(deviceId, -1), "
+                f'"end" - start, 1, coalesce({short_col}, -1) FROM {source} WHERE {where} '
+                "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short)"
             )
-            strings = self.strings([int(x) for x in names[first]] + [int(x) for x in shorts[first]])
-            config_rows = pending.result() if pending else self._query(configs_sql)
+            if beside is not None:
+                busy_rows, config_rows = self._named(rules, checked, beside.result)
+            # The busy scan checked every row; nothing below may meet an impossible one.
+            busy_rows, checks = _split_checks(busy_rows)
+            self._verify(rules, checked, checks)
+            groups = self._query(
+                "SELECT name, shape, dev, min(short), sum(n), sum(n * dur) FROM temp.nsysdiff_hist "
+                "GROUP BY name, shape, dev ORDER BY name, shape, dev"
+            )
+            quantiles = self._quantiles()
+        keys = [(int(g[0]), str(g[1])) for g in groups]  # type: ignore[call-overload]
+        shorts = [int(g[3]) for g in groups]  # type: ignore[call-overload]
+        strings = self.strings([k[0] for k in keys] + shorts)
+        demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
+        configs = self._configs(config_rows, whole=sel == Selection())
+        if shapes:
+            # A configuration belongs to the kernel of its own shape.
+            known = set(demangled)
+            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
+            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
         return KernelGroups(
-            short=tuple(strings[int(x)] for x in shorts[first]),
-            demangled=tuple(strings[int(x)] for x in names[first]),
-            device=devs[first].astype(np.int64),
-            offsets=np.append(first, len(names)).astype(np.int64),
-            start=start,
-            end=end,
-            configs=self._configs(config_rows, whole=where == self._where(s.KERNEL, Selection())),
+            short=tuple(strings[i] for i in shorts),
+            demangled=demangled,
+            device=np.array([g[2] for g in groups], dtype=np.int64),
+            calls=np.array([g[4] for g in groups], dtype=np.int64),
+            total_ns=np.array([g[5] for g in groups], dtype=np.int64),
+            quantiles=np.array([quantiles[k] for k in keys]).reshape(len(keys), len(QUANTILE_GRID)),
+            devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
+            configs=configs,
         )
 
-    def _configs_sql(self, name_col: str, where: str) -> str:
+    def _named(self, rules: RowRules, where: str, scans: Callable[[], _T]) -> _T:
+        """Run ``scans``; a sum that overflowed (only impossible rows get there) becomes the
+        diagnosis that names the table and the rows."""
+        try:
+            return scans()
+        except TraceError as e:
+            if "overflow" in str(e):
+                raise self._diagnose(rules, where) from None
+            raise
+
+    def _exec(self, sql: str) -> None:
+        self._query(sql)
+
+    def _quantiles(self) -> dict[tuple[int, str], FloatArray]:
+        """Exact per-name percentiles from the duration histogram, streamed in chunks.
+
+        Rows arrive sorted by (name, duration); the order statistics that ``np.percentile``
+        interpolates between are picked by their global rank as the stream passes them,
+        so memory holds one chunk, however many distinct durations there are.
+        """
+        counts = self._query(
+            "SELECT name, shape, sum(n) FROM temp.nsysdiff_hist GROUP BY name, shape ORDER BY name, shape"
+        )
+        if not counts:
+            return {}
+        names = [(int(c[0]), str(c[1])) for c in counts]  # type: ignore[call-overload]
+        n = np.array([c[2] for c in counts], dtype=np.int64)
+        first = np.concatenate(([0], np.cumsum(n)[:-1]))
+        lo, hi, gamma = percentile_ranks(n)
+        want = np.concatenate(((first[:, None] + lo).ravel(), (first[:, None] + hi).ravel()))
+        order = np.argsort(want, kind="stable")
+        got = np.empty(len(want), dtype=np.int64)
+        done, seen = 0, 0
+        cur = self.con.execute(
+            "SELECT dur, sum(n) FROM temp.nsysdiff_hist GROUP BY name, shape, dur ORDER BY name, shape, dur"
+        )
+        try:
+            while done < len(order):
+                chunk = cur.fetchmany(_CHUNK)
+                if not chunk:
+                    break
+                arr = np.array(chunk, dtype=np.int64)
+                ends = seen + np.cumsum(arr[:, 1])
+                stop = done + int(np.searchsorted(want[order[done:]], ends[-1], side="left"))
+                idx = order[done:stop]
+                got[idx] = arr[np.searchsorted(ends, want[idx], side="right"), 0]
+                done, seen = stop, int(ends[-1])
+        except s.DB_ERRORS as e:
+            raise s.db_error(self.path, e) from None
+        finally:
+            cur.close()
+        k = len(QUANTILE_GRID)
+        a = got[: len(want) // 2].reshape(-1, k).astype(np.float64)
+        b = got[len(want) // 2 :].reshape(-1, k).astype(np.float64)
+        values = _lerp(a, b, gamma)
+        return {key: values[i] for i, key in enumerate(names)}
+
+    def _busy_sql(self, source: str, where: str, name_col: str, short_col: str, rules: RowRules) -> str:
+        # Launches in start order: each adds what reaches past the furthest end before it
+        # (the union of intervals, computed in order by SQLite with bounded memory). The
+        # same pass checks the rows (RowRules), on the columns under their own names.
+        reach = (
+            'max("end") OVER (PARTITION BY deviceId ORDER BY start '
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        )
+        names = ", ".join(dict.fromkeys((name_col, short_col)))
+        return (
+            'SELECT coalesce(deviceId, -1) AS dev, count(*), sum("end" - start), sum(max(0, gain)), '
+            f'min(start), max("end"), {rules.sql()} FROM ('
+            f'SELECT deviceId, start, "end", {names}, '
+            f'"end" - max(start, coalesce({reach}, start)) AS gain FROM {source} WHERE {where}'
+            ") GROUP BY dev ORDER BY dev"
+        )
+
+    def _configs_sql(self, name_col: str, where: str, source: str = s.KERNEL) -> str:
         cols = self.schema.tables[s.KERNEL]
         wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                   "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
@@ -448,7 +635,7 @@ class TraceReader:
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {s.KERNEL} WHERE {where}"
+        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
@@ -469,49 +656,38 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
+        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
+        where = self._where(s.MEMCPY, sel)
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
+                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
+            )
+        )
+        self._verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
-        for kind, ops, nbytes, total in self._copy_sums(s.MEMCPY, "copyKind", sel):
-            name = enum.get(kind, f"CUDA_MEMCPY_KIND_{kind}")
+        for kind, ops, nbytes, total in rows:
+            name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
             label = _COPY_LABELS.get(name.removeprefix("CUDA_MEMCPY_KIND_"), name)
             prev = out.get(label, CopyRow(label, 0, 0, 0))
-            out[label] = CopyRow(label, prev.ops + ops, prev.bytes + nbytes, prev.total_ns + total)
+            out[label] = CopyRow(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
         return tuple(sorted(out.values(), key=lambda r: r.kind))
 
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
-        sums = self._copy_sums(s.MEMSET, None, sel)
-        return tuple(CopyRow("memset", ops, nbytes, total) for _, ops, nbytes, total in sums)
-
-    def _copy_sums(self, table: str, key: str | None, sel: Selection) -> list[tuple[int, int, int, int]]:
-        """(key, ops, bytes, ns) per distinct ``key`` (or for all rows) of a copy table's selection.
-
-        One bulk scan parsed by numpy, as for kernels: a GROUP BY carrying the checks of
-        ``RowRules.sql`` costs twice as much on a quarter of a million copies.
-        """
-        where = self._where(table, sel)
-        rules = RowRules(table, ids=(key,) if key else (), sizes=("bytes",))
-        cols = ([key] if key else []) + ["bytes", "start", _END]
-        ((count, *blobs),) = self._query(
-            f"SELECT count(*), {', '.join(_blob(c) for c in cols)} FROM {table} WHERE {where}"
+        rules = RowRules(s.MEMSET, sizes=("bytes",))
+        where = self._where(s.MEMSET, sel)
+        (ops, nbytes, total, *checks), = self._query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
+            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
-        arrays = self._parse(rules, where, count, blobs, (len(cols) - 2, len(cols) - 1))
-        nbytes, dur = arrays[-3], arrays[-1] - arrays[-2]
-        if len(nbytes) and int(nbytes.min()) < 0:
-            raise self._diagnose(rules, where)
-        if float(np.sum(nbytes, dtype=np.float64)) > INT64_MAX:
-            raise TraceError(s.one_line(f"{self.path}: {table}: bytes sum past the int64 range; the export is damaged"))
-        keys = arrays[0] if key else np.zeros(len(nbytes), dtype=np.int64)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        ops = np.bincount(inverse, minlength=len(uniq))
-        sizes = np.zeros(len(uniq), dtype=np.int64)
-        np.add.at(sizes, inverse, nbytes)
-        times = np.zeros(len(uniq), dtype=np.int64)
-        np.add.at(times, inverse, dur)
-        return [(int(k), int(o), int(b), int(ns)) for k, o, b, ns in zip(uniq, ops, sizes, times, strict=True)]
+        self._verify(rules, where, [checks])
+        if not ops:
+            return ()
+        return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
     def _sync_ids(self) -> dict[int, str]:
-        """StringIds ids of synchronising API names -> the name, version suffix stripped."""
         if not self.schema.has("StringIds", "id", "value"):
             return {}
         return {
@@ -549,22 +725,6 @@ class TraceReader:
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
 
-    def sync_events(self) -> SyncCalls:
-        """The individual synchronising calls, for scoping them like launches."""
-        e = np.empty(0, dtype=np.int64)
-        ids = self._sync_ids()
-        tables = [t for t in (s.RUNTIME, s.DRIVER) if ids and self.schema.has(t, "nameId", "start", "end", "globalTid")]
-        if not tables:
-            return SyncCalls((), e, e, e, e)
-        nid, start, end, tid = self._columns(
-            tables, ("nameId", "start", _END, "globalTid"), f"nameId IN ({','.join(str(i) for i in ids)})"
-        )
-        names = tuple(sorted(set(ids.values())))
-        lookup = {i: names.index(n) for i, n in ids.items()}
-        uniq, inverse = np.unique(nid, return_inverse=True)
-        code = np.array([lookup[int(i)] for i in uniq], dtype=np.int64)[inverse]
-        return SyncCalls(names, code, start, end, tid)
-
     def kernel_time_ns(self, sel: Selection = Selection()) -> int:
         """Summed kernel duration of the selection (the denominator of coverage)."""
         if not self.schema.has(s.KERNEL, "start", "end"):
@@ -596,10 +756,15 @@ class TraceReader:
         graph-mode capture has of the work inside its graphs."""
         if not self.schema.has(s.GRAPH_TRACE, "start", "end", "graphId"):
             return ()
-        rows = self._query(
-            f'SELECT graphId, count(*), coalesce(sum("end" - start), 0) FROM {s.GRAPH_TRACE} '
-            f"WHERE {self._where(s.GRAPH_TRACE, Selection())} GROUP BY graphId ORDER BY graphId"
+        rules = RowRules(s.GRAPH_TRACE, ids=("graphId",))
+        where = self._where(s.GRAPH_TRACE, Selection())
+        rows, checks = _split_checks(
+            self._query(
+                f'SELECT graphId, count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} '
+                f"WHERE {where} GROUP BY graphId ORDER BY graphId"
+            )
         )
+        self._verify(rules, where, checks)
         return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
@@ -610,52 +775,50 @@ class TraceReader:
         return types, enum.get("NvtxDomainCreate", _NVTX_DOMAIN_CREATE_BUILTIN)
 
     def _nvtx_name_sql(self) -> tuple[str, str]:
-        """SQL for a range's explicit text and its registered string id (NULL when absent).
-
-        Registered strings are resolved in Python, once per id, rather than joined per row:
-        a join would copy a string into every range that uses it, and fold it per row.
-        """
         cols = self.schema.tables[s.NVTX]
-        text = "n.text" if "text" in cols else "NULL"
-        if "textId" not in cols or not self.schema.has("StringIds", "id", "value"):
-            return text, "NULL"
-        return text, f"CASE WHEN {text} IS NULL AND typeof(n.textId) = 'integer' THEN n.textId END"
+        if "textId" in cols and self.schema.has("StringIds", "id", "value"):
+            return "coalesce(n.text, st.value, '')", f" LEFT JOIN {self._nvtx_strings()} st ON st.id = n.textId"
+        return "coalesce(n.text, '')", ""
 
-    def _nvtx_namer(self, text_ids: Sequence[object]) -> Callable[[object, object], str]:
-        """A function giving a range's name: its text, else its registered string, else ''.
+    def _nvtx_strings(self) -> str:
+        """The table registered NVTX strings are joined from, per range.
 
-        Every id in ``text_ids`` is resolved up front, in one batch of queries.
+        ``StringIds`` itself in every real export. When a string is longer than
+        ``NAME_LIMIT`` (a crafted file), a temporary copy with such strings cut as
+        :func:`name_text` cuts them: joined per row, one string of megabytes would be
+        copied and folded once for every range that uses it.
         """
-        strings = self.strings([int(i) for i in set(text_ids) if i is not None])  # type: ignore[call-overload]
-        missing = self._missing_strings
-
-        def name(text: object, text_id: object) -> str:
-            if text is not None:
-                return name_text(text)
-            if text_id is None or text_id in missing:
-                return ""
-            return strings[text_id]  # type: ignore[index]
-
-        return name
-
-    def _short_strings(self) -> bool:
-        """Whether no StringIds value is longer than NAME_LIMIT (one pass over the strings)."""
         if self._short is None:
             (longest,) = self._query("SELECT coalesce(max(length(value)), 0) FROM StringIds")[0]
             self._short = int(longest) <= NAME_LIMIT  # type: ignore[call-overload]
-        return self._short
+            if not self._short:
+                self._exec("CREATE TEMP TABLE IF NOT EXISTS nsysdiff_str (id, value TEXT)")
+                self._exec(
+                    f"INSERT INTO temp.nsysdiff_str SELECT id, value FROM StringIds WHERE length(value) <= {NAME_LIMIT}"
+                )
+                cur = self.con.execute(f"SELECT id, value FROM StringIds WHERE length(value) > {NAME_LIMIT}")
+                try:
+                    for key, value in cur:  # one long string in memory at a time
+                        self.con.execute("INSERT INTO temp.nsysdiff_str VALUES (?, ?)", (key, name_text(value)))
+                except s.DB_ERRORS as e:
+                    raise s.db_error(self.path, e) from None
+                finally:
+                    cur.close()
+                self._exec("CREATE INDEX temp.nsysdiff_str_id ON nsysdiff_str (id)")
+        return "StringIds" if self._short else "temp.nsysdiff_str"
 
     def _nvtx_domains(self, create: int) -> dict[int, str]:
         if not self.schema.has(s.NVTX, "domainId"):
             return {}
-        text, text_id = self._nvtx_name_sql()
-        rows = self._query(
-            f"SELECT n.domainId, {text}, {text_id} FROM {s.NVTX} n "
-            "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
-            (create,),
-        )
-        name = self._nvtx_namer([r[2] for r in rows])
-        return {int(d): name(t, i) for d, t, i in rows}  # type: ignore[call-overload]
+        name, join = self._nvtx_name_sql()
+        return {
+            int(d): name_text(t)  # type: ignore[call-overload]
+            for d, t in self._query(
+                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
+                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+                (create,),
+            )
+        }
 
     def _nvtx_rules(self) -> RowRules:
         """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
@@ -667,114 +830,212 @@ class TraceReader:
         if not self.schema.has(s.NVTX, "start", "end", "eventType"):
             return ()
         types, create = self._nvtx_types()
-        text, text_id = self._nvtx_name_sql()
-        join = ""
-        if text_id != "NULL" and self._short_strings():
-            # Every real export: join the strings and fold them in SQL, so that GROUP BY
-            # merges PyTorch's per-call registered names as it does explicit text.
-            text, text_id, join = f"coalesce({text}, st.value)", "NULL", " LEFT JOIN StringIds st ON st.id = n.textId"
-        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
+        name, join = self._nvtx_name_sql()
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        rules = self._nvtx_rules()
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
-        folded = _fold_sql(f"coalesce({text}, '')")
-        rows, checks = _split_checks(
-            self._query(
-                f"SELECT {folded}, {text_id}, coalesce({dom}, 0), count(*), "
-                f'sum(n."end" - n.start), {rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2, 3'
-            )
-        )
-        self._verify(rules, where, checks)
-        domains = self._nvtx_domains(create)
-        merged: dict[tuple[str, str], tuple[int, int]] = {}
-        namer = self._nvtx_namer([r[1] for r in rows])
-        for cut, sid, d, c, total in rows:
-            # A string id is there only when the text is not: it is looked up and folded
-            # here, once per id; explicit text was folded in SQL.
-            name = _fold(namer(None, sid)) if sid is not None else name_text(cut)
-            key = (name, domains.get(int(d), ""))  # type: ignore[call-overload]
-            calls, ns = merged.get(key, (0, 0))
-            merged[key] = (calls + int(c), ns + int(total))  # type: ignore[call-overload]
-        return tuple(RangeRow(n, d, c, ns) for (n, d), (c, ns) in merged.items())
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
+        return self._range_rows(rows, create)
 
-    def nvtx_ranges(self) -> NvtxRanges:
-        """Every closed range instance, for attribution of GPU work to ranges."""
-        if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
-            e = np.empty(0, dtype=np.int64)
-            return NvtxRanges((), (), np.empty(0, dtype=np.bool_), e, e, e)
-        types, create = self._nvtx_types()
-        text, text_id = self._nvtx_name_sql()
-        dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
-        push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
-        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
-        rules = self._nvtx_rules()
-        ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {s.NVTX} n WHERE {where}")
-        self._verify(rules, where, [checks])
-        rows = self._query(
-            f'SELECT {text}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0), {text_id} '
-            f"FROM {s.NVTX} n WHERE {where} ORDER BY n.start"
-        )
-        domains = self._nvtx_domains(create)
-        namer = self._nvtx_namer([r[6] for r in rows])
-        return NvtxRanges(
-            name=tuple(namer(r[0], r[6]) for r in rows),
-            domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
-            push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
-            start=np.array([r[3] for r in rows], dtype=np.int64),
-            end=np.array([r[4] for r in rows], dtype=np.int64),
-            tid=np.array([r[5] for r in rows], dtype=np.int64),
-        )
+    def _fold_groups(self, from_where: str, name: str, checked: str) -> list[tuple[object, ...]]:
+        """(SQL-folded name, domain id, count, total ns) of the NVTX rows (alias ``n``) that
+        ``from_where`` selects; ``checked`` (conditions on ``n`` alone) finds the rows for
+        the diagnosis when one of them is impossible.
 
-    def launch_calls(self) -> RuntimeCalls:
-        """Runtime/driver calls that carry a correlation id to GPU work."""
-        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
-        if not tables:
-            e = np.empty(0, dtype=np.int64)
-            return RuntimeCalls(e, e, e, e, e)
-        start, end, tid, corr = self._columns(
-            tables, ("start", _END, "globalTid", "correlationId"), "correlationId IS NOT NULL AND correlationId != 0"
-        )
-        return RuntimeCalls(start, end, tid, (tid >> 24) & 0xFFFFFF, corr)
-
-    def _columns(self, tables: Sequence[str], cols: Sequence[str], where: str) -> list[IntArray]:
-        """Integer columns of the rows of ``tables`` matching ``where``, each as one array."""
-        parts: list[list[IntArray]] = [[] for _ in cols]
-        for table in tables:
-            ((count, *blobs),) = self._query(
-                f"SELECT count(*), {', '.join(_blob(c) for c in cols)} FROM {table} WHERE {where}"
-            )
-            rules = RowRules(table, ids=tuple(c for c in cols if c not in ("start", _END)))
-            arrays = self._parse(rules, where, count, blobs, (cols.index("start"), cols.index(_END)))
-            for part, values in zip(parts, arrays, strict=True):
-                part.append(values)
-        return [np.concatenate(p) for p in parts]
-
-    def _parse(
-        self, rules: RowRules, where: str, count: object, blobs: Sequence[object], times: tuple[int, int]
-    ) -> list[IntArray]:
-        """The ``group_concat`` columns of a bulk scan as arrays, checked as ``rules`` say.
-
-        ``times`` are the indexes of the start and end columns in ``blobs``.
+        An upsert into a small keyed table costs one probe of a few-page b-tree per row;
+        GROUP BY would sort every row (many rows, few folded names). The rows' checks
+        accumulate beside the counts.
         """
-        if not all(ints_ok(b, int(count)) for b in blobs):  # type: ignore[arg-type, call-overload]
-            raise self._diagnose(rules, where)
-        arrays = [_ints(b) for b in blobs]  # type: ignore[arg-type]
-        if not intervals_ok(arrays[times[0]], arrays[times[1]]):
-            raise self._diagnose(rules, where)
-        return arrays
-
-    def select_launches(self, pids: IntArray, corrs: IntArray, name: str = "nsysdiff_sel") -> Selection:
-        """Load (pid, correlationId) pairs into a temp table (in memory, not beside the file)."""
-        self.con.execute("PRAGMA temp_store = MEMORY")
-        self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-        self.con.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr))")
-        self.con.executemany(
-            f"INSERT OR IGNORE INTO temp.{name} VALUES (?, ?)",
-            zip(pids.tolist(), corrs.tolist(), strict=True),
+        rules = self._nvtx_rules()
+        bad, dur = rules.row_sql()
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_names")
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_names (name TEXT, dom INTEGER, n INTEGER, total INTEGER, "
+            "bad INTEGER, ftotal REAL, PRIMARY KEY (name, dom))"
         )
-        return Selection(launches_table=name)
+        self._exec(
+            f"INSERT INTO temp.nsysdiff_names SELECT {_fold_sql(name)}, {self._nvtx_dom()}, 1, "
+            f'coalesce(n."end" - n.start, 0), {bad}, {dur} {from_where} '
+            "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total, "
+            "bad = bad + excluded.bad, ftotal = ftotal + excluded.ftotal"
+        )
+        checks = self._query("SELECT coalesce(sum(bad), 0), total(ftotal) FROM temp.nsysdiff_names")
+        self._verify(rules, checked, checks)
+        return self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
+
+    def _range_rows(self, rows: list[tuple[object, ...]], create: int) -> tuple[RangeRow, ...]:
+        """(name, domain id, count, total) rows with their domains named."""
+        domains = self._nvtx_domains(create)
+        return tuple(
+            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
+            for n, d, c, t in rows
+        )
+
+    # --- attribution (scopes) -------------------------------------------------------
+    #
+    # Everything below runs in SQLite: the ranges a scope names go into a temporary table
+    # (a temporary file, never the input), and "inside a range" is one ordered sweep per
+    # range kind with a running maximum of range ends, so no query holds more than
+    # SQLite's page cache, however many ranges and calls the trace has.
+
+    def nvtx_keys(self) -> tuple[RangeKey, ...]:
+        """The distinct closed range names (SQL-folded) and domains, with their counts."""
+        if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
+            return ()
+        types, create = self._nvtx_types()
+        name, join = self._nvtx_name_sql()
+        where = self._nvtx_ranges_where(types)
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
+        domains = self._nvtx_domains(create)
+        return tuple(
+            RangeKey(str(n), int(d), domains.get(int(d), ""), int(c))  # type: ignore[call-overload]
+            for n, d, c, _ in rows
+        )
+
+    def _nvtx_dom(self) -> str:
+        return "coalesce(n.domainId, 0)" if self.schema.has(s.NVTX, "domainId") else "0"
+
+    def _nvtx_ranges_where(self, types: dict[str, int]) -> str:
+        kinds = ",".join(str(t) for t in types.values())
+        return f'n.eventType IN ({kinds}) AND n."end" IS NOT NULL'
+
+    def load_ranges(self, codes: Sequence[tuple[RangeKey, int]]) -> None:
+        """Copy the instances of the given keys into ``temp.nsysdiff_r``, each with its code."""
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_codes")
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_r")
+        self._exec("CREATE TEMP TABLE nsysdiff_codes (name TEXT, dom INTEGER, code INTEGER, PRIMARY KEY (name, dom))")
+        self.con.executemany(
+            "INSERT OR IGNORE INTO temp.nsysdiff_codes VALUES (?, ?, ?)",
+            [(k.sql_name, k.domain_id, c) for k, c in codes],
+        )
+        types, _ = self._nvtx_types()
+        push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
+        name, join = self._nvtx_name_sql()
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_r AS SELECT c.code AS code, "
+            f"n.eventType IN ({','.join(str(t) for t in push)}) AS pp, n.start AS start, "
+            'n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
+            "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid "
+            f"FROM {s.NVTX} n{join} JOIN temp.nsysdiff_codes c "
+            f"ON c.name = {_fold_sql(name)} AND c.dom = {self._nvtx_dom()} "
+            f"WHERE {self._nvtx_ranges_where(types)}"
+        )
+
+    def make_cuts(self, mask: Sequence[int], skip: int) -> int:
+        """Per process, the start of the (skip+1)-th instance of the mask's ranges, in
+        ``temp.nsysdiff_cut``; processes with fewer instances are cut entirely. Returns
+        how many processes keep something."""
+        never = np.iinfo(np.int64).max
+        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_cut")
+        self._exec(
+            "CREATE TEMP TABLE nsysdiff_cut AS SELECT pid, "
+            f"coalesce(max(CASE WHEN rn = {int(skip) + 1} THEN start END), {never}) AS cut FROM ("
+            "SELECT pid, start, row_number() OVER (PARTITION BY pid ORDER BY start) AS rn "
+            f"FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})) GROUP BY pid"
+        )
+        self._exec("CREATE UNIQUE INDEX temp.nsysdiff_cut_pid ON nsysdiff_cut (pid)")
+        ((kept,),) = self._query(f"SELECT count(*) FROM temp.nsysdiff_cut WHERE cut != {never}")
+        return int(kept)  # type: ignore[call-overload,no-any-return]
+
+    def _kept(self, events: str, payload: Sequence[str], att: Attribution, windowed: bool) -> str:
+        """SQL of the ``events`` (start, end, tid, pid, *payload) that ``att`` keeps."""
+        conds = []
+        if windowed and att.window is not None:
+            conds.append(f"e.start >= {int(att.window.start_ns)} AND e.start < {int(att.window.end_ns)}")
+        join = ""
+        if att.cut:
+            # A process without an instance of the range is not cut at all.
+            join = " LEFT JOIN temp.nsysdiff_cut c ON c.pid = e.pid"
+            conds.append(f"e.start >= coalesce(c.cut, {np.iinfo(np.int64).min})")
+        cols = ", ".join(["start", '"end"', "tid", "pid", *payload])
+        sql = f"SELECT {', '.join('e.' + c for c in cols.split(', '))} FROM ({events}) e{join}"
+        if conds:
+            sql += " WHERE " + " AND ".join(conds)
+        for mask in att.within:
+            kinds = []
+            if mask and self._has_ranges_table():
+                found = self._query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})")
+                kinds = [int(k) for (k,) in found]  # type: ignore[call-overload]
+            # Push/pop ranges hold the calls of their own thread, start/end ranges those of
+            # any thread of their process.
+            parts = [_sweep(sql, cols, mask, "tid" if pp else "pid", pp) for pp in sorted(kinds, reverse=True)]
+            sql = " UNION ".join(parts) if parts else f"SELECT {cols} FROM ({sql}) WHERE 0"
+        return sql
+
+    def select_launches(self, att: Attribution, name: str = "nsysdiff_sel") -> Selection:
+        """The (process, correlationId) of the runtime/driver calls ``att`` keeps, in a
+        temporary table through which the GPU work they launched is found."""
+        self._exec(f"DROP TABLE IF EXISTS temp.{name}")
+        self._exec(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
+        where = "correlationId IS NOT NULL AND correlationId != 0"
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
+        self._check_calls(tables, ("globalTid", "correlationId"), where)
+        parts = [
+            f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, correlationId AS corr '
+            f"FROM {table} WHERE {where}"
+            for table in tables
+        ]
+        if parts:
+            kept = self._kept(" UNION ALL ".join(parts), ("corr",), att, windowed=False)
+            self._exec(f"INSERT OR IGNORE INTO temp.{name} SELECT pid, corr FROM ({kept})")
+        return Selection(window=att.window, launches_table=name)
+
+    def _check_calls(self, tables: Sequence[str], ids: tuple[str, ...], where: str) -> None:
+        """Refuse impossible rows among the calls a sweep is about to order (one aggregate scan)."""
+        for table in tables:
+            rules = RowRules(table, ids=ids)
+            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
+            self._verify(rules, where, [checks])
+
+    def count_ranges(self, mask: Sequence[int], att: Attribution) -> int:
+        """Instances of the mask's ranges that ``att`` keeps."""
+        if not self._has_ranges_table():
+            return 0
+        events = f'SELECT start, "end", tid, pid FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})'
+        ((n,),) = self._query(f"SELECT count(*) FROM ({self._kept(events, (), att, windowed=True)})")
+        return int(n)  # type: ignore[call-overload,no-any-return]
+
+    def _has_ranges_table(self) -> bool:
+        return bool(self._query("SELECT 1 FROM sqlite_temp_master WHERE name = 'nsysdiff_r'"))
+
+    def sync_calls_in(self, att: Attribution) -> tuple[ApiRow, ...]:
+        """Synchronising calls that ``att`` keeps, by name."""
+        ids = self._sync_ids()
+        where = f"nameId IN ({_list(ids)})"
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if ids and self.schema.has(t, "nameId", "start", "end", "globalTid")]
+        self._check_calls(tables, ("nameId", "globalTid"), where)
+        parts = [
+            f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, nameId AS nid '
+            f"FROM {table} WHERE {where}"
+            for table in tables
+        ]
+        if not parts:
+            return ()
+        kept = self._kept(" UNION ALL ".join(parts), ("nid",), att, windowed=True)
+        totals: dict[str, tuple[int, int]] = {}
+        for nid, calls, total in self._query(f'SELECT nid, count(*), sum("end" - start) FROM ({kept}) GROUP BY nid'):
+            name = ids[int(nid)]  # type: ignore[call-overload]
+            c, t = totals.get(name, (0, 0))
+            totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
+        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    def nvtx_summary_in(self, att: Attribution) -> tuple[RangeRow, ...]:
+        """Range instances that ``att`` keeps, grouped like :meth:`nvtx_summary`."""
+        if not self.schema.has(s.NVTX, "start", "end", "eventType", "globalTid"):
+            return ()
+        types, create = self._nvtx_types()
+        name, join = self._nvtx_name_sql()
+        events = (
+            'SELECT n.start AS start, n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
+            "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid, n.rowid AS rid "
+            f"FROM {s.NVTX} n WHERE {self._nvtx_ranges_where(types)}"
+        )
+        kept = self._kept(events, ("rid",), att, windowed=True)
+        rows = self._fold_groups(
+            f"FROM ({kept}) k JOIN {s.NVTX} n ON n.rowid = k.rid{join} WHERE 1", name, self._nvtx_ranges_where(types)
+        )
+        return self._range_rows(rows, create)
 
     def first_kernel_ns(self) -> int | None:
         if not self.has_kernels():
@@ -790,6 +1051,8 @@ def open_trace(path: str | Path) -> Iterator[TraceReader]:
     p = Path(path)
     con = s.connect(p)
     try:
-        yield TraceReader(p, con, s.probe(con, p))
+        schema = s.probe(con, p)
+        _tune(con, p)
+        yield TraceReader(p, con, schema)
     finally:
         con.close()

@@ -100,7 +100,7 @@ def test_null_name_ids_are_named_not_crashed(tmp_path: Path) -> None:
     assert any(k.demangled == "<string -1>" and k.calls == 1 for k in fp.kernels)
 
 
-SCOPED_CASES = {
+SCOPED_CLI_CASES = {
     "window, every start TEXT": (f"UPDATE {KERNEL} SET start = 'soon'", ["--window", "0:1ms"], KERNEL),
     "nvtx, REAL runtime thread": (
         "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = 1.5 WHERE rowid = 3",
@@ -115,9 +115,9 @@ SCOPED_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", SCOPED_CASES, ids=list(SCOPED_CASES))
+@pytest.mark.parametrize("case", SCOPED_CLI_CASES, ids=list(SCOPED_CLI_CASES))
 def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
-    sql, options, table = SCOPED_CASES[case]
+    sql, options, table = SCOPED_CLI_CASES[case]
     path = tamper(_trace(tmp_path / "t.sqlite"), sql)
     code, err = _cli("summary", *options, path)
     assert code == int(ExitCode.BAD_INPUT), err
@@ -307,3 +307,49 @@ def test_tamper_lifts_not_null(tmp_path: Path) -> None:
     assert con.execute(f"SELECT count(*) FROM {KERNEL} WHERE start IS NULL").fetchone() == (1,)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
+
+
+# --- scoped reads check the rows they order ---------------------------------------------
+
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+SCOPED_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "NVTX end before start": ('UPDATE NVTX_EVENTS SET "end" = start - 1 WHERE rowid = 4', ("NVTX_EVENTS", "rowid 4")),
+    "NVTX TEXT start": ("UPDATE NVTX_EVENTS SET start = 'x' WHERE rowid = 6", ("NVTX_EVENTS", "rowid 6")),
+    "runtime TEXT thread": (f"UPDATE {RUNTIME} SET globalTid = 'main' WHERE rowid = 3", (RUNTIME, "rowid 3")),
+    "runtime REAL end": (f'UPDATE {RUNTIME} SET "end" = 1.5 WHERE rowid = 5', (RUNTIME, "rowid 5")),
+}
+
+
+# --per alone reads no runtime call (it only counts ranges), so it meets only the NVTX rows.
+SCOPED_RUNS = [
+    (case, scope)
+    for case in SCOPED_CASES
+    for scope in (("--nvtx", "step 1"), ("--per", "step .*"), ("--phases", "PHASES"))
+    if not (scope[0] == "--per" and case.startswith("runtime"))
+]
+
+
+@pytest.mark.parametrize(("case", "scope"), SCOPED_RUNS, ids=[f"{c} {s[0]}" for c, s in SCOPED_RUNS])
+def test_scoped_reads_refuse_impossible_rows(tmp_path: Path, case: str, scope: tuple[str, str]) -> None:
+    sql, parts = SCOPED_CASES[case]
+    path = tamper(_trace(tmp_path / "t.sqlite"), sql)
+    option, value = scope
+    if value == "PHASES":
+        value = str(tmp_path / "phases.yaml")
+        Path(value).write_text("phases:\n  one: step 1\n", encoding="utf-8")
+    code, err = _cli("summary", path, option, value)
+    assert code == int(ExitCode.BAD_INPUT), err
+    assert err.startswith(f"nsysdiff: error: {path}: ") and err.count("\n") == 1
+    for part in parts:
+        assert part in err
+
+
+def test_a_null_graph_id_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # Found by the fuzzer (page swaps in graph-mode traces): graph launches were summed
+    # per graphId with int() on whatever the column held.
+    b = TraceBuilder(Generation.V2024)
+    b.graph_launch(100, 40_000)
+    b.graph_launch(50_000, 30_000, graph_id=2)
+    sql = "UPDATE CUPTI_ACTIVITY_KIND_GRAPH_TRACE SET graphId = NULL WHERE rowid = 2"
+    path = tamper(b.write(tmp_path / "g.sqlite"), sql)
+    _fails(path, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "graphId", "rowid 2")

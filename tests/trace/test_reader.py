@@ -23,8 +23,9 @@ import pytest
 from conftest import real_traces
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.fingerprint import busy_ns, fold_nvtx
-from nsysdiff.model import Fingerprint, GpuInfo, LaunchConfig, fingerprint_to_json
+from nsysdiff.fingerprint import fold_nvtx
+from nsysdiff.model import QUANTILE_GRID, Fingerprint, GpuInfo, LaunchConfig, fingerprint_to_json
+from nsysdiff.trace import reader
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace.reader import open_trace
 
@@ -144,7 +145,8 @@ def test_kernel_calls_and_total_exact(tmp_path: Path, generation: Generation) ->
         ("vectorized_elementwise_kernel", ADD),
         ("flash_fwd_kernel", FLASH),
     }
-    assert int(groups.offsets[-1]) == len(groups.start) == fp.kernel_calls
+    assert int(groups.calls.sum()) == fp.kernel_calls
+    assert int(groups.total_ns.sum()) == fp.kernel_ns
 
 
 def test_kernel_quantiles(tmp_path: Path, generation: Generation) -> None:
@@ -353,9 +355,42 @@ def test_busy_time_is_union_of_intervals(tmp_path: Path, generation: Generation)
         ([(0, 10), (0, 10)], 10),  # identical
     ],
 )
-def test_busy_ns(intervals: list[tuple[int, int]], union: int) -> None:
-    arr = np.array(intervals, dtype=np.int64).reshape(-1, 2)
-    assert busy_ns(arr[:, 0], arr[:, 1]) == union
+def test_busy_ns(tmp_path: Path, intervals: list[tuple[int, int]], union: int) -> None:
+    def fill(b: TraceBuilder) -> None:
+        for start, end in intervals:
+            b.kernel("k", start, end - start)
+
+    fp = fingerprint_trace(build(tmp_path / "t.sqlite", Generation.V2024, fill))
+    assert fp.busy_ns == union
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 16])
+def test_quantiles_equal_numpy_percentile(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact per-name percentiles from the duration histogram, whatever the chunking:
+    repeated durations, a single call, two devices, names interleaved in time."""
+    rng = np.random.default_rng(11)
+    durations = {
+        "many_repeats": rng.integers(100, 110, 500),
+        "all_distinct": rng.permutation(np.arange(1_000, 1_000 + 997) * 7),
+        "skewed": np.concatenate([np.full(90, 50), rng.integers(10_000, 90_000, 11)]),
+        "single": np.array([12_345]),
+        "pair": np.array([10, 11]),
+    }
+    monkeypatch.setattr(reader, "_CHUNK", chunk)
+
+    def fill(b: TraceBuilder) -> None:
+        t = 0
+        for i in range(max(len(d) for d in durations.values())):
+            for name, d in durations.items():
+                if i < len(d):
+                    b.kernel(name, t, int(d[i]), device=i % 2)
+                    t += int(d[i]) + 1
+
+    fp = fingerprint_trace(build(tmp_path / "t.sqlite", Generation.V2024, fill))
+    for k in fp.kernels:
+        want = np.percentile(durations[k.name], QUANTILE_GRID)
+        assert k.quantiles_ns == tuple(float(x) for x in want), k.name
+        assert (k.calls, k.total_ns) == (len(durations[k.name]), int(durations[k.name].sum()))
 
 
 def test_summary_json_idle_pct(tmp_path: Path) -> None:
@@ -381,8 +416,7 @@ def test_missing_tables_are_zero_events(tmp_path: Path, generation: Generation) 
                   "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}  # fmt: skip
         assert not absent & set(r.schema.tables)
         assert (r.memcpy(), r.memset(), r.sync_calls(), r.nvtx_summary()) == ((), (), (), ())
-        assert len(r.nvtx_ranges().start) == 0
-        assert len(r.launch_calls().start) == 0
+        assert r.nvtx_keys() == ()
     fp = fingerprint_trace(path)
     assert (fp.memcpy, fp.memset, fp.sync, fp.nvtx) == ((), (), (), ())
     assert fp.kernel_calls == 1
@@ -459,7 +493,7 @@ def test_nvtx_only_export(tmp_path: Path, generation: Generation) -> None:
     with open_trace(path) as r:
         assert "CUPTI_ACTIVITY_KIND_KERNEL" not in r.schema.tables
         assert not r.has_kernels()
-        assert len(r.kernels().start) == 0
+        assert len(r.kernels().calls) == 0
         assert r.first_kernel_ns() is None
     fp = fingerprint_trace(path)
     assert not fp.meta.has_kernels
