@@ -111,10 +111,13 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
     one, many, time = _BASIS_WORDS[diff.headline.basis]
     if not i.families:
         return f"none: no {one} runs on both sides", None
-    over = (
-        f"over {plural(i.families, one, many)} on both sides: "
-        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
-    )
+    if f"{100 * i.base_share:.0f}" == f"{100 * i.candidate_share:.0f}" == "100":
+        over = f"over {plural(i.families, one, many)} on both sides: all the {time}"
+    else:
+        over = (
+            f"over {plural(i.families, one, many)} on both sides: "
+            f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
+        )
     if not i.meaningful:
         return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
     return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
@@ -212,8 +215,8 @@ def kernel_count_phrase(diff: Diff) -> str | None:
     only_b = h.base_kernels - h.common_kernels
     only_c = h.candidate_kernels - h.common_kernels
     return (
-        f"identical kernel count ({h.base_launches:,}), different kernels: "
-        f"{only_b:,} only in base, {only_c:,} only in candidate"
+        f"same launch count ({h.base_launches:,}), different kernels: "
+        f"{only_b:,} base-only, {only_c:,} candidate-only"
     )
 
 
