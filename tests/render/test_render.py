@@ -571,3 +571,35 @@ def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:
     assert time["observed"] == "+13.97 ms"
     assert ratio["unit"] == "ratio" and ratio["limit_value"] == 1.1
     assert ratio["observed_value"] == pytest.approx(60.17 / 46.20, abs=1e-3)
+
+
+def test_json_findings_of_every_numeric_kind_carry_numbers(tmp_path: Path) -> None:
+    """Outlier, danger-zone and structure findings give their numbers too, not only budgets."""
+    from datetime import date
+
+    from render.synthetic import pair
+
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.api import judge
+    from nsysdiff.diff import Settings, compare
+
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "version: 1\nrules:\n"
+        "  - {id: out, kind: outlier}\n"
+        "  - {id: dz, kind: danger-zone, patterns: [reshape_and_cache], condition: [time-changes], why: w}\n"
+        "  - {id: st, kind: structure, check: [memcpy-bytes]}\n"
+    )
+    ruleset = rule_engine.load_rules([str(rules_file)])
+    d = compare(*pair(), Settings())
+    findings, results = rule_engine.evaluate(d, ruleset, today=date(2026, 1, 1))
+    doc = json.loads(json_report.render(judge(d, findings, results)))
+    by = {(f["rule_id"], f["subject"]): f for f in doc["findings"]}
+    out = by["out", "reshape_and_cache_flash_kernel"]
+    assert out["unit"] == "ratio" and out["limit_value"] == 1.25
+    assert out["observed_value"] == pytest.approx(4.674, abs=1e-3)  # "4.67x of scale"
+    dz = by["dz", "reshape_and_cache_flash_kernel"]
+    assert dz["unit"] == "ratio" and dz["limit_value"] == 1.1  # "time within 10.00%"
+    assert dz["observed_value"] == pytest.approx(6.17 / 1.20, abs=1e-2)
+    htod = by["st", "HtoD"]
+    assert (htod["observed_value"], htod["limit_value"], htod["unit"]) == (54_100_000, 52_000_000, "bytes")
