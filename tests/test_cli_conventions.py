@@ -217,7 +217,7 @@ def test_renamed_report_gets_the_export_command(
     assert (code, out) == (2, "")
     assert err == (
         f"nsysdiff: error: {rep}: an Nsight Systems report, not an SQLite export, and nsys is not on "
-        f"PATH; export it first: nsys export --type sqlite --output {tmp_path / 'run.sqlite'} {rep}\n"
+        f"PATH; export it first: nsys export --type sqlite --output {tmp_path / 'run-export.sqlite'} {rep}\n"
     )
 
 
