@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import comparability
 from nsysdiff.attribution import Contributor, Effects
@@ -131,19 +131,27 @@ def scale_line(diff: Diff) -> str:
 _KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
 
 
-def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> str:
-    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``."""
+def contributor_text(
+    c: Contributor, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``.
+
+    ``labels`` (key -> label, :func:`nsysdiff.render.names.labels`) tells apart kernels that
+    share a short name: a fused kernel replaced by another of the same name."""
+    label = labels or {}
+    this = label.get(c.key, c.name)
     if c.kind == "replacement":
+        old = label.get(c.replaces_key or "", c.replaces or "")
         return (
-            f"new {name(c.name)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
-            f"{name(c.replaces or '')} {u.signed_ns(-(c.replaces_ns or 0))}"
+            f"new {name(this)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(old)} {u.signed_ns(-(c.replaces_ns or 0))}"
         )
     if c.kind in ("new", "removed"):
-        return f"{c.kind} {name(c.name)} {u.signed_ns(c.delta_ns)}"
+        return f"{c.kind} {name(this)} {u.signed_ns(c.delta_ns)}"
     word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
     if c.kind == "count" and c.delta_ns < 0:
         word = "fewer calls"
-    return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
+    return f"{name(this)} {u.signed_ns(c.delta_ns)} ({word})"
 
 
 def no_outlier_line(diff: Diff) -> str:
@@ -162,12 +170,14 @@ def effects_text(e: Effects) -> str:
     )
 
 
-def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str | None:
+def attribution_line(
+    diff: Diff, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str | None:
     """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
     a = diff.attribution
     if not a.top:
         return None
-    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name) for c in a.top)
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
 
 
 def kernel_time_phrase(diff: Diff) -> str:
@@ -631,7 +641,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
-    change = attribution_line(d, lambda n: code(n))
+    change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
     if report.notes:

@@ -53,7 +53,9 @@ def _side_label(fp_source: str, version: str | None) -> str:
     return f"{fp_source} (nsys {version or 'unknown'})"
 
 
-def _headline(console: Console, report: Report, width: int, contributors: int | None) -> None:
+def _headline(
+    console: Console, report: Report, width: int, contributors: int | None, named: dict[str, str]
+) -> None:
     """The totals behind the verdict: where the attribution of the change goes, with its
     top ``contributors`` (None: all it names)."""
     d = report.diff
@@ -92,7 +94,7 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
         # The change split exactly by kind, then its top contributors, one a line.
         rows.append(("change/step" if d.per_step else "change",
                      f"{u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}"))  # fmt: skip
-        rows += [("", m.contributor_text(c, _whole)) for c in a.top[:contributors]]
+        rows += [("", m.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
     rows.append(
         ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
          f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
@@ -447,7 +449,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     for note in report.notes:
         wrap(console, f"  note: {note}", width, hang="    ")
     console.print()
-    _headline(console, report, width, None if details else FIRST_SCREEN_CONTRIBUTORS)
+    _headline(console, report, width, None if details else FIRST_SCREEN_CONTRIBUTORS, named)
     _outliers(console, d, width, label, details)
     _outlier_families(console, d, width)
     # Without kernel data, what was compared instead belongs on the first screen.

@@ -603,3 +603,18 @@ def test_json_findings_of_every_numeric_kind_carry_numbers(tmp_path: Path) -> No
     assert dz["observed_value"] == pytest.approx(6.17 / 1.20, abs=1e-2)
     htod = by["st", "HtoD"]
     assert (htod["observed_value"], htod["limit_value"], htod["unit"]) == (54_100_000, 52_000_000, "bytes")
+
+
+def test_a_kernel_replaced_by_one_of_the_same_short_name_is_told_apart() -> None:
+    """nvFuser's fused kernels share one short name: the headline labels both sides."""
+    from nsysdiff.attribution import Contributor
+    from nsysdiff.render.names import labels_of
+
+    new = "nvfuser_none_f0_c0_r0_g0(Tensor<float, 2, 2>, Tensor<float, 2, 2>, Tensor<float, 2, 2>)"
+    old = "nvfuser_none_f0_c0_r0_g0(Tensor<float, 2, 2>, Tensor<float, 2, 2>)"
+    short = "nvfuser_none_f0_c0_r0_g0"
+    c = Contributor("replacement", short, new, -860.0, short, 136_000.0, old)
+    named = labels_of([(new, short), (old, short)])
+    text = markdown.contributor_text(c, str, named)
+    assert text == f"new {named[new]} +135.14 us replaces {named[old]} -136.00 us"
+    assert named[new] != named[old] and named[new].startswith(short)
