@@ -526,9 +526,11 @@ def rules_list() -> None:
     """The shipped rule packs, with their rule counts and descriptions."""
     from nsysdiff.rules import catalog
 
+    lines = []
     for p in catalog.packs():
         extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
-        print(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
+        lines.append(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
+    sys.stdout.write(layout.fit("\n".join(lines) + "\n", layout.columns(None, sys.stdout)))
 
 
 @rules_app.command("explain", cls=_Command)
@@ -544,7 +546,7 @@ def rules_explain(
     """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
-    sys.stdout.write(catalog.explain(name))
+    sys.stdout.write(layout.fit(catalog.explain(name), layout.columns(None, sys.stdout)))
 
 
 @rules_app.command("validate", cls=_Command)
