@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ import numpy.typing as npt
 from nsysdiff.errors import TraceError
 from nsysdiff.model import GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine, intervals_ok, ints_ok
+from nsysdiff.trace.checks import CHECKS, INT64_MAX, RowRules, diagnosis, fine, intervals_ok, ints_ok
 from nsysdiff.trace.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
@@ -191,6 +191,12 @@ _END = '"end"'  # a keyword in SQL: always quoted
 _NVTX_SUFFIXES = (", seq = ", ", op_id = ", ", sizes = ", ", stashed seq = ", ", input_op_ids = ")
 
 
+def _fold(name: str) -> str:
+    """:func:`_fold_sql` in Python, for registered strings resolved after the query."""
+    cuts = [i for p in _NVTX_SUFFIXES if (i := name.find(p)) >= 0]
+    return name[: min(cuts)] if cuts else name
+
+
 def _fold_sql(expr: str) -> str:
     far = 1 << 30
     cuts = ", ".join(f"coalesce(nullif(instr({expr}, '{p}'), 0), {far})" for p in _NVTX_SUFFIXES)
@@ -252,6 +258,8 @@ class TraceReader:
         self.con = con
         self.schema = schema
         self._strings: dict[int, str] = {}
+        self._missing_strings: set[int] = set()
+        self._short: bool | None = None
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
 
     # --- plumbing ------------------------------------------------------------------
@@ -288,7 +296,9 @@ class TraceReader:
                 ):
                     self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
         for i in missing:
-            self._strings.setdefault(i, f"<string {i}>")
+            if i not in self._strings:
+                self._strings[i] = f"<string {i}>"
+                self._missing_strings.add(i)
         return self._strings
 
     def _where(self, table: str, sel: Selection, alias: str = "") -> str:
@@ -459,36 +469,46 @@ class TraceReader:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
-        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
-        where = self._where(s.MEMCPY, sel)
-        rows, checks = _split_checks(
-            self._query(
-                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
-                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
-            )
-        )
-        self._verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
-        for kind, ops, nbytes, total in rows:
-            name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
+        for kind, ops, nbytes, total in self._copy_sums(s.MEMCPY, "copyKind", sel):
+            name = enum.get(kind, f"CUDA_MEMCPY_KIND_{kind}")
             label = _COPY_LABELS.get(name.removeprefix("CUDA_MEMCPY_KIND_"), name)
             prev = out.get(label, CopyRow(label, 0, 0, 0))
-            out[label] = CopyRow(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
+            out[label] = CopyRow(label, prev.ops + ops, prev.bytes + nbytes, prev.total_ns + total)
         return tuple(sorted(out.values(), key=lambda r: r.kind))
 
     def memset(self, sel: Selection = Selection()) -> tuple[CopyRow, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
-        rules = RowRules(s.MEMSET, sizes=("bytes",))
-        where = self._where(s.MEMSET, sel)
-        (ops, nbytes, total, *checks), = self._query(
-            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
-            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
+        sums = self._copy_sums(s.MEMSET, None, sel)
+        return tuple(CopyRow("memset", ops, nbytes, total) for _, ops, nbytes, total in sums)
+
+    def _copy_sums(self, table: str, key: str | None, sel: Selection) -> list[tuple[int, int, int, int]]:
+        """(key, ops, bytes, ns) per distinct ``key`` (or for all rows) of a copy table's selection.
+
+        One bulk scan parsed by numpy, as for kernels: a GROUP BY carrying the checks of
+        ``RowRules.sql`` costs twice as much on a quarter of a million copies.
+        """
+        where = self._where(table, sel)
+        rules = RowRules(table, ids=(key,) if key else (), sizes=("bytes",))
+        cols = ([key] if key else []) + ["bytes", "start", _END]
+        ((count, *blobs),) = self._query(
+            f"SELECT count(*), {', '.join(_blob(c) for c in cols)} FROM {table} WHERE {where}"
         )
-        self._verify(rules, where, [checks])
-        if not ops:
-            return ()
-        return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
+        arrays = self._parse(rules, where, count, blobs, (len(cols) - 2, len(cols) - 1))
+        nbytes, dur = arrays[-3], arrays[-1] - arrays[-2]
+        if len(nbytes) and int(nbytes.min()) < 0:
+            raise self._diagnose(rules, where)
+        if float(np.sum(nbytes, dtype=np.float64)) > INT64_MAX:
+            raise TraceError(s.one_line(f"{self.path}: {table}: bytes sum past the int64 range; the export is damaged"))
+        keys = arrays[0] if key else np.zeros(len(nbytes), dtype=np.int64)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        ops = np.bincount(inverse, minlength=len(uniq))
+        sizes = np.zeros(len(uniq), dtype=np.int64)
+        np.add.at(sizes, inverse, nbytes)
+        times = np.zeros(len(uniq), dtype=np.int64)
+        np.add.at(times, inverse, dur)
+        return [(int(k), int(o), int(b), int(ns)) for k, o, b, ns in zip(uniq, ops, sizes, times, strict=True)]
 
     def _sync_ids(self) -> dict[int, str]:
         """StringIds ids of synchronising API names -> the name, version suffix stripped."""
@@ -590,23 +610,52 @@ class TraceReader:
         return types, enum.get("NvtxDomainCreate", _NVTX_DOMAIN_CREATE_BUILTIN)
 
     def _nvtx_name_sql(self) -> tuple[str, str]:
+        """SQL for a range's explicit text and its registered string id (NULL when absent).
+
+        Registered strings are resolved in Python, once per id, rather than joined per row:
+        a join would copy a string into every range that uses it, and fold it per row.
+        """
         cols = self.schema.tables[s.NVTX]
-        if "textId" in cols and self.schema.has("StringIds", "id", "value"):
-            return "coalesce(n.text, st.value, '')", " LEFT JOIN StringIds st ON st.id = n.textId"
-        return "coalesce(n.text, '')", ""
+        text = "n.text" if "text" in cols else "NULL"
+        if "textId" not in cols or not self.schema.has("StringIds", "id", "value"):
+            return text, "NULL"
+        return text, f"CASE WHEN {text} IS NULL AND typeof(n.textId) = 'integer' THEN n.textId END"
+
+    def _nvtx_namer(self, text_ids: Sequence[object]) -> Callable[[object, object], str]:
+        """A function giving a range's name: its text, else its registered string, else ''.
+
+        Every id in ``text_ids`` is resolved up front, in one batch of queries.
+        """
+        strings = self.strings([int(i) for i in set(text_ids) if i is not None])  # type: ignore[call-overload]
+        missing = self._missing_strings
+
+        def name(text: object, text_id: object) -> str:
+            if text is not None:
+                return name_text(text)
+            if text_id is None or text_id in missing:
+                return ""
+            return strings[text_id]  # type: ignore[index]
+
+        return name
+
+    def _short_strings(self) -> bool:
+        """Whether no StringIds value is longer than NAME_LIMIT (one pass over the strings)."""
+        if self._short is None:
+            (longest,) = self._query("SELECT coalesce(max(length(value)), 0) FROM StringIds")[0]
+            self._short = int(longest) <= NAME_LIMIT  # type: ignore[call-overload]
+        return self._short
 
     def _nvtx_domains(self, create: int) -> dict[int, str]:
         if not self.schema.has(s.NVTX, "domainId"):
             return {}
-        name, join = self._nvtx_name_sql()
-        return {
-            int(d): name_text(t)  # type: ignore[call-overload]
-            for d, t in self._query(
-                f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
-                "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
-                (create,),
-            )
-        }
+        text, text_id = self._nvtx_name_sql()
+        rows = self._query(
+            f"SELECT n.domainId, {text}, {text_id} FROM {s.NVTX} n "
+            "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
+            (create,),
+        )
+        name = self._nvtx_namer([r[2] for r in rows])
+        return {int(d): name(t, i) for d, t, i in rows}  # type: ignore[call-overload]
 
     def _nvtx_rules(self) -> RowRules:
         """Closed NVTX ranges (marks and open ranges have no end, and are not used)."""
@@ -618,25 +667,37 @@ class TraceReader:
         if not self.schema.has(s.NVTX, "start", "end", "eventType"):
             return ()
         types, create = self._nvtx_types()
-        name, join = self._nvtx_name_sql()
+        text, text_id = self._nvtx_name_sql()
+        join = ""
+        if text_id != "NULL" and self._short_strings():
+            # Every real export: join the strings and fold them in SQL, so that GROUP BY
+            # merges PyTorch's per-call registered names as it does explicit text.
+            text, text_id, join = f"coalesce({text}, st.value)", "NULL", " LEFT JOIN StringIds st ON st.id = n.textId"
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
         rules = self._nvtx_rules()
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
+        folded = _fold_sql(f"coalesce({text}, '')")
         rows, checks = _split_checks(
             self._query(
-                f'SELECT {_fold_sql(name)}, coalesce({dom}, 0), count(*), sum(n."end" - n.start), '
-                f"{rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2"
+                f"SELECT {folded}, {text_id}, coalesce({dom}, 0), count(*), "
+                f'sum(n."end" - n.start), {rules.sql()} FROM {s.NVTX} n{join} WHERE {where} GROUP BY 1, 2, 3'
             )
         )
         self._verify(rules, where, checks)
         domains = self._nvtx_domains(create)
-        return tuple(
-            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
-            for n, d, c, t in rows
-        )
+        merged: dict[tuple[str, str], tuple[int, int]] = {}
+        namer = self._nvtx_namer([r[1] for r in rows])
+        for cut, sid, d, c, total in rows:
+            # A string id is there only when the text is not: it is looked up and folded
+            # here, once per id; explicit text was folded in SQL.
+            name = _fold(namer(None, sid)) if sid is not None else name_text(cut)
+            key = (name, domains.get(int(d), ""))  # type: ignore[call-overload]
+            calls, ns = merged.get(key, (0, 0))
+            merged[key] = (calls + int(c), ns + int(total))  # type: ignore[call-overload]
+        return tuple(RangeRow(n, d, c, ns) for (n, d), (c, ns) in merged.items())
 
     def nvtx_ranges(self) -> NvtxRanges:
         """Every closed range instance, for attribution of GPU work to ranges."""
@@ -644,7 +705,7 @@ class TraceReader:
             e = np.empty(0, dtype=np.int64)
             return NvtxRanges((), (), np.empty(0, dtype=np.bool_), e, e, e)
         types, create = self._nvtx_types()
-        name, join = self._nvtx_name_sql()
+        text, text_id = self._nvtx_name_sql()
         dom = "n.domainId" if self.schema.has(s.NVTX, "domainId") else "0"
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL"
@@ -652,13 +713,13 @@ class TraceReader:
         ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {s.NVTX} n WHERE {where}")
         self._verify(rules, where, [checks])
         rows = self._query(
-            f'SELECT {name}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0) '
-            f"FROM {s.NVTX} n{join} WHERE n.eventType IN ({','.join(str(t) for t in types.values())}) "
-            f'AND n."end" IS NOT NULL ORDER BY n.start'
+            f'SELECT {text}, coalesce({dom}, 0), n.eventType, n.start, n."end", coalesce(n.globalTid, 0), {text_id} '
+            f"FROM {s.NVTX} n WHERE {where} ORDER BY n.start"
         )
         domains = self._nvtx_domains(create)
+        namer = self._nvtx_namer([r[6] for r in rows])
         return NvtxRanges(
-            name=tuple(name_text(r[0]) for r in rows),
+            name=tuple(namer(r[0], r[6]) for r in rows),
             domain=tuple(domains.get(int(r[1]), "") for r in rows),  # type: ignore[call-overload]
             push_pop=np.array([int(r[2]) in push for r in rows], dtype=np.bool_),  # type: ignore[call-overload]
             start=np.array([r[3] for r in rows], dtype=np.int64),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,22 @@ def test_ten_megabyte_names_are_cut_and_stay_distinct(tmp_path: Path) -> None:
     assert len(names) == 2 and names[0] != names[1]
     assert all(len(n) < 70_000 and "more characters cut; sha256" in n for n in names)
     assert len(fp.nvtx[0].name) < 70_000
+
+
+def test_a_huge_registered_nvtx_string_is_read_once(tmp_path: Path) -> None:
+    # Joined per row, a 10 MB registered string used by a thousand ranges was copied and
+    # folded a thousand times (a fuzz hang, 14 s per trace); it is now looked up once.
+    b = TraceBuilder()
+    huge = "N" * 10_000_000 + ", seq = 1"
+    for i in range(1_000):
+        b.nvtx_range(huge, 10 * i, 10 * i + 5, registered=True)
+    path = b.write(tmp_path / "nvtx.sqlite")
+    started = time.monotonic()
+    fp = fingerprint_trace(path)
+    assert time.monotonic() - started < 5.0
+    ((row),) = fp.nvtx
+    assert (row.count, row.total_ns) == (1_000, 5_000)
+    assert row.name.startswith("NNNN") and "more characters cut" in row.name
 
 
 def test_blob_names_are_text(tmp_path: Path) -> None:
