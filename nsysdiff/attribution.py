@@ -111,6 +111,7 @@ class Contributor:
     delta_ns: float
     replaces: str | None = None  # the removed kernel's short name, for a replacement
     replaces_ns: float | None = None  # its base time
+    replaces_key: str | None = None  # its key (demangled name), to label it unambiguously
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,8 @@ def pair(changes: Sequence[Change], phases_of: Mapping[str, frozenset[str]] | No
 def _contributors(changes: Sequence[Change], replacements: Sequence[Replacement]) -> tuple[Contributor, ...]:
     paired = {p.new for p in replacements} | {p.removed for p in replacements}
     items = [
-        Contributor("replacement", p.new_name, p.new, p.delta_ns, p.removed_name, p.removed_ns) for p in replacements
+        Contributor("replacement", p.new_name, p.new, p.delta_ns, p.removed_name, p.removed_ns, p.removed)
+        for p in replacements
     ]
     for c in changes:
         if c.key in paired:

@@ -46,6 +46,29 @@ app = typer.Typer(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _PlainArgument(typer.core.TyperArgument):
+    """An argument shown by its metavar alone: ``BASE``, not typer's ``{BASE}`` in the
+    usage line and ``BASE <path>`` in the help (the metavar already says what to give)."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name if self.nargs == 1 or name.endswith("...") else f"{name}..."
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class _Command(typer.core.TyperCommand):
+    """Every nsysdiff command: its arguments printed as :class:`_PlainArgument`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if type(param) is typer.core.TyperArgument:
+                # Same object, narrower display: only the two display methods differ.
+                param.__class__ = _PlainArgument
+
+
 def one_line(message: str) -> str:
     """One inert line: messages quote SQLite or nsys text with newlines, and name files and
     values from untrusted inputs (no control sequence, no workflow command)."""
@@ -265,7 +288,7 @@ KeepExportOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=_Command)
 @handled
 def summary(
     trace: Annotated[
@@ -308,7 +331,7 @@ def summary(
         _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top, names=names), output)
 
 
-@app.command()
+@app.command(cls=_Command)
 @handled
 def fingerprint(
     traces: Annotated[
@@ -375,7 +398,7 @@ def fingerprint(
 _DEFAULTS = Settings()
 
 
-@app.command()
+@app.command(cls=_Command)
 @handled
 def diff(
     base: Annotated[
@@ -538,18 +561,20 @@ rules_app = typer.Typer(
 app.add_typer(rules_app, name="rules")
 
 
-@rules_app.command("list")
+@rules_app.command("list", cls=_Command)
 @handled
 def rules_list() -> None:
     """The shipped rule packs, with their rule counts and descriptions."""
     from nsysdiff.rules import catalog
 
+    lines = []
     for p in catalog.packs():
         extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
-        print(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
+        lines.append(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
+    sys.stdout.write(layout.fit("\n".join(lines) + "\n", layout.columns(None, sys.stdout)))
 
 
-@rules_app.command("explain")
+@rules_app.command("explain", cls=_Command)
 @handled
 def rules_explain(
     name: Annotated[
@@ -562,10 +587,10 @@ def rules_explain(
     """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
-    sys.stdout.write(catalog.explain(name))
+    sys.stdout.write(layout.fit(catalog.explain(name), layout.columns(None, sys.stdout)))
 
 
-@rules_app.command("validate")
+@rules_app.command("validate", cls=_Command)
 @handled
 def rules_validate(
     files: Annotated[
@@ -632,7 +657,12 @@ def usage_line(e: BaseException) -> str:
     for old, new in _REWORDED:
         message = message.replace(old, new)
     param = getattr(e, "param", None)
-    if param is not None and type(e).__name__ == "BadParameter":
+    if param is not None and type(e).__name__ == "MissingParameter":
+        # typer says "Missing parameter: candidate"; say what to type instead.
+        usage = " ".join(ctx.command.collect_usage_pieces(ctx)) if ctx is not None else ""
+        what = param.metavar or (param.name or "").upper()
+        message = f"missing {what}: the usage is '{command} {usage}'" if usage else f"missing {what}"
+    elif param is not None and type(e).__name__ == "BadParameter":
         opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
         name = opts[0] if opts else (param.metavar or param.name or "").upper()
         message = f"{name}: {message}"

@@ -36,11 +36,23 @@ from nsysdiff.trace.reader import (
 
 # PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
 # op_id = 345, sizes = [...]"); without folding every call is its own range name.
-_NVTX_SUFFIX = re.compile(r",\s*(seq|op_id|stashed seq|sizes|input_op_ids)\s*=.*$")
+# The suffix runs from the first such key to the end of the name, as long as no line break
+# follows the key (one final line break is kept, as `$` would). Written as `key.*$` the regex
+# rescans the rest of the name from every key it tries, quadratic in a hostile name (a
+# 65,536-character name of ", seq=" repeats took seconds); the key alone cannot backtrack
+# beyond one whitespace run, and the line-break test is a string search.
+_NVTX_KEY = re.compile(r",\s*(?:seq|op_id|stashed seq|sizes|input_op_ids)\s*=")
 
 
 def fold_nvtx(name: str) -> str:
-    return _NVTX_SUFFIX.sub("", name)
+    body = name[:-1] if name.endswith("\n") else name
+    last_break = body.rfind("\n")
+    # Matches never overlap (each holds one comma, its first character), so the first one
+    # that ends after the last line break is the leftmost place the whole suffix starts.
+    for m in _NVTX_KEY.finditer(body):
+        if m.end() > last_break:
+            return name[: m.start()] + name[len(body) :]
+    return name
 
 
 def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:

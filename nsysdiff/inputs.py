@@ -122,6 +122,9 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
     target_name = report.name.removesuffix(report.suffix) + ".sqlite"
     nsys = shutil.which("nsys")
     if nsys is None:
+        if target_name == report.name:
+            # A report named .sqlite: the suggested command must not export over its input.
+            target_name = report.stem + "-export.sqlite"
         raise TraceError(
             f"{report}: an Nsight Systems report, not an SQLite export, and nsys is not on PATH; "
             f"export it first: {export_command(report, report.with_name(target_name))}"

@@ -104,6 +104,19 @@ USAGE = {
         ["diff", "a", "b", "--rules", "default", "--no-rules"],
         "--rules and --no-rules contradict each other: give one of them",
     ),
+    "missing candidate": (
+        ["diff", "a"],
+        "missing CANDIDATE: the usage is 'nsysdiff diff [OPTIONS] BASE CANDIDATE' (see 'nsysdiff diff --help')",
+    ),
+    "missing trace": (
+        ["summary"],
+        "missing TRACE: the usage is 'nsysdiff summary [OPTIONS] TRACE' (see 'nsysdiff summary --help')",
+    ),
+    "missing rule file": (
+        ["rules", "validate"],
+        "missing FILE|PACK...: the usage is 'nsysdiff rules validate [OPTIONS] FILE|PACK...' (see "
+        "'nsysdiff rules validate --help')",
+    ),
     "unknown option": (
         ["diff", "a", "b", "--top", "3"],
         "No such option: --top (see 'nsysdiff diff --help')",
@@ -152,6 +165,9 @@ def test_short_help_and_readable_metavars() -> None:
         assert r.stdout.startswith("Usage: "), argv
         assert "<list[" not in r.stdout and "<float>" not in r.stdout and "<int>" not in r.stdout, argv
     r = CliRunner().invoke(cli.app, ["diff", "-h"])
+    # Arguments by their metavar alone: not typer's "{BASE}" or "BASE <path>".
+    assert " diff [OPTIONS] BASE CANDIDATE\n" in r.stdout
+    assert "<path>" not in r.stdout and "{" not in r.stdout
     assert "-r, --rules PACK|FILE" in r.stdout
     assert "--min-share SHARE" in r.stdout
 
@@ -201,7 +217,7 @@ def test_renamed_report_gets_the_export_command(
     assert (code, out) == (2, "")
     assert err == (
         f"nsysdiff: error: {rep}: an Nsight Systems report, not an SQLite export, and nsys is not on "
-        f"PATH; export it first: nsys export --type sqlite --output {tmp_path / 'run.sqlite'} {rep}\n"
+        f"PATH; export it first: nsys export --type sqlite --output {tmp_path / 'run-export.sqlite'} {rep}\n"
     )
 
 

@@ -51,10 +51,10 @@ def test_h100_report_matches_golden(golden: str, options: list[str], update_gold
 
 def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
     """README: the verdict on line 1, then the attribution, the outlier and every failed
-    rule, all within 80 columns."""
+    rule, all within one 80x40 screen."""
     lines = (H100 / "screen-80.txt").read_text().splitlines()
     assert lines[0].startswith("nsysdiff: FAIL (exit 1) · 3 failed rules")
-    assert max(len(line) for line in lines) <= 80
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= 80  # one 80x40 screen
     text = "\n".join(lines)
     for subject in ("gemm-selection · nvjet_sm90_tst_*_bz", "nvjet_sm90_tst_*_bz_splitK",
                     "launch-split · reduce_kernel", "attention-path"):  # fmt: skip

@@ -39,6 +39,19 @@ def columns(width: int | None, stream: TextIO | None, environ: Mapping[str, str]
     return DEFAULT_WIDTH
 
 
+def fit(text: str, width: int) -> str:
+    """Plain text (help-like documentation) with every line longer than ``width`` wrapped
+    between words, its continuation lines indented past the line's own indent."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_on_hyphens=False)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
 def plain_console(file: TextIO, width: int) -> Console:
     """A rich console for deterministic plain text: no colour, markup, emoji or
     highlighting (names are data, and digits inside a file name are not numbers)."""

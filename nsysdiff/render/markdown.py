@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import comparability
 from nsysdiff.attribution import Contributor, Effects
@@ -111,10 +111,13 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
     one, many, time = _BASIS_WORDS[diff.headline.basis]
     if not i.families:
         return f"none: no {one} runs on both sides", None
-    over = (
-        f"over {plural(i.families, one, many)} on both sides: "
-        f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
-    )
+    if f"{100 * i.base_share:.0f}" == f"{100 * i.candidate_share:.0f}" == "100":
+        over = f"over {plural(i.families, one, many)} on both sides: all the {time}"
+    else:
+        over = (
+            f"over {plural(i.families, one, many)} on both sides: "
+            f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
+        )
     if not i.meaningful:
         return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
     return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
@@ -128,19 +131,27 @@ def scale_line(diff: Diff) -> str:
 _KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
 
 
-def contributor_text(c: Contributor, name: Callable[[str], str] = u.shorten) -> str:
-    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``."""
+def contributor_text(
+    c: Contributor, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``.
+
+    ``labels`` (key -> label, :func:`nsysdiff.render.names.labels`) tells apart kernels that
+    share a short name: a fused kernel replaced by another of the same name."""
+    label = labels or {}
+    this = label.get(c.key, c.name)
     if c.kind == "replacement":
+        old = label.get(c.replaces_key or "", c.replaces or "")
         return (
-            f"new {name(c.name)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
-            f"{name(c.replaces or '')} {u.signed_ns(-(c.replaces_ns or 0))}"
+            f"new {name(this)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(old)} {u.signed_ns(-(c.replaces_ns or 0))}"
         )
     if c.kind in ("new", "removed"):
-        return f"{c.kind} {name(c.name)} {u.signed_ns(c.delta_ns)}"
+        return f"{c.kind} {name(this)} {u.signed_ns(c.delta_ns)}"
     word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
     if c.kind == "count" and c.delta_ns < 0:
         word = "fewer calls"
-    return f"{name(c.name)} {u.signed_ns(c.delta_ns)} ({word})"
+    return f"{name(this)} {u.signed_ns(c.delta_ns)} ({word})"
 
 
 def no_outlier_line(diff: Diff) -> str:
@@ -159,12 +170,14 @@ def effects_text(e: Effects) -> str:
     )
 
 
-def attribution_line(diff: Diff, name: Callable[[str], str] = u.shorten) -> str | None:
+def attribution_line(
+    diff: Diff, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str | None:
     """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
     a = diff.attribution
     if not a.top:
         return None
-    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name) for c in a.top)
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
 
 
 def kernel_time_phrase(diff: Diff) -> str:
@@ -212,8 +225,8 @@ def kernel_count_phrase(diff: Diff) -> str | None:
     only_b = h.base_kernels - h.common_kernels
     only_c = h.candidate_kernels - h.common_kernels
     return (
-        f"identical kernel count ({h.base_launches:,}), different kernels: "
-        f"{only_b:,} only in base, {only_c:,} only in candidate"
+        f"same launch count ({h.base_launches:,}), different kernels: "
+        f"{only_b:,} base-only, {only_c:,} candidate-only"
     )
 
 
@@ -628,7 +641,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
-    change = attribution_line(d, lambda n: code(n))
+    change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
     if report.notes:

@@ -39,7 +39,7 @@ TOP_CHANGES = 10
 TOP_RANGES = 10  # NVTX ranges and sync calls shown with --details
 VARIANTS_SHOWN = 8  # per side and family
 HANG = " " * 17  # continuation indent of a finding
-FIRST_SCREEN_EVIDENCE = 1  # line of a failed finding's evidence before --details
+FIRST_SCREEN_CONTRIBUTORS = 2  # top contributors to the change before --details
 
 Label = Callable[[Row], str]
 
@@ -53,15 +53,22 @@ def _side_label(fp_source: str, version: str | None) -> str:
     return f"{fp_source} (nsys {version or 'unknown'})"
 
 
-def _headline(console: Console, report: Report, width: int) -> None:
-    """The totals behind the verdict: where the attribution of the change goes."""
+def _headline(
+    console: Console, report: Report, width: int, contributors: int | None, named: dict[str, str]
+) -> None:
+    """The totals behind the verdict: where the attribution of the change goes, with its
+    top ``contributors`` (None: all it names)."""
     d = report.diff
     h = d.headline
     bm, cm = d.base_meta, d.candidate_meta
-    rows: list[tuple[str, str]] = [
-        ("base", _side_label(bm.source, bm.nsys_version)),
-        ("candidate", _side_label(cm.source, cm.nsys_version)),
-    ]
+    if bm.nsys_version == cm.nsys_version:
+        # One line when one nsys wrote both: the first screen has 40 lines to spend.
+        rows = [("traces", f"{bm.source} → {_side_label(cm.source, cm.nsys_version)}")]
+    else:
+        rows = [
+            ("base", _side_label(bm.source, bm.nsys_version)),
+            ("candidate", _side_label(cm.source, cm.nsys_version)),
+        ]
     if h.per is None:
         rows.append(
             ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
@@ -87,7 +94,7 @@ def _headline(console: Console, report: Report, width: int) -> None:
         # The change split exactly by kind, then its top contributors, one a line.
         rows.append(("change/step" if d.per_step else "change",
                      f"{u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}"))  # fmt: skip
-        rows += [("", m.contributor_text(c, _whole)) for c in a.top]
+        rows += [("", m.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
     rows.append(
         ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
          f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
@@ -112,7 +119,7 @@ def _comparability(console: Console, d: Diff, width: int) -> None:
         wrap(console, f"  {label:<15} {text}", width, hang=" " * 18)
 
 
-def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
+def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool) -> None:
     outliers = d.outliers
     if not outliers and d.outlier_families:
         return  # the families flagged as a whole follow
@@ -137,22 +144,24 @@ def _outliers(console: Console, d: Diff, width: int, label: Label) -> None:
             indent="    ",
         )
         score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
-        wrap(
-            console,
+        dist = (
+            None
+            if r.distribution is None
+            else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, "
+            f"KS {r.distribution.ks_distance:.2f}"
+        )
+        effects = (
             f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
             f"{u.signed_ns(r.per_call_effect_ns)} · {u.ratio(r.deviation)} vs the overall scale · "
-            f"score {score}",
-            width,
-            indent="    ",
+            f"score {score}"
         )
-        if r.distribution is not None:
-            wrap(
-                console,
-                f"distribution: P(candidate call slower) {r.distribution.prob_slower:.2f}, "
-                f"KS {r.distribution.ks_distance:.2f}",
-                width,
-                indent="    ",
-            )
+        # On the first screen the call distributions run on after the score; --details
+        # gives them a line of their own.
+        if dist is not None and not details:
+            effects, dist = f"{effects} · {dist}", None
+        wrap(console, effects, width, indent="    ")
+        if dist is not None:
+            wrap(console, f"distribution: {dist}", width, indent="    ")
 
 
 def _outlier_families(console: Console, d: Diff, width: int) -> None:
@@ -202,10 +211,11 @@ def _findings(
     findings: Sequence[Finding],
     failing: set[Finding],
     width: int,
-    evidence_lines: int | None = None,
+    evidence: bool = True,
 ) -> None:
-    """Findings with their subject in full (it pastes into a waiver), wrapped; the
-    evidence cut to ``evidence_lines`` (between words) on the first screen."""
+    """Findings with their subject in full (it pastes into a waiver), wrapped; the first
+    screen (``evidence=False``) keeps what was observed against the limit, which names the
+    cause, and leaves the evidence behind it to --details."""
     if not findings:
         return
     _title(console, title, width)
@@ -215,8 +225,8 @@ def _findings(
               bold=f in failing)  # fmt: skip
         wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
               indent=HANG)  # fmt: skip
-        if f.evidence:
-            wrap(console, f.evidence, width, indent=HANG, max_lines=evidence_lines)
+        if f.evidence and evidence:
+            wrap(console, f.evidence, width, indent=HANG)
         if f.waived:
             wrap(console, f"waived: {f.waiver_reason or 'no reason given'}", width, indent=HANG)
 
@@ -416,8 +426,7 @@ def _more(console: Console, report: Report, width: int) -> None:
     if not hidden:
         return
     console.print()
-    wrap(console, f"More with --details: {', '.join(hidden)}, comparability and the method.",
-          width)  # fmt: skip
+    wrap(console, f"More with --details: {', '.join(hidden)}, comparability, method.", width)
 
 
 def render(report: Report, *, width: int = 120, details: bool = False,
@@ -440,8 +449,8 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     for note in report.notes:
         wrap(console, f"  note: {note}", width, hang="    ")
     console.print()
-    _headline(console, report, width)
-    _outliers(console, d, width, label)
+    _headline(console, report, width, None if details else FIRST_SCREEN_CONTRIBUTORS, named)
+    _outliers(console, d, width, label, details)
     _outlier_families(console, d, width)
     # Without kernel data, what was compared instead belongs on the first screen.
     _basis_rows(console, d, width)
@@ -452,7 +461,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
             f"Failed rules ({m.plural(len(m.failed_rules(report)), 'rule')}, "
             f"{m.plural(len(failed), 'finding')})"
         )
-        _findings(console, title, failed, failing, width, evidence_lines=FIRST_SCREEN_EVIDENCE)
+        _findings(console, title, failed, failing, width, evidence=False)
         _more(console, report, width)
     else:
         _findings(console, f"Findings ({m.finding_counts_of(report.findings)})", report.findings,

@@ -135,6 +135,16 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         if len(met) > 1:
             evidence += f"; also {', '.join(met[1:])}"
         limit = f"danger zone: {met[0]}"
+        # The ratio that left the tolerance, and the edge of the tolerance it crossed;
+        # presence conditions (appears, disappears) have no number.
+        ratio, tol = (
+            (row.ratio, o.tolerance)
+            if met[0] == "time-changes"
+            else (row.calls_ratio, o.count_tolerance)
+            if met[0] == "count-changes" and b is not None and c is not None and b.calls and c.calls
+            else (None, 0.0)
+        )
+        edge = None if ratio is None else (1 + tol if ratio > 1 else 1 - tol)
         if met[0] == "time-changes":
             limit = f"time within {units.fmt_percent(o.tolerance)}"
         elif met[0] == "count-changes":
@@ -152,6 +162,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             limit=limit,
             evidence=evidence,
             message=rule.message or o.why,
+            observed_value=ratio,
+            limit_value=edge,
+            unit="ratio" if ratio is not None else "",
         )
 
 

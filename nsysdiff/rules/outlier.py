@@ -208,6 +208,10 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         limit=limit,
         evidence=evidence,
         message=message,
+        # The deviation from the scale against the gate's, on the side it was crossed.
+        observed_value=dev,
+        limit_value=gate.deviation if dev > 1 else 1 / gate.deviation,
+        unit="ratio",
     )
 
 

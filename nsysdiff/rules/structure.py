@@ -77,7 +77,12 @@ def _variants(vs: tuple[Variant, ...]) -> str:
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: StructureOptions = rule.options
 
-    def finding(subject: str, observed: str, limit: str, evidence: str, why: str) -> Finding:
+    def finding(
+        subject: str, observed: str, limit: str, evidence: str, why: str,
+        values: tuple[float, float, str] | None = None,
+    ) -> Finding:  # fmt: skip
+        # values: (observed, limit, unit) where the check compares two numbers.
+        observed_value, limit_value, unit = values if values is not None else (None, None, "")
         return Finding(
             level=rule.level,
             rule_id=rule.id,
@@ -88,6 +93,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence=evidence,
             message=rule.message or why,
             statistical=False,
+            observed_value=observed_value,
+            limit_value=limit_value,
+            unit=unit,
         )
 
     per_step = f" per {diff.headline.per} step" if diff.headline.per else ""
@@ -117,6 +125,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                     f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})"
                     + per_step,
                     "a kernel ran a different number of times",
+                    (r.candidate.calls, r.base.calls, "calls"),
                 )
     if "variant-drift" in o.checks:
         for d in diff.variants:
@@ -168,6 +177,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                     f"ops {m.base.ops if m.base else '-'} -> "
                     f"{m.candidate.ops if m.candidate else '-'}",
                     f"{m.kind} copies moved a different number of bytes",
+                    None if bb is None or cb is None else (cb, bb, "bytes"),
                 )
 
 

@@ -43,7 +43,7 @@ def test_readme_command_1_fits_one_80x40_screen() -> None:
     lines = res.stdout.splitlines()
     assert lines[0].startswith("nsysdiff: NOT JUDGED (exit 0)")
     assert len(lines) <= 40 and max(len(line) for line in lines) <= 80
-    assert "Outliers (1)" in res.stdout and lines[-1].endswith("comparability and the method.")
+    assert "Outliers (1)" in res.stdout and lines[-1].endswith("comparability, method.")
 
 
 def test_diff_honours_columns() -> None:

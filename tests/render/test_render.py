@@ -148,11 +148,11 @@ def test_text_order_and_content(report: Report) -> None:
         "note: nsys versions differ",
         "kernel time  1.212 s → 1.381 s  1.14x",
         "scale        1.10x (typical family), half the weight between 1.10x and 1.12x",
-        "over 7 families on both sides: 100% of base, 100% of candidate kernel time",
+        "over 7 families on both sides: all the kernel time",
         "change       +169.03 ms = count 0 · per-call +158.37 ms · new +64.60 ms · removed -53.94 ms",
         "device_kernel +87.74 ms (slower calls)",
         "replaces nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
-        "identical kernel count (3,931), different kernels: 2 only in base, 2 only in candidate",
+        "same launch count (3,931), different kernels: 2 base-only, 2 candidate-only",
         "Outliers (1)",
         "reshape_and_cache_flash_kernel  [attention]",
         "per call 5.14x mean / 5.14x p50 · calls 392 → 392",
@@ -571,3 +571,50 @@ def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:
     assert time["observed"] == "+13.97 ms"
     assert ratio["unit"] == "ratio" and ratio["limit_value"] == 1.1
     assert ratio["observed_value"] == pytest.approx(60.17 / 46.20, abs=1e-3)
+
+
+def test_json_findings_of_every_numeric_kind_carry_numbers(tmp_path: Path) -> None:
+    """Outlier, danger-zone and structure findings give their numbers too, not only budgets."""
+    from datetime import date
+
+    from render.synthetic import pair
+
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.api import judge
+    from nsysdiff.diff import Settings, compare
+
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "version: 1\nrules:\n"
+        "  - {id: out, kind: outlier}\n"
+        "  - {id: dz, kind: danger-zone, patterns: [reshape_and_cache], condition: [time-changes], why: w}\n"
+        "  - {id: st, kind: structure, check: [memcpy-bytes]}\n"
+    )
+    ruleset = rule_engine.load_rules([str(rules_file)])
+    d = compare(*pair(), Settings())
+    findings, results = rule_engine.evaluate(d, ruleset, today=date(2026, 1, 1))
+    doc = json.loads(json_report.render(judge(d, findings, results)))
+    by = {(f["rule_id"], f["subject"]): f for f in doc["findings"]}
+    out = by["out", "reshape_and_cache_flash_kernel"]
+    assert out["unit"] == "ratio" and out["limit_value"] == 1.25
+    assert out["observed_value"] == pytest.approx(4.674, abs=1e-3)  # "4.67x of scale"
+    dz = by["dz", "reshape_and_cache_flash_kernel"]
+    assert dz["unit"] == "ratio" and dz["limit_value"] == 1.1  # "time within 10.00%"
+    assert dz["observed_value"] == pytest.approx(6.17 / 1.20, abs=1e-2)
+    htod = by["st", "HtoD"]
+    assert (htod["observed_value"], htod["limit_value"], htod["unit"]) == (54_100_000, 52_000_000, "bytes")
+
+
+def test_a_kernel_replaced_by_one_of_the_same_short_name_is_told_apart() -> None:
+    """nvFuser's fused kernels share one short name: the headline labels both sides."""
+    from nsysdiff.attribution import Contributor
+    from nsysdiff.render.names import labels_of
+
+    new = "nvfuser_none_f0_c0_r0_g0(Tensor<float, 2, 2>, Tensor<float, 2, 2>, Tensor<float, 2, 2>)"
+    old = "nvfuser_none_f0_c0_r0_g0(Tensor<float, 2, 2>, Tensor<float, 2, 2>)"
+    short = "nvfuser_none_f0_c0_r0_g0"
+    c = Contributor("replacement", short, new, -860.0, short, 136_000.0, old)
+    named = labels_of([(new, short), (old, short)])
+    text = markdown.contributor_text(c, str, named)
+    assert text == f"new {named[new]} +135.14 us replaces {named[old]} -136.00 us"
+    assert named[new] != named[old] and named[new].startswith(short)

@@ -21,7 +21,8 @@ def test_rules_is_a_command_not_a_trace() -> None:
 def test_list_shows_every_pack_with_counts() -> None:
     r = runner.invoke(app, ["rules", "list"])
     assert r.exit_code == 0, r.output
-    lines = r.stdout.splitlines()
+    # One entry a pack, its description wrapped under it (indented).
+    lines = [line for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
     assert lines[1].startswith("default             4 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
@@ -104,3 +105,16 @@ def test_validate_every_pack() -> None:
     r = runner.invoke(app, ["rules", "validate", "default", "tpot", "batch-invariance", "strict"])
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("ok: default, tpot, batch-invariance, strict (")
+
+
+@pytest.mark.parametrize("argv", [["list"], ["explain", "tpot"], ["explain", "budget"], ["explain", "waivers"]])
+def test_rules_documentation_fits_the_width(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pack descriptions and option docs wrap to COLUMNS like every report (they ran to 450)."""
+    from typer.testing import CliRunner
+
+    from nsysdiff import cli
+
+    monkeypatch.setenv("COLUMNS", "60")
+    r = CliRunner().invoke(cli.app, ["rules", *argv])
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.stdout.splitlines()) <= 60
