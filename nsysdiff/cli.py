@@ -24,10 +24,10 @@ import typer
 from nsysdiff import __version__, api, batch, comparability, progress, runset, scope
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
-from nsysdiff.model import fingerprint_to_json
+from nsysdiff.model import Fingerprint, fingerprint_to_json
 from nsysdiff.render import Format, format_for, layout, render, safe
 from nsysdiff.render import summary as summary_render
-from nsysdiff.render.names import Names
+from nsysdiff.render.names import Names, unmangled
 from nsysdiff.trace.launches import Grouping
 
 # -h as well as --help, inherited by every command and group.
@@ -211,10 +211,23 @@ NamesOpt = Annotated[
     typer.Option(
         "--names",
         metavar="|".join(n.value for n in Names),
-        help="Kernel names: short (told apart by part of the signature where they collide) "
-        "or demangled.",
+        help="Kernel names: short (told apart by part of the signature where they collide), "
+        "demangled, or mangled (nsys 2022.1 on; older exports keep their demangled names).",
     ),
 ]
+
+
+def _note_unmangled(names: Names, *fps: Fingerprint) -> None:
+    """Say once when ``--names mangled`` must show demangled names: the export has none."""
+    if names is not Names.mangled:
+        return
+    missing = unmangled(*fps)
+    if missing:
+        _stderr(
+            f"--names mangled: {', '.join(missing)} have no mangled name (nsys exports them "
+            "from 2022.1 on); they show their demangled names",
+            "note",
+        )
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -322,6 +335,8 @@ def summary(
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
         fp = api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=_notify)
+    if fmt is not SummaryFormat.json:
+        _note_unmangled(names, fp)
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)
     elif fmt is SummaryFormat.markdown:
@@ -532,6 +547,7 @@ def diff(
         notes=notes,
         packs=ruleset.sources if ruleset else (),
     )
+    _note_unmangled(names, b, c)
     columns = layout.columns(width, sys.stdout)
     sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
     for path in output or ():

@@ -83,6 +83,7 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
                 quantiles_ns=tuple(float(q) for q in groups.quantiles[idx[0]]),
                 devices=tuple(shares),
                 configs=tuple(sorted(configs.get(name, ()), key=_config_key)),
+                mangled=next((m for m in (groups.mangled[i] for i in idx) if m is not None), None),
             )
         )
     return tuple(sorted(out, key=lambda k: (-k.total_ns, k.demangled)))

@@ -92,6 +92,9 @@ class KernelStats:
     quantiles_ns: tuple[float, ...]  # on QUANTILE_GRID, linear interpolation
     devices: tuple[DeviceShare, ...]
     configs: tuple[LaunchConfig, ...]
+    # The mangled name (nsys 2022.1 on); None where the export has none, and in
+    # fingerprints saved before it was kept.
+    mangled: str | None = None
 
     @property
     def mean_ns(self) -> float:

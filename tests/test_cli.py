@@ -15,7 +15,7 @@ from fpspec import saved_pair
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.trace.builder import Generation, TraceBuilder
 
 BS1 = str(ROOT / "examples" / "cascade" / "bs1.sqlite")
 BS16 = str(ROOT / "examples" / "cascade" / "bs16.sqlite")
@@ -102,3 +102,37 @@ def test_installed_console_script(flag: str) -> None:
         pytest.skip("the nsysdiff console script is not installed beside this Python")
     r = subprocess.run([str(exe), flag], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "nsysdiff" in r.stdout
+
+
+def _mangled_pair(tmp_path: Path) -> tuple[str, str]:
+    """A 2024 export (mangled names) and a 2021 one (none) of the same kernels."""
+    paths = []
+    for generation, slow in ((Generation.V2024, 10), (Generation.V2021, 30)):
+        b = TraceBuilder(generation)
+        for i in range(4):
+            b.kernel("gemm", i * 100, slow)
+            b.kernel("fwd", i * 100 + 50, 10, demangled="void ns::fwd<1>(float *)", mangled="_ZN2ns3fwdILi1EEEvPf")
+        paths.append(str(b.write(tmp_path / f"{generation.value}.sqlite")))
+    return paths[0], paths[1]
+
+
+def test_names_mangled_in_summary_and_diff(tmp_path: Path) -> None:
+    new, old = _mangled_pair(tmp_path)
+    code, out, err = run("summary", new, "--names", "mangled", "--width", "100")
+    assert (code, err) == (0, "")
+    assert "_Z4gemmv" in out and "_ZN2ns3fwdILi1EEEvPf" in out
+    code, out, err = run("summary", old, "--names", "mangled", "--width", "100")
+    assert code == 0
+    assert err == (
+        "nsysdiff: note: --names mangled: 2 of 2 kernels in 2021.2.sqlite have no mangled name "
+        "(nsys exports them from 2022.1 on); they show their demangled names\n"
+    )
+    assert "void ns::fwd<1>(float *)" in out
+    for fmt, underscore in (("text", "_"), ("markdown", "&#95;")):
+        code, out, err = run(new, old, "--names", "mangled", "--no-rules", "--details", "--format", fmt)
+        assert err.count("\n") == 1 and "2 of 2 kernels in 2021.2.sqlite" in err
+        assert f"{underscore}Z4gemmv" in out and f"{underscore}ZN2ns3fwdILi1EEEvPf" in out
+    out = run(new, old, "--names", "mangled", "--no-rules", "--format", "csv")[1]
+    assert "\n_Z4gemmv," in out
+    # The default names say nothing about mangled ones.
+    assert run(new, old, "--no-rules")[2] == ""

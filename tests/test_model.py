@@ -6,6 +6,7 @@ import json
 
 import pytest
 from conftest import ROOT
+from fpspec import fingerprint
 
 from nsysdiff.api import load
 from nsysdiff.diff import compare
@@ -59,3 +60,14 @@ def test_bad_fingerprints_say_what_is_wrong(doc: str, message: str) -> None:
     with pytest.raises(FingerprintError) as e:
         fingerprint_from_json(doc, "x.json")
     assert str(e.value) == message
+
+
+def test_fingerprint_without_mangled_names_stays_valid() -> None:
+    # Fingerprints saved before the mangled name was kept have no "mangled" key.
+    fp = fingerprint({"gemm": (2, 20)})
+    doc = json.loads(fingerprint_to_json(fp))
+    assert doc["kernels"][0]["mangled"] is None
+    del doc["kernels"][0]["mangled"]
+    assert fingerprint_from_json(json.dumps(doc), "old.json") == fp
+    doc["kernels"][0]["mangled"] = "_Z4gemmv"
+    assert fingerprint_from_json(json.dumps(doc), "new.json").kernels[0].mangled == "_Z4gemmv"

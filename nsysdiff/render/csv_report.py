@@ -21,7 +21,7 @@ from nsysdiff.diff import CopyDelta, Diff, Row
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.render import safe
 from nsysdiff.render.devices import device_verdict
-from nsysdiff.render.names import Names, labels
+from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.report import Report
 
 Cell = str | int | float | None
@@ -67,7 +67,7 @@ def _side_header() -> tuple[str, ...]:
 
 
 def kernels(d: Diff, names: Names = Names.short) -> Table:
-    label = labels(d.kernels, names)
+    label = labels(d.kernels, names, mangled_of(d.base, d.candidate))
     header = ("Name", "Demangled Name", "Category", "Family", *_side_header(), *_CHANGE_COLS)
     rows = [
         [safe.csv_cell(label.get(r.key, r.name)), safe.csv_cell(r.key),

@@ -25,7 +25,7 @@ from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
-from nsysdiff.render.names import Names, labels
+from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.report import Finding, Level, Outcome, Report
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
@@ -614,7 +614,7 @@ def _devices(diff: Diff) -> list[str]:
 def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
     h = d.headline
-    named = labels(d.kernels, names)
+    named = labels(d.kernels, names, mangled_of(d.base, d.candidate))
 
     def kcode(r: Row) -> str:
         return kernel_code(r, named.get(r.key))

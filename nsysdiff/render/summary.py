@@ -12,7 +12,7 @@ from nsysdiff.model import Fingerprint, KernelStats, to_data
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.layout import grid, plain_console, wrap
-from nsysdiff.render.names import Names, labels_of
+from nsysdiff.render.names import Names, labels_of, mangled_of
 
 SUMMARY_FORMAT = "nsysdiff-summary"
 SUMMARY_VERSION = 1
@@ -140,7 +140,7 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
     out: Tables = []
     if fp.meta.has_kernels and fp.kernels:
         shown = fp.kernels[:top]
-        label = labels_of(((k.demangled, k.name) for k in fp.kernels), names)
+        label = labels_of(((k.demangled, k.name) for k in fp.kernels), names, mangled_of(fp))
         rows = [
             [label[k.demangled], f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns), u.ns(k.p50_ns),
              u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns))]

@@ -32,7 +32,7 @@ from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
-from nsysdiff.render.names import Names, labels
+from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.report import Finding, Report
 
 TOP_CHANGES = 10
@@ -438,7 +438,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     buf = io.StringIO()
     console = plain_console(buf, width)
     d = report.diff
-    named = labels(d.kernels, names)
+    named = labels(d.kernels, names, mangled_of(d.base, d.candidate))
 
     def label(r: Row) -> str:
         return named.get(r.key, r.name)

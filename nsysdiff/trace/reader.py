@@ -112,6 +112,7 @@ class KernelGroups:
 
     short: tuple[str, ...]
     demangled: tuple[str, ...]
+    mangled: tuple[str | None, ...]  # None where the export has no mangledName (before 2022.1)
     device: IntArray
     calls: IntArray
     total_ns: IntArray
@@ -482,10 +483,13 @@ class TraceReader:
         """
         if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
             e = np.empty(0, dtype=np.int64)
-            return KernelGroups((), (), e, e, e, np.empty((0, len(QUANTILE_GRID))), (), ())
+            return KernelGroups((), (), (), e, e, e, np.empty((0, len(QUANTILE_GRID))), (), ())
         cols = self.schema.tables[s.KERNEL]
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
+        # Exports from nsys 2022.1 on carry the mangled name; one per demangled name is
+        # taken in the histogram scan itself (the least id), never in a scan of its own.
+        mangled_col = "mangledName" if "mangledName" in cols else "NULL"
         source, where = s.KERNEL, self._where(s.KERNEL, sel)
         checked = where  # the rows' own conditions, for the diagnosis of impossible rows
         rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
@@ -514,12 +518,14 @@ class TraceReader:
             # would sort every launch.
             self._exec(
                 "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, shape TEXT, dev INTEGER, dur INTEGER, "
-                "n INTEGER, short INTEGER, PRIMARY KEY (name, shape, dev, dur))"
+                "n INTEGER, short INTEGER, mangled INTEGER, PRIMARY KEY (name, shape, dev, dur))"
             )
             self._exec(
                 f"INSERT INTO temp.nsysdiff_hist SELECT coalesce({name_col}, -1), {shape}, coalesce(deviceId, -1), "
-                f'"end" - start, 1, coalesce({short_col}, -1) FROM {source} WHERE {where} '
-                "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short)"
+                f'"end" - start, 1, coalesce({short_col}, -1), {mangled_col} FROM {source} WHERE {where} '
+                "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short), "
+                # Scalar min() is NULL when either side is: a launch without one keeps the other's.
+                "mangled = coalesce(min(mangled, excluded.mangled), mangled, excluded.mangled)"
             )
             if beside is not None:
                 busy_rows, config_rows = self._named(rules, checked, beside.result)
@@ -527,13 +533,14 @@ class TraceReader:
             busy_rows, checks = _split_checks(busy_rows)
             self._verify(rules, checked, checks)
             groups = self._query(
-                "SELECT name, shape, dev, min(short), sum(n), sum(n * dur) FROM temp.nsysdiff_hist "
+                "SELECT name, shape, dev, min(short), sum(n), sum(n * dur), min(mangled) FROM temp.nsysdiff_hist "
                 "GROUP BY name, shape, dev ORDER BY name, shape, dev"
             )
             quantiles = self._quantiles()
         keys = [(int(g[0]), str(g[1])) for g in groups]  # type: ignore[call-overload]
         shorts = [int(g[3]) for g in groups]  # type: ignore[call-overload]
-        strings = self.strings([k[0] for k in keys] + shorts)
+        mangled_ids = [None if g[6] is None else int(g[6]) for g in groups]  # type: ignore[call-overload]
+        strings = self.strings([k[0] for k in keys] + shorts + [i for i in mangled_ids if i is not None])
         demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
         configs = self._configs(config_rows, whole=sel == Selection())
         if shapes:
@@ -544,6 +551,7 @@ class TraceReader:
         return KernelGroups(
             short=tuple(strings[i] for i in shorts),
             demangled=demangled,
+            mangled=tuple(None if i is None else strings[i] for i in mangled_ids),
             device=np.array([g[2] for g in groups], dtype=np.int64),
             calls=np.array([g[4] for g in groups], dtype=np.int64),
             total_ns=np.array([g[5] for g in groups], dtype=np.int64),

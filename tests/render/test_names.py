@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from conftest import traces_dir
+from fpspec import fingerprint
 
 from nsysdiff import api
 from nsysdiff.diff import compare
-from nsysdiff.render.names import Names, arity, labels, labels_of
+from nsysdiff.render.names import Names, arity, labels, labels_of, mangled_of, unmangled
 
 ADD = "void at::native::elementwise_kernel<128, 4, at::native::CUDAFunctor_add<float>>(int, T3)"
 MUL = "void at::native::elementwise_kernel<128, 4, at::native::MulFunctor<float>>(int, T3)"
@@ -80,3 +81,24 @@ def test_launch_shapes_follow_the_label() -> None:
         ADD + grid_b: "elementwise_kernel ⟨CUDAFunctor_add⟩" + grid_b,
         MUL + grid_a: "elementwise_kernel ⟨MulFunctor⟩" + grid_a,
     }
+
+
+ADD_MANGLED = "_ZN2at6native18elementwise_kernelILi128ELi4ENS0_15CUDAFunctor_addIfEEEEviT1_"
+
+
+def test_mangled_names_where_known_else_the_demangled() -> None:
+    got = labels_of([(ADD, "elementwise_kernel"), (MUL, "elementwise_kernel")], Names.mangled, {ADD: ADD_MANGLED})
+    assert got == {ADD: ADD_MANGLED, MUL: MUL}
+
+
+def test_mangled_names_keep_the_launch_shape() -> None:
+    grid = " [grid 8,1,1, block 128,1,1]"
+    assert labels_of([(ADD + grid, "elementwise_kernel")], Names.mangled, {ADD + grid: ADD_MANGLED}) == {
+        ADD + grid: ADD_MANGLED + grid
+    }
+
+
+def test_mangled_of_and_unmangled_count_per_input() -> None:
+    fp = fingerprint(kernels={"gemm": (1, 10), "fwd": (2, 20)}, source="old.sqlite")
+    assert mangled_of(fp) == {}
+    assert unmangled(fp) == ("2 of 2 kernels in old.sqlite",)

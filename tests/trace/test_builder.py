@@ -418,3 +418,18 @@ def test_columns_match_real_exports(tmp_path: Path, generation: Generation) -> N
         finally:
             real.close()
     assert {KERNEL, MEMCPY, RUNTIME, "StringIds"} <= checked
+
+
+def test_mangled_names_written_where_the_generation_has_them(tmp_path: Path, generation: Generation) -> None:
+    b = TraceBuilder(generation)
+    b.kernel("gemm", 0, 10)  # a plain identifier: the builder mangles it
+    b.kernel("fwd", 20, 10, demangled="void ns::fwd<1>(float *)", mangled="_ZN2ns3fwdILi1EEEvPf")
+    b.kernel("bwd<2>", 40, 10, demangled="void ns::bwd<2>(float *)")  # nothing to derive: NULL
+    con = sqlite3.connect(b.write(tmp_path / "t.sqlite"))
+    if generation in (Generation.V2020_3, Generation.V2021):
+        assert "mangledName" not in [r[1] for r in con.execute(f"PRAGMA table_info({KERNEL})")]
+        return
+    rows = con.execute(
+        f"SELECT s.value FROM {KERNEL} g LEFT JOIN StringIds s ON s.id = g.mangledName ORDER BY g.start"
+    ).fetchall()
+    assert rows == [("_Z4gemmv",), ("_ZN2ns3fwdILi1EEEvPf",), (None,)]

@@ -24,7 +24,14 @@ from conftest import real_traces
 
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.fingerprint import fold_nvtx
-from nsysdiff.model import QUANTILE_GRID, Fingerprint, GpuInfo, LaunchConfig, fingerprint_to_json
+from nsysdiff.model import (
+    QUANTILE_GRID,
+    Fingerprint,
+    GpuInfo,
+    LaunchConfig,
+    fingerprint_from_json,
+    fingerprint_to_json,
+)
 from nsysdiff.trace import reader
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace.reader import open_trace
@@ -621,3 +628,70 @@ def test_real_trace_untouched(tmp_path: Path, restore_modes: list[Path]) -> None
     trace.parent.chmod(0o555)
     restore_modes.append(trace.parent)
     assert_untouched(trace, "--format", "text")
+
+
+# --- mangled names ------------------------------------------------------------------------
+
+FWD = "void ns::fwd<1>(float *)"
+FWD_MANGLED = "_ZN2ns3fwdILi1EEEvPf"
+
+
+def _mangled_mix(b: TraceBuilder) -> None:
+    # A plain name (the builder mangles it itself), a template with its mangled name on two
+    # devices and two shapes, and a template whose export left the mangled name NULL.
+    b.kernel("gemm", 0, 10)
+    b.kernel("fwd", 20, 10, demangled=FWD, mangled=FWD_MANGLED, device=0)
+    b.kernel("fwd", 40, 10, demangled=FWD, mangled=FWD_MANGLED, device=1, grid=(2, 1, 1))
+    # (the builder mangles only a short name that is a plain identifier)
+    b.kernel("bwd<2>", 60, 10, demangled="void ns::bwd<2>(float *)")
+
+
+@pytest.mark.parametrize("shapes", [False, True], ids=["name", "name+launch"])
+def test_kernel_mangled_names_where_the_generation_has_them(
+    tmp_path: Path, generation: Generation, shapes: bool
+) -> None:
+    path = build(tmp_path / "t.sqlite", generation, _mangled_mix)
+    with open_trace(path) as r:
+        groups = r.kernels(shapes=shapes)
+    got = {(d.split(" [grid")[0], m) for d, m in zip(groups.demangled, groups.mangled, strict=True)}
+    if generation in OLD:  # no mangledName column before 2022
+        assert got == {("gemm", None), (FWD, None), ("void ns::bwd<2>(float *)", None)}
+    else:
+        assert got == {("gemm", "_Z4gemmv"), (FWD, FWD_MANGLED), ("void ns::bwd<2>(float *)", None)}
+
+
+def test_mangled_name_is_the_least_id_of_its_group(tmp_path: Path) -> None:
+    # Two launches of one demangled name with different mangled names (not seen in real
+    # exports, but possible in a crafted one): the name interned first (the least id) wins,
+    # whichever launch comes first, and a NULL on one launch does not hide the other's.
+    def fill(b: TraceBuilder) -> None:
+        b.string_id("_Zfirst")
+        b.kernel("k", 0, 10, demangled="void k()", mangled="_Zsecond")
+        b.kernel("k", 20, 10, demangled="void k()", mangled="_Zfirst")
+        b.kernel("j<1>", 40, 10, demangled="void j<1>()")  # no mangled name: NULL
+        b.kernel("j<1>", 60, 10, demangled="void j<1>()", mangled="_Zj")
+
+    fp = fingerprint_trace(build(tmp_path / "t.sqlite", Generation.V2024, fill))
+    assert {k.demangled: k.mangled for k in fp.kernels} == {"void k()": "_Zfirst", "void j<1>()": "_Zj"}
+    assert fingerprint_from_json(fingerprint_to_json(fp), "t.json") == fp
+
+
+def _real_and_h100() -> list[Path]:
+    h100 = real_traces()[0].parent / "h100" if real_traces() else None
+    return real_traces() + (sorted(h100.glob("*.sqlite")) if h100 and h100.is_dir() else [])
+
+
+@pytest.mark.skipif(not real_traces(), reason="real traces not found")
+@pytest.mark.parametrize("trace", _real_and_h100(), ids=lambda p: p.name)
+def test_real_mangled_names(trace: Path) -> None:
+    with sqlite3.connect(f"file:{trace}?mode=ro", uri=True) as con:
+        cols = {row[1] for row in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+    fp = fingerprint_trace(trace)
+    if "mangledName" not in cols:
+        assert all(k.mangled is None for k in fp.kernels)
+        return
+    for k in fp.kernels:
+        # C++ kernels are mangled; extern "C" ones (Triton, nvjet, nvFuser) keep their name.
+        assert k.mangled is not None
+        assert k.mangled.startswith("_Z") or k.mangled == k.demangled, (k.demangled, k.mangled)
+    assert any(k.mangled is not None and k.mangled.startswith("_Z") for k in fp.kernels)
