@@ -121,6 +121,10 @@ def test_names_mangled_in_summary_and_diff(tmp_path: Path) -> None:
     code, out, err = run("summary", new, "--names", "mangled", "--width", "100")
     assert (code, err) == (0, "")
     assert "_Z4gemmv" in out and "_ZN2ns3fwdILi1EEEvPf" in out
+    kernels = json.loads(run("summary", new, "--format", "json")[1])["kernels"]
+    assert {k["demangled"]: k["mangled"] for k in kernels} == {
+        "gemm": "_Z4gemmv", "void ns::fwd<1>(float *)": "_ZN2ns3fwdILi1EEEvPf"
+    }
     code, out, err = run("summary", old, "--names", "mangled", "--width", "100")
     assert code == 0
     assert err == (

@@ -26,6 +26,7 @@ def kernel_data(k: KernelStats, kernel_ns: int) -> dict[str, Any]:
     return {
         "name": k.name,
         "demangled": k.demangled,
+        "mangled": k.mangled,
         "family": k.family,
         "category": k.category,
         "calls": k.calls,
