@@ -403,3 +403,9 @@ def test_real_nvtx_coverage(name: str, nvtx: str) -> None:
     assert res.exit_code == 0, res.output
     cov = json.loads(res.stdout)["scope"]["coverage"]
     assert cov is None or 0.0 <= cov <= 1.0
+
+
+def test_scoped_kernels_keep_their_mangled_names(tmp_path: Path) -> None:
+    # A scope filters the launches into a table of its own first; the mangled name travels.
+    fp = api.load(serving(tmp_path / "t.sqlite", 3), ScopeOptions(nvtx="decode_step"))
+    assert {k.name: k.mangled for k in fp.kernels} == {n: f"_Z{len(n)}{n}v" for n in (ATTN, GEMM, NORM)}
