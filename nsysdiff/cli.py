@@ -335,11 +335,11 @@ def summary(
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
         fp = api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=_notify)
-    if fmt is not SummaryFormat.json:
-        _note_unmangled(names, fp)
     if fmt is SummaryFormat.json:
-        _write(summary_render.render_json(fp), output)
-    elif fmt is SummaryFormat.markdown:
+        _write(summary_render.render_json(fp), output)  # names every way, no note needed
+        return
+    _note_unmangled(names, fp)
+    if fmt is SummaryFormat.markdown:
         _write(summary_render.render_markdown(fp, top=top, names=names), output)
     else:
         stream = sys.stdout if output is None else None
