@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from nsysdiff import comparability, inputs, runset, runstats, scope
+from nsysdiff import comparability, inputs, noise, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
 from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
 from nsysdiff.progress import Step, silent
-from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
+from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.reader import RangeRow, open_trace
@@ -161,6 +161,29 @@ def load_runs(
     return runset.run_set(runs, sources)
 
 
+def noise_profile(
+    paths: Sequence[str | Path],
+    options: ScopeOptions | None = None,
+    *,
+    progress: Step = silent,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> noise.NoiseProfile:
+    """The noise profile of A/A runs of one build (any mix of inputs, as :func:`load_runs`)."""
+    return noise.measure(load_runs(paths, options, progress=progress, keep_export=keep_export, notify=notify))
+
+
+def load_noise_profile(path: str | Path) -> noise.NoiseProfile:
+    """A saved noise profile (``nsysdiff noise ... -o FILE``), validated like a fingerprint."""
+    src = inputs.recognise(Path(path))
+    if src.kind is not inputs.Kind.FINGERPRINT and src.path.is_file():
+        what = "an SQLite export" if src.kind is inputs.Kind.SQLITE else "an nsys report"
+        raise FingerprintError(
+            f"{src.path}: not a noise profile ({what}); make one with `nsysdiff noise RUN... -o FILE`"
+        )
+    return noise.profile_from_json(_saved_text(src), str(src.path))
+
+
 def compare_run_sets(
     base: runset.RunSet,
     cand: runset.RunSet,
@@ -210,12 +233,18 @@ def judge(
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)
+    # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
+    undecided = tuple(undecided_reason(f) for f in provisional.undecided)
     if reasons:
         outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
     elif not judged:
         outcome, code = Outcome.UNJUDGED, ExitCode.PASS
     elif provisional.failed:
         outcome, code = Outcome.FAIL, ExitCode.REGRESSION
+        notes = (*notes, *undecided)
+    elif undecided:
+        outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
+        reasons = undecided
     else:
         outcome, code = Outcome.PASS, ExitCode.PASS
     return Report(

@@ -410,6 +410,55 @@ def fingerprint(
     batch.run(batch.plan(traces, output), opts, workers=jobs, scheduler=scheduler)
 
 
+@app.command(cls=_Command)
+@handled
+def noise(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN...",
+            help="A/A runs of one build: traces, reports, fingerprints or run sets, at least 2 runs in all.",
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the noise profile (JSON) to FILE."),
+    ] = None,
+    fmt: Annotated[
+        SummaryFormat,
+        typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat),
+            help="What stdout gets: the profile as text, markdown, or its JSON document.",
+        ),
+    ] = SummaryFormat.text,
+    top: Annotated[int, typer.Option(parser=_top, metavar="N", help="Rows of the noisiest keys.")] = 20,
+    width: WidthOpt = None,
+    quiet: QuietOpt = False,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    keep_export: KeepExportOpt = None,
+) -> None:
+    """Measure run-to-run noise per key from A/A runs of one build (for noise-relative rules)."""
+    from nsysdiff import noise as noise_model
+    from nsysdiff.render import noise as noise_render
+
+    opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)
+    with progress.reading(quiet) as report_progress:
+        profile = api.noise_profile(runs, opts, progress=report_progress, keep_export=keep_export, notify=_notify)
+    document = noise_model.profile_to_json(profile)
+    if output is not None:
+        _write(document, output)
+    if fmt is SummaryFormat.json:
+        sys.stdout.write(document)
+    elif fmt is SummaryFormat.markdown:
+        sys.stdout.write(noise_render.render_markdown(profile, top=top))
+    else:
+        sys.stdout.write(noise_render.render_text(profile, layout.columns(width, sys.stdout), top=top))
+
+
 _DEFAULTS = Settings()
 
 
@@ -508,6 +557,15 @@ def diff(
             help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
         ),
     ] = False,
+    noise_profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--noise-profile",
+            metavar="FILE",
+            help="Noise profile of the base build (nsysdiff noise): budgets in noise widths, and a limit "
+            "within the noise is inconclusive. Overrides noise_profile: in rule files.",
+        ),
+    ] = None,
 ) -> None:
     """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
@@ -520,6 +578,10 @@ def diff(
         format_for(path)  # an unknown extension fails before any trace is read
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
+    if ruleset is not None:
+        ruleset = _with_noise(ruleset, noise_profile)
+    elif noise_profile is not None:
+        raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases, phases=ruleset.phases if ruleset else None,
@@ -568,6 +630,16 @@ def diff(
     raise typer.Exit(int(report.exit_code))
 
 
+def _with_noise(ruleset: Any, profile: Path | None) -> Any:
+    """The rule set judging against ``profile`` (else its files' own), checked before any trace is read."""
+    from nsysdiff.rules import noise_limits
+
+    if profile is not None:
+        ruleset = noise_limits.attach(ruleset, api.load_noise_profile(profile))
+    noise_limits.require(ruleset)
+    return ruleset
+
+
 rules_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -596,7 +668,8 @@ def rules_explain(
     name: Annotated[
         str,
         typer.Argument(
-            metavar="NAME", help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...) or waivers."
+            metavar="NAME",
+            help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...), waivers or noise_profile.",
         ),
     ],
 ) -> None:

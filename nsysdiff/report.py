@@ -47,6 +47,14 @@ class Finding:
     observed_value: float | None = None
     limit_value: float | None = None
     unit: str = ""
+    # The limit is within the measured noise of what it judges: neither a pass nor a
+    # breach can be told (nsysdiff.rules.noise_limits). Decides an inconclusive outcome.
+    inconclusive: bool = False
+
+
+def undecided_reason(f: Finding) -> str:
+    """How an inconclusive finding reads as a reason of the outcome."""
+    return f"rule {f.rule_id!r}: {f.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,4 +88,10 @@ class Report:
     def failed(self) -> tuple[Finding, ...]:
         """The findings that decide a FAIL."""
         levels = {Level.ERROR, Level.WARNING} if self.strict else {Level.ERROR}
-        return tuple(f for f in self.active if f.level in levels)
+        return tuple(f for f in self.active if f.level in levels and not f.inconclusive)
+
+    @property
+    def undecided(self) -> tuple[Finding, ...]:
+        """The findings too small to tell at a level that would decide a FAIL."""
+        levels = {Level.ERROR, Level.WARNING} if self.strict else {Level.ERROR}
+        return tuple(f for f in self.active if f.level in levels and f.inconclusive)

@@ -69,10 +69,10 @@ def parse(text: str, source: str) -> Any:
 
 
 @functools.cache
-def _validator() -> Any:
+def _validator(schema: str = "fingerprint") -> Any:
     from jsonschema import Draft202012Validator  # imported only when a fingerprint is read
 
-    text = resources.files("nsysdiff").joinpath("schemas/fingerprint.schema.json").read_text(encoding="utf-8")
+    text = resources.files("nsysdiff").joinpath(f"schemas/{schema}.schema.json").read_text(encoding="utf-8")
     schema = json.loads(text)
     return Draft202012Validator(schema, format_checker=None)
 
@@ -87,16 +87,16 @@ def _short(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def check_schema(doc: Any, source: str) -> None:
-    """Raise on the first schema violation, naming its JSON path."""
+def check_schema(doc: Any, source: str, *, schema: str = "fingerprint", what: str = "fingerprint") -> None:
+    """Raise on the first violation of ``schemas/SCHEMA.schema.json``, naming its JSON path."""
     from jsonschema.exceptions import best_match
 
     try:
-        error = best_match(_validator().iter_errors(doc))
+        error = best_match(_validator(schema).iter_errors(doc))
     except RecursionError:
-        raise FingerprintError(f"{source}: not a fingerprint (JSON nested too deeply)") from None
+        raise FingerprintError(f"{source}: not a {what} (JSON nested too deeply)") from None
     if error is not None:
-        raise FingerprintError(f"{source}: malformed fingerprint at {error.json_path}: {_short(error.message)}")
+        raise FingerprintError(f"{source}: malformed {what} at {error.json_path}: {_short(error.message)}")
 
 
 def _unique(items: Sequence[Any], key: Any, path: str) -> Iterator[str]:

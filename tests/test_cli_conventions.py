@@ -64,7 +64,7 @@ USAGE = {
     "typo in a command": (
         ["sumary", "x.sqlite"],
         "'sumary' is no command and no file; did you mean 'nsysdiff summary'? (commands: diff, "
-        "fingerprint, rules, summary)",
+        "fingerprint, noise, rules, summary)",
     ),
     "bad choice": (
         ["summary", "x.sqlite", "--format", "html"],

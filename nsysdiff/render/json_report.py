@@ -140,6 +140,8 @@ def finding_row(f: Finding, failing: bool) -> dict[str, Any]:
         "waiver_reason": f.waiver_reason,
         "statistical": f.statistical,
         "fails": failing,
+        # Only with a noise profile: a limit within the measured noise (docs/noise.md).
+        **({"inconclusive": True} if f.inconclusive else {}),
     }
 
 

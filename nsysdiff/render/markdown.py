@@ -26,7 +26,7 @@ from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
-from nsysdiff.report import Finding, Level, Outcome, Report
+from nsysdiff.report import Finding, Level, Outcome, Report, undecided_reason
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
 TOP_CHANGES = 10
@@ -241,7 +241,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     if report.outcome is Outcome.UNJUDGED:
         parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
-        parts.append("can't compare: " + "; ".join(report.reasons))
+        told = {undecided_reason(f) for f in report.undecided}
+        what = "too small to tell: " if told and set(report.reasons) <= told else "can't compare: "
+        parts.append(what + "; ".join(report.reasons))
     else:
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
@@ -308,6 +310,8 @@ def finding_mark(f: Finding) -> str:
         marks.append("fact")
     if f.waived:
         marks.append("waived")
+    if f.inconclusive:
+        marks.append("inconclusive")
     return ", ".join(marks)
 
 

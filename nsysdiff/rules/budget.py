@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,16 +13,17 @@ import numpy as np
 from nsysdiff import categories
 from nsysdiff.diff import Diff
 from nsysdiff.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.noise import NoiseProfile
 from nsysdiff.regex import Regex
 from nsysdiff.report import Finding
+from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
-from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 
 SELECTORS = ("kernel", "family", "category", "memcpy", "memset", "nvtx", "sync", "whole")
 KERNEL_SELECTORS = ("kernel", "family", "category", "whole")
 METRICS = ("total_time", "calls", "mean", "p50", "p90", "bytes", "ops", "share")
-LIMITS = ("max_ratio", "max_increase", "max_value", "max_share")
+LIMITS = ("max_ratio", "max_increase", "max_value", "max_share", "max_noise_widths")
 
 # Which metrics each selector can measure.
 _METRICS_FOR: dict[str, tuple[str, ...]] = {
@@ -63,6 +66,13 @@ def _per(value: Any) -> str:
     return opt.nonempty_string(value)
 
 
+def _widths(value: Any) -> float:
+    k = opt.number(value)
+    if k < 1:
+        raise ValueError(f"{value} is under 1: a limit inside one noise width can't be told from the noise")
+    return k
+
+
 OPTIONS = (
     Option("kernel", "regex", opt.regex, "Select kernels whose short or demangled name matches."),
     Option("family", "regex", opt.regex, "Select kernels whose family key matches."),
@@ -103,6 +113,20 @@ OPTIONS = (
         "Fail when the selection takes more than this share of the candidate's kernel time.",
     ),
     Option(
+        "max_noise_widths",
+        "number",
+        _widths,
+        "Fail when the value grows by more than this many noise widths of the noise profile "
+        "(at least 1; see docs/noise.md).",
+    ),
+    Option(
+        "min_ratio",
+        "ratio",
+        opt.ratio,
+        "With max_noise_widths: fail only when candidate / base also exceeds this (a change "
+        "too small to matter, however clear).",
+    ),
+    Option(
         "min_time",
         "time",
         opt.time,
@@ -141,6 +165,9 @@ class BudgetOptions:
     min_time_ns: float
     each: bool
     per: str | None
+    max_noise_widths: float | None = None
+    min_ratio: float | None = None
+    noise: NoiseProfile | None = None  # attached after loading (noise_limits.attach)
 
     @property
     def selection(self) -> str:
@@ -181,6 +208,9 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
             "max_share",
             f"a share of kernel time needs a kernel, family or category selection, not {selector}",
         )
+    if "min_ratio" in given and "max_noise_widths" not in given:
+        raise OptionError("min_ratio", "goes with max_noise_widths (it gates a noise-relative limit); "
+                          "for a plain ratio limit use max_ratio")  # fmt: skip
     if values["each"] and selector == "whole":
         raise OptionError("each", "'whole: trace' is one item; 'each' needs another selector")
     parse = _metric_parser(metric)
@@ -205,6 +235,8 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
         min_time_ns=values["min_time"],
         each=values["each"],
         per=values["per"],
+        max_noise_widths=values["max_noise_widths"],
+        min_ratio=values["min_ratio"],
     )
 
 
@@ -363,12 +395,115 @@ def _show(v: float | None, fmt: Callable[[float], str]) -> str:
     return "-" if v is None else fmt(v)
 
 
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    """One limit of a budget on one subject: how it reads, whether it is breached, and
+    the change it allows as a log ratio from the base value (for the noise test)."""
+
+    observed: str
+    limit: str
+    observed_value: float | None
+    limit_value: float
+    unit: str
+    breached: bool
+    allowed: float | None
+    change: float | None  # the observed log change of what the limit measures
+    metric: str  # what the limit measures (max_share measures the share whatever the metric)
+    in_widths: bool = False  # max_noise_widths: can't judge without a measured width
+
+
+def _noise_of(o: BudgetOptions, metric: str, normalised: bool) -> dict[str, noise_limits.SubjectNoise]:
+    """The noise of every subject's ``metric`` across the runs of the budget's profile,
+    selected and normalised exactly as the diff's sides are."""
+    assert o.noise is not None
+    per_run: list[dict[str, float | None]] = []
+    for fp in o.noise.runs.runs:
+        n = steps(fp, o.per) if normalised else None
+        if normalised and n is None:
+            per_run.append({})  # a run without step counts can't be compared per step
+            continue
+        per_run.append({s: value(g, fp, metric, n) for s, g in groups(fp, o).items()})
+    return noise_limits.subjects(per_run)
+
+
+def _limits(
+    o: BudgetOptions, b: Group | None, c: Group, bv: float | None, cv: float, diff: Diff,
+    noise: noise_limits.SubjectNoise | None,
+) -> list[_Limit]:  # fmt: skip
+    fmt = formatter(o.metric)
+    unit = unit_of(o.metric)
+    new = b is None or bv is None
+    change = noise_limits.log_change(bv, cv)
+    out: list[_Limit] = []
+    if o.max_ratio is not None:
+        limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
+        allowed = math.log(o.max_ratio)
+        if new or bv == 0:
+            out.append(_Limit(f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio", cv > 0 or new, None, None,
+                              o.metric))  # fmt: skip
+        else:
+            assert bv is not None
+            r = cv / bv
+            out.append(_Limit(units.fmt_ratio(r), limit, r, o.max_ratio, "ratio", r > o.max_ratio * (1 + 1e-9),
+                              allowed, change, o.metric))  # fmt: skip
+    if o.max_increase is not None:
+        inc = cv - (bv or 0.0)
+        allowed_inc = noise_limits.log_change(bv, (bv or 0.0) + o.max_increase)
+        out.append(_Limit(f"+{fmt(inc)}" if inc >= 0 else f"-{fmt(-inc)}", f"max_increase {fmt(o.max_increase)}",
+                          inc, o.max_increase, unit, inc > o.max_increase + 1e-9, allowed_inc, change,
+                          o.metric))  # fmt: skip
+    if o.max_value is not None:
+        out.append(_Limit(fmt(cv), f"max_value {fmt(o.max_value)}", cv, o.max_value, unit,
+                          cv > o.max_value + 1e-9, noise_limits.log_change(bv, o.max_value), change,
+                          o.metric))  # fmt: skip
+    if o.max_share is not None and diff.candidate.kernel_ns:
+        share = c.total_ns / diff.candidate.kernel_ns
+        base_share = b.total_ns / diff.base.kernel_ns if b is not None and diff.base.kernel_ns else None
+        out.append(_Limit(units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}", share,
+                          o.max_share, "fraction", share > o.max_share + 1e-12,
+                          noise_limits.log_change(base_share, o.max_share),
+                          noise_limits.log_change(base_share, share), "share"))  # fmt: skip
+    if o.max_noise_widths is not None:
+        out.append(_widths_limit(o, bv, cv, noise))
+    return out
+
+
+def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_limits.SubjectNoise | None) -> _Limit:
+    """``max_noise_widths`` (and ``min_ratio``) on one subject. Without a measured width
+    (the profile lacks the subject, or some of its runs do) the limit can't judge: its
+    finding is inconclusive, made by the caller from ``breached=False, allowed=None``."""
+    k = o.max_noise_widths
+    assert k is not None
+    gate = f" and min_ratio {units.fmt_ratio(o.min_ratio)}" if o.min_ratio is not None else ""
+    fmt = formatter(o.metric)
+    if bv is None or bv <= 0:
+        return _Limit(f"new ({fmt(cv)})", f"max_noise_widths {k:g}{gate}", None, k, "noise widths", True, None,
+                      None, o.metric, in_widths=True)  # fmt: skip
+    r = cv / bv
+    w = noise.width if noise is not None else None
+    if w is None:
+        return _Limit(units.fmt_ratio(r), f"max_noise_widths {k:g}{gate}", r, k, "noise widths", False, None,
+                      math.log(r), o.metric, in_widths=True)  # fmt: skip
+    threshold = math.exp(k * w)
+    floor = o.min_ratio if o.min_ratio is not None else 1.0
+    breached = r > threshold * (1 + 1e-9) and r > floor * (1 + 1e-9)
+    widths = f"{math.log(r) / w:.1f} noise widths" if w > 0 else "no measured noise"
+    limit = f"max_noise_widths {k:g} ({units.fmt_ratio(threshold)}){gate}"
+    return _Limit(f"{units.fmt_ratio(r)}, {widths}", limit, r, threshold, "ratio", breached, k * w, math.log(r),
+                  o.metric, in_widths=True)  # fmt: skip
+
+
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: BudgetOptions = rule.options
     bg, cg = groups(diff.base, o), groups(diff.candidate, o)
     bs, cs = steps(diff.base, o.per), steps(diff.candidate, o.per)
     normalised = bs is not None and cs is not None
     fmt = formatter(o.metric)
+    noise: dict[str, dict[str, noise_limits.SubjectNoise]] = {}
+    if o.noise is not None:
+        noise[o.metric] = _noise_of(o, o.metric, normalised)
+        if o.max_share is not None:
+            noise["share"] = _noise_of(o, "share", normalised)
     for subject in sorted(bg.keys() | cg.keys()):
         b, c = bg.get(subject), cg.get(subject)
         if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
@@ -391,46 +526,27 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
         if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
-        new = b is None or bv is None
         message = rule.message or f"{o.metric} of {subject} is over budget"
-        unit = unit_of(o.metric)
-        # (observed, limit) as shown, and as numbers with their unit.
-        breaches: list[tuple[str, str, float | None, float, str]] = []
-        if o.max_ratio is not None:
-            limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
-            if new:
-                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
-            elif bv is not None and bv > 0 and cv / bv > o.max_ratio * (1 + 1e-9):
-                breaches.append((units.fmt_ratio(cv / bv), limit, cv / bv, o.max_ratio, "ratio"))
-            elif bv == 0 and cv > 0:
-                breaches.append((f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio"))
-        if o.max_increase is not None:
-            inc = cv - (bv or 0.0)
-            if inc > o.max_increase + 1e-9:
-                breaches.append((f"+{fmt(inc)}", f"max_increase {fmt(o.max_increase)}", inc, o.max_increase, unit))
-        if o.max_value is not None and cv > o.max_value + 1e-9:
-            breaches.append((fmt(cv), f"max_value {fmt(o.max_value)}", cv, o.max_value, unit))
-        if o.max_share is not None and diff.candidate.kernel_ns:
-            share = c.total_ns / diff.candidate.kernel_ns
-            if share > o.max_share + 1e-12:
-                breaches.append(
-                    (units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}", share,
-                     o.max_share, "fraction")
-                )  # fmt: skip
-        for observed, limit, observed_value, limit_value, value_unit in breaches:
-            yield Finding(
-                level=rule.level,
-                rule_id=rule.id,
-                kind="budget",
-                subject=subject,
-                observed=observed,
-                limit=limit,
-                evidence=evidence,
-                message=message,
-                observed_value=observed_value,
-                limit_value=limit_value,
-                unit=value_unit,
-            )
+        subject_noise = noise.get(o.metric, {}).get(subject)
+        if subject_noise is not None and subject_noise.width is not None:
+            evidence += "; " + noise_limits.evidence(subject_noise)
+        for lim in _limits(o, b, c, bv, cv, diff, subject_noise):
+            found = Finding(
+                level=rule.level, rule_id=rule.id, kind="budget", subject=subject, observed=lim.observed,
+                limit=lim.limit, evidence=evidence, message=message, observed_value=lim.observed_value,
+                limit_value=lim.limit_value, unit=lim.unit,
+            )  # fmt: skip
+            judged = noise.get(lim.metric, {}).get(subject)
+            if lim.in_widths and lim.allowed is None and not lim.breached:
+                # No width to count in: this limit can't judge the subject.
+                reason = noise_limits.unmeasured(judged, lim.metric, subject)
+                yield dataclasses.replace(found, message=reason, inconclusive=True)
+            elif noise_limits.too_small(lim.allowed, lim.change, judged):
+                assert lim.allowed is not None and judged is not None
+                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, subject)
+                yield dataclasses.replace(found, message=reason, inconclusive=True)
+            elif lim.breached:
+                yield found
 
 
 KIND = Kind(
@@ -457,6 +573,12 @@ kernel time). A selection present only in the candidate breaches max_ratio as "n
 counts from zero for max_increase; one absent from the candidate breaches nothing; one
 absent on both sides produces no finding. `min_time` skips selections whose total time
 is under the floor on both sides.
+
+`max_noise_widths: K` (a limit) fails when the value grows by more than K noise widths
+of the noise profile (`nsysdiff rules explain noise_profile`); `min_ratio` beside it also
+requires candidate / base above that ratio. With a profile, any limit within one noise
+width of no change is too small to tell: its finding is inconclusive (exit 3 unless
+another rule fails) unless the change itself is beyond 3 widths.
 
 `per: RANGE` normalises the sums (total_time, calls, ops, bytes) per step, dividing by
 the step counts of both fingerprints (`scope.steps`, when `scope.per` is that range or

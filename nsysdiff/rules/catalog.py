@@ -40,7 +40,9 @@ def packs() -> tuple[PackInfo, ...]:
 
 def describe_kind(kind: Kind | Section) -> str:
     what = "kind" if isinstance(kind, Kind) else "section"
-    lines = [f"{what} {kind.name}: {kind.summary}", "", kind.doc.rstrip(), "", "Options:"]
+    lines = [f"{what} {kind.name}: {kind.summary}", "", kind.doc.rstrip()]
+    if kind.options:
+        lines += ["", "Options:"]
     for o in kind.options:
         lines.append(
             f"  {o.name} ({o.type}; {'required' if o.required else 'default: ' + o.shown_default})"

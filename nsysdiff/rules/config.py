@@ -21,10 +21,11 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nsysdiff.errors import RuleError
+from nsysdiff.noise import NoiseProfile
 from nsysdiff.report import Level
+from nsysdiff.rules import noise_limits, yamldoc
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import waivers as waiver_section
-from nsysdiff.rules import yamldoc
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 PACKAGE = "nsysdiff.packs"
-TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases")
+TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases", "noise_profile")
 RULE_KEYS = ("id", "kind", "level", "message", "description")
 LEVELS = tuple(level.value for level in Level)
 MAX_EXTENDS_DEPTH = 16  # files extending files; the shipped packs need 2
@@ -72,6 +73,20 @@ def is_pack(spec: str) -> bool:
     return spec in pack_names()
 
 
+def under(spec: str, directory: Path) -> Path:
+    """``spec`` relative to ``directory``; :class:`ValueError` (the reason) when it is
+    absolute or leaves the directory once symlinks are resolved."""
+    path = Path(spec)
+    if path.is_absolute():
+        raise ValueError("an absolute path")
+    path = directory / path
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        raise ValueError("outside the including file's directory") from None
+    return path
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     identity: str  # "pack:NAME" or the resolved path: loading the same thing twice is a no-op
@@ -95,15 +110,7 @@ def resolve(spec: str, directory: Path | None) -> Source | None:
     """
     if is_pack(spec):
         return pack_source(spec)
-    path = Path(spec)
-    if directory is not None:
-        if path.is_absolute():
-            raise ValueError("an absolute path")
-        path = directory / path
-        try:
-            path.resolve().relative_to(directory.resolve())
-        except ValueError:
-            raise ValueError("outside the including file's directory") from None
+    path = Path(spec) if directory is None else under(spec, directory)
     if not path.exists():
         return None
     text = yamldoc.read_text(path, str(path), RuleError)
@@ -204,6 +211,7 @@ class _Loader:
         self.phases: dict[str, tuple[str, ...]] = {}
         self.loaded: set[str] = set()
         self.files: list[str] = []
+        self.noise: NoiseProfile | None = None
 
     def load(self, src: Source, stack: tuple[Source, ...] = ()) -> None:
         if src.identity in self.loaded:
@@ -276,6 +284,8 @@ class _Loader:
             self._waivers(f, top["waivers"][1])
         if "phases" in top:
             self._phases(f, top["phases"][1])
+        if "noise_profile" in top:
+            self.noise = self._noise_profile(f, src, top["noise_profile"][1])
         self.loaded.add(src.identity)
         self.files.append(src.label)
 
@@ -285,6 +295,23 @@ class _Loader:
             return opt.string(v)
         except ValueError as e:
             f.fail(node, where, key, str(e))
+
+    def _noise_profile(self, f: _File, src: Source, node: Node) -> NoiseProfile:
+        """The profile a rule file names, read and validated now, before any trace."""
+        from nsysdiff import api
+
+        spec = self._string(f, node, None, "noise_profile")
+        if src.directory is None:
+            f.fail(node, None, "noise_profile", "a shipped pack can't name a noise profile")
+        try:
+            path = under(spec, src.directory)
+        except ValueError as e:
+            f.fail(node, None, "noise_profile",
+                   f"{spec!r} is {e}: a noise profile must lie under the rule file's directory")  # fmt: skip
+        if not path.is_file():
+            f.fail(node, None, "noise_profile",
+                   f"{spec!r}: no such file (make one with `nsysdiff noise RUN... -o FILE`)")  # fmt: skip
+        return api.load_noise_profile(path)
 
     def _extends(self, f: _File, node: Node) -> list[tuple[str, Node]]:
         items = node.value if isinstance(node, SequenceNode) else [node]
@@ -498,10 +525,11 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
                 f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this "
                 "id is loaded"
             )
-    return RuleSet(
+    ruleset = RuleSet(
         sources=tuple(specs),
         rules=tuple(loader.rules.values()),
         waivers=tuple(loader.waivers),
         phases=types.MappingProxyType(dict(loader.phases)),
         files=tuple(loader.files),
     )
+    return noise_limits.attach(ruleset, loader.noise) if loader.noise is not None else ruleset

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsysdiff.rules import budget, danger_zone, invariance, outlier, structure, waivers
+from nsysdiff.rules import budget, danger_zone, invariance, noise_limits, outlier, structure, waivers
 from nsysdiff.rules.model import Kind, Section
 
 KINDS: dict[str, Kind] = {
@@ -11,4 +11,4 @@ KINDS: dict[str, Kind] = {
 }
 
 # Documented like a kind (``nsysdiff rules explain waivers``) but a top-level section.
-SECTIONS: dict[str, Section] = {waivers.SECTION.name: waivers.SECTION}
+SECTIONS: dict[str, Section] = {s.name: s for s in (waivers.SECTION, noise_limits.SECTION)}

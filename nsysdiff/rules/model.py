@@ -8,6 +8,7 @@ from datetime import date
 from typing import Any
 
 from nsysdiff.diff import Diff
+from nsysdiff.noise import NoiseProfile
 from nsysdiff.regex import Regex
 from nsysdiff.report import Finding, Level
 
@@ -121,6 +122,7 @@ class RuleSet:
     waivers: tuple[Waiver, ...]
     phases: Mapping[str, tuple[str, ...]]  # phase name -> NVTX regex patterns (read-only)
     files: tuple[str, ...] = ()  # every file read, extends included, in load order
+    noise: NoiseProfile | None = None  # what budgets judge against (noise_profile:, --noise-profile)
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)

@@ -5,11 +5,13 @@ Every file in ``cases/`` holds ``cases:``, a list of::
     name: what the case shows
     base: {kernels: [...], memcpy: [...], memset: {...}, sync: [...], nvtx: [...], scope: {...}}
     candidate: {...}            # same shape
+    noise: [{...}, ...]         # optional: A/A runs (same shape), saved as the noise profile
     rules: [...]                # the `rules:` list of a rule file
     waivers: [...]              # optional, the `waivers:` list
     today: 2025-06-01           # optional, for waiver expiry
     expect:                     # every finding, in any order
-      - {rule: ID, subject: S, level: error, waived: false, kind: budget, observed: "1.50x"}
+      - {rule: ID, subject: S, level: error, waived: false, kind: budget, observed: "1.50x",
+         inconclusive: false}
 
 Kernels: ``{name, calls, total, demangled, family, category, grid, block}``, times with units.
 """
@@ -24,6 +26,7 @@ import fpspec
 import pytest
 import yaml
 
+from nsysdiff import noise, runset
 from nsysdiff.diff import compare
 from nsysdiff.fingerprint import group_by
 from nsysdiff.model import (
@@ -119,6 +122,12 @@ def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
     doc: dict[str, Any] = {"version": 1, "rules": case["rules"]}
     if "waivers" in case:
         doc["waivers"] = case["waivers"]
+    if "noise" in case:
+        # A/A runs of the base build, saved as a profile beside the rule file that names it.
+        runs = [fingerprint(spec) for spec in case["noise"]]
+        profile = noise.measure(runset.run_set(runs, [f"aa{i}.sqlite" for i in range(len(runs))]))
+        (tmp_path / "noise.json").write_text(noise.profile_to_json(profile), encoding="utf-8")
+        doc["noise_profile"] = "noise.json"
     rule_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     ruleset = load_rules([str(rule_file)])
     diff = compare(fingerprint(case["base"]), fingerprint(case["candidate"]))
@@ -134,7 +143,7 @@ def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
         match = [
             f for f in findings if (f.rule_id, f.subject, f.level.value, f.waived) == _key(exp)
         ]
-        for field in ("kind", "observed", "limit", "waiver_reason"):
+        for field in ("kind", "observed", "limit", "waiver_reason", "inconclusive"):
             if field in exp:
                 assert any(getattr(f, field) == exp[field] for f in match), (
                     field,
@@ -156,6 +165,8 @@ def test_every_kind_has_pass_and_fail_cases() -> None:
         case = param.values[0]
         for rule in case["rules"]:
             seen.setdefault(rule["kind"], set()).add(bool(case.get("expect")))
+        if "noise" in case:
+            seen.setdefault("noise_profile", set()).add(bool(case.get("expect")))
         if "waivers" in case:
             seen.setdefault("waivers", set()).add(
                 any(e.get("waived") for e in case.get("expect", ()))

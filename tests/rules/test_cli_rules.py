@@ -54,7 +54,7 @@ def test_explain_unknown() -> None:
     assert r.stdout == ""
     assert r.stderr == (
         "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
-        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, structure, waivers)\n"
+        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, structure, noise_profile, waivers)\n"
     )
 
 
@@ -64,7 +64,7 @@ def test_explain_suggests_a_close_name() -> None:
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
         "batch-invariance, default, strict, tpot; kinds: budget, danger-zone, invariance, outlier, "
-        "structure, waivers)\n"
+        "structure, noise_profile, waivers)\n"
     )
 
 

@@ -27,7 +27,7 @@ ERRORS = {
         "message, "
         "description, kernel, family, category, memcpy, memset, nvtx, sync, whole, metric, "
         "max_ratio, "
-        "max_increase, max_value, max_share, min_time, each, per)",
+        "max_increase, max_value, max_share, max_noise_widths, min_ratio, min_time, each, per)",
     ),
     "unknown top-level key": (
         "version: 1\nrulez: []\n",
@@ -116,7 +116,7 @@ ERRORS = {
     "budget without limit": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    whole: trace\n",
         "{file}:3: rule 't': a budget needs a limit: one of max_ratio, max_increase, max_value, "
-        "max_share",
+        "max_share, max_noise_widths",
     ),
     "metric the selection can't measure": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    sync: Sync\n    metric: p50\n    "

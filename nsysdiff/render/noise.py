@@ -1,0 +1,109 @@
+"""``nsysdiff noise``: a noise profile as text or Markdown, the noisiest keys first."""
+
+from __future__ import annotations
+
+import io
+import math
+
+from nsysdiff.noise import MIN_RUNS, KeyNoise, NoiseProfile, fmt_width, width
+from nsysdiff.render import safe
+from nsysdiff.render import units as u
+from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.render.summary import gpu_line
+from nsysdiff.runset import KeyKind
+
+_KIND_WORDS = {
+    KeyKind.KERNEL: ("kernel", "kernels"),
+    KeyKind.FAMILY: ("family", "families"),
+    KeyKind.CATEGORY: ("category", "categories"),
+    KeyKind.COPY: ("copy kind", "copy kinds"),
+    KeyKind.NVTX: ("NVTX range", "NVTX ranges"),
+}
+
+
+def _count(n: int, kind: KeyKind) -> str:
+    one, many = _KIND_WORDS[kind]
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def header_lines(p: NoiseProfile) -> list[str]:
+    counts = [_count(sum(k.kind is kind for k in p.keys), kind) for kind in _KIND_WORDS]
+    head = f"{p.count} runs of one build · {gpu_line(p.runs.runs[0])} · " + ", ".join(counts)
+    if p.partial:
+        head += f" · {len(p.partial):,} {'key' if len(p.partial) == 1 else 'keys'} in only some runs"
+    return [
+        head,
+        "runs: " + ", ".join(p.runs.sources),
+        "A noise width is the SD of ln(candidate / base) between two runs of this build "
+        "(sqrt(2) x the SD of one run's log): with normal noise an A/A diff moves past one width "
+        "about 1 time in 3 and past 3 widths about 1 time in 370. Rules use it: max_noise_widths "
+        "counts in widths, and a limit within one width of no change is too small to tell. "
+        "The robust column (from the median absolute deviation) far below the width points at "
+        f"one odd run rather than steady noise. {p.count} runs estimate a width "
+        + ("roughly" if p.count < 5 else "to within about " + f"{100 / math.sqrt(2 * (p.count - 1)):.0f}%")
+        + f" (at least {MIN_RUNS}; 5 or more recommended).",
+    ]
+
+
+def _ordered(p: NoiseProfile) -> list[KeyNoise]:
+    return sorted(p.keys, key=lambda k: (-k.mean.sd_log, -k.total.sd_log, k.kind.value, k.key))
+
+
+def _rows(keys: list[KeyNoise]) -> list[list[str]]:
+    return [
+        [k.key, _KIND_WORDS[k.kind][0], u.ns(k.median_mean_ns), fmt_width(k.mean.width),
+         fmt_width(width(k.mean.robust_log)), u.ns(k.median_total_ns), fmt_width(k.total.width)]
+        for k in keys
+    ]  # fmt: skip
+
+
+HEADER = ("key", "kind", "mean/call", "width", "robust", "total", "width")
+
+
+def _title(p: NoiseProfile, shown: int) -> str:
+    return f"Noisiest per-call means ({shown} of {len(p.keys):,} keys; median per run, noise width)"
+
+
+def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
+    p = safe.scrub(p, safe.text)
+    buf = io.StringIO()
+    console = plain_console(buf, width_cols)
+    first, *rest = header_lines(p)
+    wrap(console, f"nsysdiff noise: {first}", width_cols, hang="  ", bold=True)
+    for line in rest:
+        wrap(console, line, width_cols, indent="  ", hang="  ")
+    shown = _ordered(p)[:top]
+    if shown:
+        console.print()
+        console.print(grid(_title(p, len(shown)), HEADER, _rows(shown), width_cols, optional=(4, 1, 5)))
+    if p.partial:
+        rows = [[k.key, _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        console.print()
+        console.print(grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"),
+                           rows, width_cols))  # fmt: skip
+    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+
+
+def render_markdown(p: NoiseProfile, top: int = 20) -> str:
+    from nsysdiff.render.markdown import cell
+
+    p = safe.scrub(p, safe.text)
+    first, *rest = header_lines(p)
+    out = [f"### nsysdiff noise: {cell(first)}", ""]
+    out += [f"- {cell(line)}" for line in rest]
+    shown = _ordered(p)[:top]
+
+    def table(title: str, header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+        return [
+            "", f"#### {cell(title)}", "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join([":--", ":--", *("--:" for _ in header[2:])]) + "|",
+            *("| " + " | ".join([f"<code>{cell(r[0])}</code>", *(cell(c) for c in r[1:])]) + " |" for r in rows),
+        ]  # fmt: skip
+
+    if shown:
+        out += table(_title(p, len(shown)), HEADER, _rows(shown))
+    if p.partial:
+        rows = [[k.key, _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        out += table("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows)
+    return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))
