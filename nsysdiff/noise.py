@@ -236,10 +236,10 @@ def profile_from_json(text: str, source: str) -> NoiseProfile:
     where = [f"{source} fingerprints[{i}]" for i in range(len(runs))]
     fps = [fingerprint_from_json(json.dumps(run), w) for run, w in zip(runs, where, strict=True)]
     try:
-        rs = runset.run_set(fps, sources)
+        runset.check_comparable(fps, where)  # named by their place in this file
     except UsageError as e:
-        raise FingerprintError(f"{source}: {e}") from None
-    profile = measure(rs)
+        raise FingerprintError(str(e)) from None
+    profile = measure(RunSet(tuple(fps), tuple(sources)))
     stored = doc["keys"]
     for i, k in enumerate(profile.keys):
         if i >= len(stored) or not _same_key(stored[i], k):

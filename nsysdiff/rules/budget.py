@@ -501,6 +501,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     fmt = formatter(o.metric)
     noise: dict[str, dict[str, noise_limits.SubjectNoise]] = {}
     if o.noise is not None:
+        noise_limits.check_fits(o.noise, diff.base)
         noise[o.metric] = _noise_of(o, o.metric, normalised)
         if o.max_share is not None:
             noise["share"] = _noise_of(o, "share", normalised)

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff.errors import RuleError
+from nsysdiff import runset
+from nsysdiff.errors import RuleError, UsageError
+from nsysdiff.model import Fingerprint
 from nsysdiff.noise import PAIR, NoiseProfile, fmt_width, spreads
 from nsysdiff.rules.model import RuleSet, Section
 
@@ -119,6 +121,16 @@ def evidence(noise: SubjectNoise) -> str:
     """What the noise evidence adds to a finding."""
     assert noise.width is not None
     return f"noise {fmt_width(noise.width)} (one width, SD over {noise.runs} A/A runs)"
+
+
+def check_fits(profile: NoiseProfile, base: Fingerprint) -> None:
+    """The profile must measure the base's build as the diff sees it: same scope, graph
+    mode and GPU model as the base, else its noise is another machine's or another
+    selection's, and judging against it would mislead."""
+    try:
+        runset.check_comparable((profile.runs.runs[0], base), (profile.runs.sources[0], base.meta.source))
+    except UsageError as e:
+        raise UsageError(f"the noise profile does not fit the base: {e}") from None
 
 
 def attach(ruleset: RuleSet, profile: NoiseProfile | None) -> RuleSet:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysdiff.errors import ExitCode, RuleError
+from nsysdiff.errors import ExitCode, FingerprintError, RuleError
 from nsysdiff.rules import load_rules
 from nsysdiff.rules.config import pack_names
 
@@ -196,6 +196,39 @@ ERRORS = {
         "{file}:3: phases: key 'decode': expected a non-empty list of NVTX regexes, got a number "
         "(3)",
     ),
+    "noise widths under one": (
+        BUDGET + "    max_noise_widths: 0.5\n",
+        "{file}:7: rule 't': key 'max_noise_widths': 0.5 is under 1: a limit inside one noise width "
+        "can't be told from the noise",
+    ),
+    "noise widths not a number": (
+        BUDGET + "    max_noise_widths: 3w\n",
+        "{file}:7: rule 't': key 'max_noise_widths': expected a number, got a string ('3w')",
+    ),
+    "min_ratio without noise widths": (
+        BUDGET + "    min_ratio: 1.02x\n",
+        "{file}:7: rule 't': key 'min_ratio': goes with max_noise_widths (it gates a noise-relative "
+        "limit); for a plain ratio limit use max_ratio",
+    ),
+    "noise profile outside the directory": (
+        "version: 1\nnoise_profile: ../noise.json\n",
+        "{file}:2: key 'noise_profile': '../noise.json' is outside the including file's directory: a "
+        "noise profile must lie under the rule file's directory",
+    ),
+    "noise profile absolute": (
+        "version: 1\nnoise_profile: /etc/passwd\n",
+        "{file}:2: key 'noise_profile': '/etc/passwd' is an absolute path: a noise profile must lie "
+        "under the rule file's directory",
+    ),
+    "noise profile missing": (
+        "version: 1\nnoise_profile: noise.json\n",
+        "{file}:2: key 'noise_profile': 'noise.json': no such file (make one with `nsysdiff noise "
+        "RUN... -o FILE`)",
+    ),
+    "noise profile not a string": (
+        "version: 1\nnoise_profile: [a, b]\n",
+        "{file}:2: key 'noise_profile': expected a string, got a list",
+    ),
 }
 
 
@@ -296,3 +329,14 @@ def test_shipped_packs_load(pack: str) -> None:
     rs = load_rules([pack])
     assert rs.rules
     assert all(r.description for r in rs.rules), "every shipped rule is documented"
+
+
+def test_a_noise_profile_that_is_no_profile(tmp_path: Path) -> None:
+    """The profile a rule file names is validated with it, before any trace is read."""
+    (tmp_path / "noise.json").write_text('{"format": "nsysdiff-fingerprint"}', encoding="utf-8")
+    path = tmp_path / "rules.yaml"
+    path.write_text("version: 1\nnoise_profile: noise.json\n", encoding="utf-8")
+    with pytest.raises(FingerprintError) as e:
+        load_rules([str(path)])
+    assert str(e.value).startswith(f"{tmp_path / 'noise.json'}: not an nsysdiff noise profile")
+    assert e.value.exit_code is ExitCode.BAD_INPUT

@@ -1,0 +1,404 @@
+"""Noise profiles: A/A runs with known jitter recover it; the profile file is untrusted input;
+budgets judged against it fail, pass or stay inconclusive as documented."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import fpspec
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from nsysdiff import api, noise, runset
+from nsysdiff.cli import app, route
+from nsysdiff.diff import compare
+from nsysdiff.errors import ExitCode, FingerprintError, UsageError
+from nsysdiff.model import Fingerprint, fingerprint_to_json
+from nsysdiff.noise import KeyKind
+from nsysdiff.rules import evaluate, load_rules
+from nsysdiff.rules.noise_limits import attach
+from nsysdiff.trace.builder import TraceBuilder
+
+GEMM = "ampere_sgemm_128x64_nn"
+NORM = "rms_norm_kernel"
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, route(list(args)))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _jittered(rng: np.random.Generator, sigmas: dict[str, float], scale: dict[str, float] | None = None,
+              source: str = "run.sqlite") -> Fingerprint:  # fmt: skip
+    """One run: each kernel 100 calls of 100 us, its total times exp(N(0, sigma))."""
+    scale = scale or {}
+    ks = {
+        name: (100, round(10_000_000 * scale.get(name, 1.0) * math.exp(rng.normal(0.0, sigma))))
+        for name, sigma in sigmas.items()
+    }
+    return fpspec.fingerprint(ks, source=source)
+
+
+def _run_set(fps: list[Fingerprint]) -> runset.RunSet:
+    return runset.run_set(fps, [f"aa{i}.sqlite" for i in range(len(fps))])
+
+
+# --- the profile recovers known noise ------------------------------------------------------
+
+SIGMAS = {0.005: 10, 0.01: 10, 0.02: 10, 0.05: 10}  # per-run SD of the log -> kernels with it
+
+
+def test_simulated_runs_recover_the_planted_noise() -> None:
+    """12 A/A runs, 40 kernels with known log-normal jitter (0.5% to 5%): the SD per kernel
+    is within the chi distribution's spread of the truth, and averaged over the 10 kernels
+    of one level within 15% of it (the standard error of that mean is about 7%)."""
+    rng = np.random.default_rng(20261124)
+    sigmas = {f"kernel_{s}_{i}": s for s, n in SIGMAS.items() for i in range(n)}
+    profile = noise.measure(_run_set([_jittered(rng, sigmas) for _ in range(12)]))
+    kernels = {k.key: k for k in profile.keys if k.kind is KeyKind.KERNEL}
+    assert set(kernels) == set(sigmas) and profile.partial == ()
+    for level in SIGMAS:
+        got = np.array([kernels[name].mean.sd_log for name, s in sigmas.items() if s == level])
+        robust = np.array([kernels[name].mean.robust_log for name, s in sigmas.items() if s == level])
+        assert np.all((got > 0.3 * level) & (got < 1.8 * level)), (level, got)
+        assert abs(got.mean() / level - 1) < 0.15, (level, got.mean())
+        # The robust spread estimates the same SD under normal noise, less precisely.
+        assert abs(robust.mean() / level - 1) < 0.35, (level, robust.mean())
+        # Calls are the same in every run: the total and the per-call mean move together.
+        totals = np.array([kernels[name].total.sd_log for name, s in sigmas.items() if s == level])
+        assert np.allclose(got, totals, rtol=1e-6)
+        assert all(kernels[name].total.width == pytest.approx(math.sqrt(2) * kernels[name].total.sd_log)
+                   for name, s in sigmas.items() if s == level)  # fmt: skip
+
+
+def test_exact_figures_of_three_runs() -> None:
+    """Three runs with known totals: SD, robust spread and medians exactly as defined."""
+    totals = [10_000_000, 10_300_000, 9_700_000]
+    fps = [fpspec.fingerprint({GEMM: (100, t), NORM: (50, 1_000_000)}, nvtx={"step": (4, t + 1_000_000)})
+           for t in totals]  # fmt: skip
+    profile = noise.measure(_run_set(fps))
+    gemm = next(k for k in profile.keys if (k.kind, k.key) == (KeyKind.KERNEL, GEMM))
+    logs = np.log(np.array(totals, dtype=float))
+    assert gemm.total.sd_log == pytest.approx(float(np.std(logs, ddof=1)), rel=1e-12)
+    assert gemm.total.robust_log == pytest.approx(noise.MAD_TO_SD * float(np.log(10_300_000 / 10_000_000)))
+    assert (gemm.median_total_ns, gemm.median_mean_ns) == (10_000_000, 100_000)
+    norm = next(k for k in profile.keys if (k.kind, k.key) == (KeyKind.KERNEL, NORM))
+    assert norm.total == noise.Spread(0.0, 0.0)
+    kinds = {k.kind for k in profile.keys}
+    assert kinds == {KeyKind.KERNEL, KeyKind.FAMILY, KeyKind.CATEGORY, KeyKind.NVTX}
+
+
+def test_keys_in_some_runs_are_listed_apart() -> None:
+    fps = [fpspec.fingerprint({GEMM: (100, 10_000_000), **({"flaky_kernel": (3, 1000)} if i == 1 else {})})
+           for i in range(3)]  # fmt: skip
+    profile = noise.measure(_run_set(fps))
+    assert noise.PartialKey(KeyKind.KERNEL, "flaky_kernel", 1) in profile.partial
+    assert all(k.key != "flaky_kernel" for k in profile.keys)
+
+
+def test_one_run_is_not_enough() -> None:
+    with pytest.raises(UsageError, match="a noise profile needs at least 2 runs of one build, got 1"):
+        noise.measure(_run_set([fpspec.fingerprint({GEMM: (1, 10)})]))
+
+
+def test_json_round_trip() -> None:
+    rng = np.random.default_rng(7)
+    profile = noise.measure(_run_set([_jittered(rng, {GEMM: 0.02, NORM: 0.01}) for _ in range(4)]))
+    again = noise.profile_from_json(noise.profile_to_json(profile), "p.json")
+    assert again == profile
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def _trace(path: Path, factor: float) -> str:
+    """A run whose every kernel lasts ``factor`` times its nominal duration."""
+    b = TraceBuilder()
+    for i in range(20):
+        b.kernel(GEMM, 100_000 * i, round(40_000 * factor))
+        b.kernel(NORM, 100_000 * i + 50_000, round(5_000 * factor**0.5))
+    b.nvtx_range("step", 0, 2_000_000)
+    return str(b.write(path))
+
+
+def test_noise_command_on_traces(tmp_path: Path) -> None:
+    factors = [1.0, 1.03, 0.97, 1.01, 0.99]
+    traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate(factors)]
+    out = tmp_path / "noise.json"
+    code, stdout, err = _cli("noise", *traces, "-o", str(out), "--width", "100")
+    assert (code, err) == (0, "")
+    assert stdout.startswith("nsysdiff noise: 5 runs of one build")
+    assert "Noisiest per-call means" in stdout and "A noise width is the SD" in stdout
+    profile = api.load_noise_profile(out)
+    gemm = next(k for k in profile.keys if (k.kind, k.key) == (KeyKind.KERNEL, GEMM))
+    want = float(np.std(np.log([round(40_000 * f) for f in factors]), ddof=1))
+    assert gemm.mean.sd_log == pytest.approx(want, rel=1e-12)
+    # The noisiest key comes first: the GEMM moves with the factor, the norm with its root.
+    rows = [line.split()[0] for line in stdout.splitlines() if line.startswith((GEMM, NORM))]
+    assert rows.index(GEMM) < rows.index(NORM)
+
+
+def test_noise_command_formats(tmp_path: Path) -> None:
+    traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02])]
+    code, stdout, _ = _cli("noise", *traces, "--format", "json")
+    assert code == 0 and json.loads(stdout)["runs"] == 2
+    code, stdout, _ = _cli("noise", *traces, "--format", "markdown")
+    assert code == 0 and stdout.startswith("### nsysdiff noise: 2 runs") and "| key | kind |" in stdout
+
+
+def test_noise_command_mixes_inputs(tmp_path: Path) -> None:
+    traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02, 0.98])]
+    saved = tmp_path / "two.json"
+    assert _cli("fingerprint", "--run-set", traces[0], traces[1], "-o", str(saved))[0] == 0
+    code, stdout, err = _cli("noise", str(saved), traces[2], "-f", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(stdout)["sources"] == [f"{saved} runs[0]", f"{saved} runs[1]", traces[2]]
+
+
+def test_noise_command_needs_two_runs(tmp_path: Path) -> None:
+    code, stdout, err = _cli("noise", _trace(tmp_path / "one.sqlite", 1.0), "-o", str(tmp_path / "n.json"))
+    assert (code, stdout) == (2, "")
+    assert err == (
+        "nsysdiff: error: a noise profile needs at least 2 runs of one build, got 1 "
+        f"({tmp_path / 'one.sqlite'}); capture the same build again and give every run\n"
+    )
+    assert not (tmp_path / "n.json").exists()
+
+
+# --- hostile profiles ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good() -> str:
+    rng = np.random.default_rng(3)
+    return noise.profile_to_json(noise.measure(_run_set([_jittered(rng, {GEMM: 0.02, NORM: 0.01})
+                                                         for _ in range(3)])))  # fmt: skip
+
+
+def _edit(good: str, change: Callable[[dict[str, Any]], object]) -> str:
+    doc = json.loads(good)
+    change(doc)
+    return json.dumps(doc)
+
+
+HOSTILE: dict[str, tuple[Callable[[str], str], str]] = {
+    "negative SD": (
+        lambda g: _edit(g, lambda d: d["keys"][0]["mean"].update(sd_log=-0.1)),
+        "p.json: malformed noise profile at $.keys[0].mean.sd_log: -0.1 is less than the minimum of 0",
+    ),
+    "NaN": (
+        lambda g: g.replace('"sd_log": ', '"sd_log": NaN, "x": ', 1),
+        "p.json: malformed noise profile at $.keys[0].total.sd_log: NaN is not of type 'number'",
+    ),
+    "unknown kind": (
+        lambda g: _edit(g, lambda d: d["keys"][0].update(kind="stream")),
+        "p.json: malformed noise profile at $.keys[0].kind: 'stream' is not one of",
+    ),
+    "a width edited by hand": (
+        lambda g: _edit(g, lambda d: d["keys"][0]["mean"].update(sd_log=d["keys"][0]["mean"]["sd_log"] * 0.5)),
+        "p.json: malformed noise profile at $.keys[0]: does not match the runs it was measured from",
+    ),
+    "a key removed": (
+        lambda g: _edit(g, lambda d: d["keys"].pop()),
+        "p.json: malformed noise profile at $.keys[",
+    ),
+    "a partial key invented": (
+        lambda g: _edit(g, lambda d: d["partial"].append({"kind": "kernel", "key": "x", "runs": 1})),
+        "p.json: malformed noise profile at $.partial: does not match the runs",
+    ),
+    "run count disagrees": (
+        lambda g: _edit(g, lambda d: d.update(runs=7)),
+        "p.json: malformed noise profile at $.runs: 7 runs, 3 fingerprints and 3 sources",
+    ),
+    "a run that is no fingerprint": (
+        lambda g: _edit(g, lambda d: d["fingerprints"][1].update(kernels=5)),
+        "p.json fingerprints[1]: malformed fingerprint at $.kernels",
+    ),
+    "runs of different GPUs": (
+        lambda g: _edit(g, lambda d: d["fingerprints"][2]["meta"]["gpus"][0].update(name="NVIDIA A100")),
+        "p.json fingerprints[2]: GPU model 'NVIDIA A100' differs from the other runs of its side",
+    ),
+    "another format": (
+        lambda g: _edit(g, lambda d: d.update(format="nsysdiff-run-set")),
+        'p.json: not an nsysdiff noise profile (no "format": "nsysdiff-noise-profile")',
+    ),
+    "a later version": (
+        lambda g: _edit(g, lambda d: d.update(version=2)),
+        "p.json: noise profile format version 2 is not supported (this nsysdiff reads version 1)",
+    ),
+    "nested too deeply": (
+        lambda g: "[" * 100_000 + "]" * 100_000,
+        "p.json: not a fingerprint (JSON nested too deeply)",
+    ),
+    "huge integer": (
+        lambda g: g.replace('"runs": 3', '"runs": ' + "9" * 5000, 1),
+        "p.json: malformed noise profile at $.runs: an integer of 5000 digits is not of type 'integer'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=list(HOSTILE))
+def test_hostile_profiles_exit_2_in_one_line(good: str, case: str, tmp_path: Path) -> None:
+    edit, message = HOSTILE[case]
+    path = tmp_path / "p.json"
+    path.write_text(edit(good), encoding="utf-8")
+    with pytest.raises(FingerprintError) as info:
+        noise.profile_from_json(path.read_text(encoding="utf-8"), "p.json")
+    assert message in str(info.value) and "\n" not in str(info.value)
+    b, c = fpspec.saved_pair(tmp_path, {GEMM: (100, 10_000_000)}, {GEMM: (100, 10_000_000)})
+    code, stdout, err = _cli("diff", b, c, "--noise-profile", str(path))
+    assert (code, stdout) == (2, "") and err.count("\n") == 1 and str(path) in err
+
+
+def test_oversized_profile_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "FINGERPRINT_MAX_BYTES", 1000)
+    path = tmp_path / "big.json"
+    path.write_text(" " * 1001, encoding="utf-8")
+    with pytest.raises(FingerprintError, match=r"big\.json: 1001 bytes, larger than"):
+        api.load_noise_profile(path)
+
+
+def test_a_trace_is_not_a_profile(tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "t.sqlite", 1.0)
+    with pytest.raises(FingerprintError, match=r"t\.sqlite: not a noise profile \(an SQLite export\)"):
+        api.load_noise_profile(trace)
+    with pytest.raises(FingerprintError, match=r"none\.json: no such file"):
+        api.load_noise_profile(tmp_path / "none.json")
+
+
+# --- budgets against the profile, end to end ------------------------------------------------
+
+TIGHT = (
+    "version: 1\nrules:\n  - id: gemm-tight\n    kind: budget\n    kernel: sgemm\n    metric: mean\n"
+    "    max_ratio: 1.01x\n"
+)
+NOISY = (
+    "version: 1\nrules:\n  - id: gemm-noise\n    kind: budget\n    kernel: sgemm\n    metric: mean\n"
+    "    max_noise_widths: 3\n    min_ratio: 1.02x\n"
+)
+
+
+@pytest.fixture()
+def calibrated(tmp_path: Path) -> tuple[Path, str, str, str]:
+    """A profile of 6 runs with 2% noise on the GEMM, and a base, an A/A candidate and a
+    candidate 30% slower per GEMM call, all saved as fingerprints."""
+    rng = np.random.default_rng(11)
+    sigmas = {GEMM: 0.02, NORM: 0.002}
+    profile = noise.measure(_run_set([_jittered(rng, sigmas) for _ in range(6)]))
+    path = tmp_path / "noise.json"
+    path.write_text(noise.profile_to_json(profile), encoding="utf-8")
+    saved = []
+    for name, scale in (("base", 1.0), ("same", 1.0), ("slow", 1.3)):
+        p = tmp_path / f"{name}.json"
+        kernels = {GEMM: (100, round(10_000_000 * scale)), NORM: (100, 10_000_000)}
+        fp = fpspec.fingerprint(kernels, source=f"{name}.sqlite")
+        p.write_text(fingerprint_to_json(fp), encoding="utf-8")
+        saved.append(str(p))
+    return path, saved[0], saved[1], saved[2]
+
+
+def test_a_budget_below_the_noise_is_inconclusive(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    profile, base, same, _ = calibrated
+    rules = tmp_path / "tight.yaml"
+    rules.write_text(TIGHT, encoding="utf-8")
+    # Without the profile: exactly today's verdict (a pass: no change at all).
+    assert _cli("diff", base, same, "--rules", str(rules))[0] == 0
+    code, stdout, err = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile),
+                             "--width", "200")  # fmt: skip
+    assert (code, err) == (int(ExitCode.INCONCLUSIVE), "")
+    first = stdout.splitlines()[0]
+    assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · too small to tell: rule 'gemm-tight': limit +1.0% is ")
+    assert "is below the measured noise ±" in first and "of the per-call mean of kernel:sgemm over 6 runs" in first
+
+
+def test_a_failing_rule_decides_over_an_inconclusive_one(
+    calibrated: tuple[Path, str, str, str], tmp_path: Path
+) -> None:
+    profile, base, same, _ = calibrated
+    rules = tmp_path / "both.yaml"
+    rules.write_text(TIGHT + "  - id: calls\n    kind: budget\n    whole: trace\n    metric: total_time\n"
+                     "    max_value: 1ms\n", encoding="utf-8")  # fmt: skip
+    code, stdout, _ = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200")
+    assert code == int(ExitCode.REGRESSION)
+    assert "  note: rule 'gemm-tight': limit +1.0% is below the measured noise" in stdout
+
+
+def test_a_rule_at_3_noise_widths(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    profile, base, same, slow = calibrated
+    rules = tmp_path / "noisy.yaml"
+    rules.write_text(NOISY, encoding="utf-8")
+    assert _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile))[0] == 0
+    code, stdout, _ = _cli("diff", base, slow, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200")
+    assert code == int(ExitCode.REGRESSION)
+    assert "gemm-noise · kernel:sgemm" in stdout and "noise widths vs limit max_noise_widths 3 (" in stdout
+
+
+def test_the_rule_file_names_its_profile(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    _, base, _, slow = calibrated
+    rules = tmp_path / "noisy.yaml"
+    rules.write_text(NOISY.replace("version: 1\n", "version: 1\nnoise_profile: noise.json\n"), encoding="utf-8")
+    assert _cli("rules", "validate", str(rules))[0] == 0
+    assert _cli("diff", base, slow, "--rules", str(rules))[0] == int(ExitCode.REGRESSION)
+
+
+def test_a_noise_limit_without_a_profile_fails_before_reading(tmp_path: Path) -> None:
+    rules = tmp_path / "noisy.yaml"
+    rules.write_text(NOISY, encoding="utf-8")
+    assert _cli("rules", "validate", str(rules))[0] == 0  # the profile may come with the diff
+    code, stdout, err = _cli("diff", str(tmp_path / "missing-a.sqlite"), str(tmp_path / "missing-b.sqlite"),
+                             "--rules", str(rules))  # fmt: skip
+    assert (code, stdout) == (2, "")
+    assert err == (
+        f"nsysdiff: error: {rules}:3: rule 'gemm-noise': key 'max_noise_widths': needs a noise profile: give "
+        "--noise-profile FILE, or noise_profile: FILE in the rule file (make one with "
+        "`nsysdiff noise RUN... -o FILE`)\n"
+    )
+
+
+def test_noise_profile_with_no_rules_is_a_usage_error(calibrated: tuple[Path, str, str, str]) -> None:
+    profile, base, same, _ = calibrated
+    code, _, err = _cli("diff", base, same, "--no-rules", "--noise-profile", str(profile))
+    assert code == 2
+    assert err == "nsysdiff: error: --noise-profile judges rules; --no-rules judges none: give one of them\n"
+
+
+def test_a_3_width_rule_calibrated_on_simulated_pairs(tmp_path: Path) -> None:
+    """200 simulated A/A pairs and 200 pairs with a planted +10% per-call regression, 1%
+    noise, the profile from 10 other runs: the 3-width rule raises at most 2% false alarms
+    (about 0.75% expected: Student's t with 9 degrees of freedom past 3) and finds at least
+    99% of the regressions (10% is about 6.7 widths of 1.4%)."""
+    rng = np.random.default_rng(42)
+    sigmas = {GEMM: 0.01}
+    profile = noise.measure(_run_set([_jittered(rng, sigmas) for _ in range(10)]))
+    rules = tmp_path / "r.yaml"
+    rules.write_text(NOISY.replace("min_ratio: 1.02x", "min_ratio: 1.01x"), encoding="utf-8")
+    ruleset = attach(load_rules([str(rules)]), profile)
+    today = date(2026, 1, 1)
+    alarms = found = 0
+    for _ in range(200):
+        base = _jittered(rng, sigmas)
+        alarms += bool(evaluate(compare(base, _jittered(rng, sigmas)), ruleset, today=today)[0])
+        found += bool(evaluate(compare(base, _jittered(rng, sigmas, {GEMM: 1.10})), ruleset, today=today)[0])
+    assert alarms <= 4, alarms
+    assert found >= 198, found
+
+
+def test_a_profile_of_another_gpu_does_not_fit(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    profile, _, same, _ = calibrated
+    other = tmp_path / "a100.json"
+    other.write_text(fingerprint_to_json(fpspec.fingerprint({GEMM: (100, 10_000_000)}, gpu="NVIDIA A100",
+                                                            source="a100.sqlite")), encoding="utf-8")  # fmt: skip
+    rules = tmp_path / "tight.yaml"
+    rules.write_text(TIGHT, encoding="utf-8")
+    code, stdout, err = _cli("diff", str(other), same, "--rules", str(rules), "--noise-profile", str(profile))
+    assert (code, stdout) == (2, "")
+    assert err == (
+        "nsysdiff: error: the noise profile does not fit the base: a100.sqlite: GPU model 'NVIDIA A100' differs "
+        "from the other runs of its side (aa0.sqlite: 'NVIDIA H200'); runs of one side must be captured alike\n"
+    )
