@@ -402,3 +402,26 @@ def test_a_profile_of_another_gpu_does_not_fit(calibrated: tuple[Path, str, str,
         "nsysdiff: error: the noise profile does not fit the base: a100.sqlite: GPU model 'NVIDIA A100' differs "
         "from the other runs of its side (aa0.sqlite: 'NVIDIA H200'); runs of one side must be captured alike\n"
     )
+
+
+def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    profile, base, same, _ = calibrated
+    rules = tmp_path / "tight.yaml"
+    rules.write_text(TIGHT, encoding="utf-8")
+    args = ("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile))
+    reason = "rule 'gemm-tight': limit +1.0% is below the measured noise ±"
+    out: dict[str, str] = {}
+    for fmt in ("text", "markdown", "json", "github", "junit", "csv"):
+        code, stdout, err = _cli(*args, "--format", fmt, "--width", "200")
+        assert (code, err) == (int(ExitCode.INCONCLUSIVE), ""), fmt
+        out[fmt] = stdout
+    assert "INCONCLUSIVE (exit 3) · too small to tell: " + reason in out["text"]
+    assert "> Too small to tell: a limit is within the measured noise:" in out["markdown"]
+    doc = json.loads(out["json"])
+    assert doc["outcome"] == "inconclusive" and doc["reasons"][0].startswith(reason)
+    assert [f.get("inconclusive") for f in doc["findings"]] == [True]
+    assert doc["findings"][0]["fails"] is False
+    assert out["github"].startswith("::warning title=gemm-tight%3A kernel%3Asgemm::")
+    assert 'type="inconclusive"' in out["junit"]
+    details = _cli(*args, "--details", "--width", "200")[1]
+    assert "error, inconclusive gemm-tight · kernel:sgemm" in details

@@ -43,7 +43,8 @@ def command(name: str, message: str, **properties: str) -> str:
 
 
 def annotation(f: Finding, failing: bool) -> str:
-    name = "error" if failing else _COMMAND[f.level]
+    # A limit within the noise is a warning whatever its level: it decided nothing.
+    name = "error" if failing else ("warning" if f.inconclusive else _COMMAND[f.level])
     message = markdown.finding_text(f)
     if f.message:
         message += f" ({f.message})"

@@ -234,6 +234,13 @@ def _short_name(r: Row) -> str:
     return u.shorten(r.name)
 
 
+def too_small(report: Report) -> bool:
+    """Whether the outcome is inconclusive only because limits are within the measured
+    noise (a noise profile was given), not because the sides can't be compared."""
+    told = {undecided_reason(f) for f in report.undecided}
+    return bool(told) and set(report.reasons) <= told
+
+
 def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) -> list[str]:
     """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
     time and the top outlier. ``name`` formats the outlier's row (its kernel name)."""
@@ -241,8 +248,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     if report.outcome is Outcome.UNJUDGED:
         parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
-        told = {undecided_reason(f) for f in report.undecided}
-        what = "too small to tell: " if told and set(report.reasons) <= told else "can't compare: "
+        what = "too small to tell: " if too_small(report) else "can't compare: "
         parts.append(what + "; ".join(report.reasons))
     else:
         parts.append(plural(len(failed_rules(report)), "failed rule"))
@@ -626,7 +632,8 @@ def _render(report: Report, names: Names = Names.short) -> str:
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
     out = [" · ".join([first, *verdict_details(report, kcode)]), ""]
     if report.reasons:
-        out += ["> [!WARNING]", "> The traces can't be compared meaningfully:"]
+        out += ["> [!WARNING]", "> Too small to tell: a limit is within the measured noise:" if too_small(report)
+                else "> The traces can't be compared meaningfully:"]  # fmt: skip
         out += [f"> - {cell(r)}" for r in report.reasons]
         out.append("")
     context = [
