@@ -13,6 +13,7 @@ from typing import Any
 import fpspec
 import numpy as np
 import pytest
+from conftest import real_trace
 from typer.testing import CliRunner
 
 from nsysdiff import api, noise, runset
@@ -425,3 +426,35 @@ def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, s
     assert 'type="inconclusive"' in out["junit"]
     details = _cli(*args, "--details", "--width", "200")[1]
     assert "error, inconclusive gemm-tight · kernel:sgemm" in details
+
+
+def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
+    """There are no real A/A captures (the H100 directory holds single captures): the same
+    capture given twice is the degenerate A/A pair, with a width of 0 everywhere. Judged
+    against it, no limit is too small to tell, and a noise-width budget with a min_ratio
+    fails exactly the kernels that grew past it per call."""
+    bs1, bs16 = real_trace("h100/example_bs1"), real_trace("h100/example_bs16")
+    path = tmp_path / "noise.json"
+    code, stdout, err = _cli("noise", str(bs1), str(bs1), "-o", str(path), "--width", "120")
+    assert (code, err) == (0, "")
+    assert stdout.startswith("nsysdiff noise: 2 runs of one build · NVIDIA H100 80GB HBM3")
+    profile = api.load_noise_profile(path)
+    assert profile.partial == () and all(k.total.sd_log == 0 and k.mean.sd_log == 0 for k in profile.keys)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "version: 1\nnoise_profile: noise.json\nrules:\n"
+        "  - id: per-call\n    kind: budget\n    kernel: .\n    each: true\n    metric: mean\n"
+        "    max_noise_widths: 3\n    min_ratio: 3x\n"
+        "  - id: tight\n    kind: budget\n    whole: trace\n    max_ratio: 1.01x\n    level: warning\n",
+        encoding="utf-8",
+    )
+    code, stdout, _ = _cli("diff", str(bs1), str(bs16), "--rules", str(rules), "-f", "json")
+    assert code == int(ExitCode.REGRESSION)
+    doc = json.loads(stdout)
+    assert not any(f.get("inconclusive") for f in doc["findings"])
+    failed = {f["subject"] for f in doc["findings"] if f["fails"]}
+    assert "indexSelectSmallIndex" in " ".join(failed)
+    per_call = [f for f in doc["findings"] if f["rule_id"] == "per-call"]
+    # Kernels new at bs16 breach as new; every other finding grew more than 3x per call.
+    assert all(f["observed"].startswith("new (") if f["observed_value"] is None else f["observed_value"] > 3
+               for f in per_call)  # fmt: skip
