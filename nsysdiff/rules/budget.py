@@ -403,7 +403,7 @@ class _Limit:
     observed: str
     limit: str
     observed_value: float | None
-    limit_value: float
+    limit_value: float | None  # max_noise_widths: the ratio its widths allow, when measured
     unit: str
     breached: bool
     allowed: float | None
@@ -477,12 +477,12 @@ def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_li
     gate = f" and min_ratio {units.fmt_ratio(o.min_ratio)}" if o.min_ratio is not None else ""
     fmt = formatter(o.metric)
     if bv is None or bv <= 0:
-        return _Limit(f"new ({fmt(cv)})", f"max_noise_widths {k:g}{gate}", None, k, "noise widths", True, None,
+        return _Limit(f"new ({fmt(cv)})", f"max_noise_widths {k:g}{gate}", None, None, "ratio", True, None,
                       None, o.metric, in_widths=True)  # fmt: skip
     r = cv / bv
     w = noise.width if noise is not None else None
     if w is None:
-        return _Limit(units.fmt_ratio(r), f"max_noise_widths {k:g}{gate}", r, k, "noise widths", False, None,
+        return _Limit(units.fmt_ratio(r), f"max_noise_widths {k:g}{gate}", r, None, "ratio", False, None,
                       math.log(r), o.metric, in_widths=True)  # fmt: skip
     threshold = math.exp(k * w)
     floor = o.min_ratio if o.min_ratio is not None else 1.0
