@@ -215,7 +215,7 @@ def profile_from_json(text: str, source: str) -> NoiseProfile:
     file and the JSON path."""
     from nsysdiff import validation
 
-    doc = validation.parse(text, source)
+    doc = validation.parse(text, source, "noise profile")
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
         raise FingerprintError(
             f'{source}: not an nsysdiff noise profile (no "format": "{PROFILE_FORMAT}"); '

@@ -58,14 +58,14 @@ def _parse_constant(text: str) -> _Refused:
     return _Refused(text)  # NaN, Infinity, -Infinity: not JSON
 
 
-def parse(text: str, source: str) -> Any:
+def parse(text: str, source: str, what: str = "fingerprint") -> Any:
     """JSON text as Python data, refusing what no fingerprint holds (see module doc)."""
     try:
         return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as e:
         raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
     except RecursionError:
-        raise FingerprintError(f"{source}: not a fingerprint (JSON nested too deeply)") from None
+        raise FingerprintError(f"{source}: not a {what} (JSON nested too deeply)") from None
 
 
 @functools.cache

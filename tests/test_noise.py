@@ -235,7 +235,7 @@ HOSTILE: dict[str, tuple[Callable[[str], str], str]] = {
     ),
     "nested too deeply": (
         lambda g: "[" * 100_000 + "]" * 100_000,
-        "p.json: not a fingerprint (JSON nested too deeply)",
+        "p.json: not a noise profile (JSON nested too deeply)",
     ),
     "huge integer": (
         lambda g: g.replace('"runs": 3', '"runs": ' + "9" * 5000, 1),

@@ -340,3 +340,14 @@ def test_a_noise_profile_that_is_no_profile(tmp_path: Path) -> None:
         load_rules([str(path)])
     assert str(e.value).startswith(f"{tmp_path / 'noise.json'}: not an nsysdiff noise profile")
     assert e.value.exit_code is ExitCode.BAD_INPUT
+
+
+def test_a_shipped_pack_names_no_noise_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack has no directory of its own to read a profile from."""
+    from nsysdiff.rules import config
+
+    (tmp_path / "noisy.yaml").write_text("version: 1\nnoise_profile: noise.json\n", encoding="utf-8")
+    monkeypatch.setattr(config, "packs_root", lambda: tmp_path)
+    with pytest.raises(RuleError) as e:
+        load_rules(["noisy"])
+    assert str(e.value) == "rules/noisy.yaml:2: key 'noise_profile': a shipped pack can't name a noise profile"
