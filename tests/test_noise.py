@@ -458,3 +458,29 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     # Kernels new at bs16 breach as new; every other finding grew more than 3x per call.
     assert all(f["observed"].startswith("new (") if f["observed_value"] is None else f["observed_value"] > 3
                for f in per_call)  # fmt: skip
+
+
+def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
+    """A profile taken per decode step judges per-step budgets of a diff with that scope;
+    a diff of the whole traces is another selection, and the profile is refused for it."""
+    from test_scope import serving
+
+    runs = [str(serving(tmp_path / f"aa{i}.sqlite", 6, slow=f)) for i, f in enumerate([1.0, 1.02, 0.98])]
+    profile = tmp_path / "noise.json"
+    scope = ("--nvtx", "decode", "--per", "decode_step")
+    code, _, err = _cli("noise", *runs, *scope, "-o", str(profile), "-q")
+    assert (code, err) == (0, "")
+    assert {(fp.scope.per, fp.scope.steps) for fp in api.load_noise_profile(profile).runs.runs} == {("decode_step", 6)}
+    base = str(serving(tmp_path / "base.sqlite", 6))
+    cand = str(serving(tmp_path / "cand.sqlite", 8, slow=1.5))
+    rules = tmp_path / "steps.yaml"
+    rules.write_text("version: 1\nrules:\n  - id: step\n    kind: budget\n    whole: trace\n    per: decode_step\n"
+                     "    max_noise_widths: 3\n    min_ratio: 1.05x\n", encoding="utf-8")  # fmt: skip
+    judged = ("--rules", str(rules), "--noise-profile", str(profile), "-f", "json")
+    code, stdout, err = _cli("diff", base, cand, *scope, *judged)
+    assert (code, err) == (int(ExitCode.REGRESSION), "")
+    finding = json.loads(stdout)["findings"][0]
+    assert "per decode_step step (6 -> 8 steps)" in finding["evidence"] and "noise widths" in finding["observed"]
+    code, stdout, err = _cli("diff", base, cand, *judged)
+    assert (code, stdout) == (2, "")
+    assert err.startswith("nsysdiff: error: the noise profile does not fit the base: ") and "scope" in err

@@ -27,7 +27,9 @@ def _count(n: int, kind: KeyKind) -> str:
 
 
 def header_lines(p: NoiseProfile) -> list[str]:
-    counts = [_count(sum(k.kind is kind for k in p.keys), kind) for kind in _KIND_WORDS]
+    counted = {kind: sum(k.kind is kind for k in p.keys) for kind in _KIND_WORDS}
+    # Kernels always (a profile without them says so); other kinds when the runs have some.
+    counts = [_count(n, kind) for kind, n in counted.items() if n or kind is KeyKind.KERNEL]
     head = f"{p.count} runs of one build · {gpu_line(p.runs.runs[0])} · " + ", ".join(counts)
     if p.partial:
         head += f" · {len(p.partial):,} {'key' if len(p.partial) == 1 else 'keys'} in only some runs"
