@@ -234,7 +234,7 @@ def profile_from_json(text: str, source: str) -> NoiseProfile:
             f"{len(runs)} fingerprints and {len(sources)} sources"
         )
     where = [f"{source} fingerprints[{i}]" for i in range(len(runs))]
-    fps = [fingerprint_from_json(json.dumps(run), w) for run, w in zip(runs, where, strict=True)]
+    fps = [fingerprint_from_json(validation.redump(run), w) for run, w in zip(runs, where, strict=True)]
     try:
         runset.check_comparable(fps, where)  # named by their place in this file
     except UsageError as e:

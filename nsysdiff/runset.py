@@ -10,7 +10,6 @@ fingerprint stays valid input everywhere and a run set adds no new shape for a r
 from __future__ import annotations
 
 import enum
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -112,7 +111,7 @@ def run_set_from_json(text: str, source: str) -> RunSet:
         raise FingerprintError(f"{source}: runs: expected a non-empty list of fingerprints")
     sources = [f"{source} runs[{i}]" for i in range(len(runs))]
     # Each run goes through the whole single-fingerprint path: one validator, one truth.
-    fps = [fingerprint_from_json(json.dumps(run), where) for run, where in zip(runs, sources, strict=True)]
+    fps = [fingerprint_from_json(validation.redump(run), where) for run, where in zip(runs, sources, strict=True)]
     try:
         return run_set(fps, sources)
     except UsageError as e:

@@ -68,6 +68,13 @@ def parse(text: str, source: str, what: str = "fingerprint") -> Any:
         raise FingerprintError(f"{source}: not a {what} (JSON nested too deeply)") from None
 
 
+def redump(value: Any) -> str:
+    """A parsed part of a document back to JSON text, to be validated on its own (a run of
+    a run set or a noise profile): a value :func:`parse` refused stays refused, written as
+    a string that names it ("an integer of 22 digits"), which the schema then rejects."""
+    return json.dumps(value, default=repr)
+
+
 @functools.cache
 def _validator(schema: str = "fingerprint") -> Any:
     from jsonschema import Draft202012Validator  # imported only when a fingerprint is read

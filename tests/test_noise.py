@@ -237,6 +237,11 @@ HOSTILE: dict[str, tuple[Callable[[str], str], str]] = {
         lambda g: "[" * 100_000 + "]" * 100_000,
         "p.json: not a noise profile (JSON nested too deeply)",
     ),
+    "huge integer in a run": (
+        lambda g: _edit(g, lambda d: d["fingerprints"][0]["kernels"][0].update(calls=2**70)),
+        "p.json fingerprints[0]: malformed fingerprint at $.kernels[0].calls: 'an integer of 22 digits' is not of type "
+        "'integer'",
+    ),
     "huge integer": (
         lambda g: g.replace('"runs": 3', '"runs": ' + "9" * 5000, 1),
         "p.json: malformed noise profile at $.runs: an integer of 5000 digits is not of type 'integer'",
@@ -255,6 +260,46 @@ def test_hostile_profiles_exit_2_in_one_line(good: str, case: str, tmp_path: Pat
     b, c = fpspec.saved_pair(tmp_path, {GEMM: (100, 10_000_000)}, {GEMM: (100, 10_000_000)})
     code, stdout, err = _cli("diff", b, c, "--noise-profile", str(path))
     assert (code, stdout) == (2, "") and err.count("\n") == 1 and str(path) in err
+
+
+def _mutate(rng: np.random.Generator, doc: Any) -> None:
+    """Replace, delete or retype one value anywhere in the document, in place."""
+    hostile: list[Any] = [None, -1, 0, 1e308, -0.5, "x", "", [], {}, True, 2**70, [1, "a"], {"k": None}]
+    parent: Any = None
+    key: Any = None
+    node = doc
+    for _ in range(int(rng.integers(1, 8))):
+        children = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        if not children:
+            break
+        key, child = children[int(rng.integers(len(children)))]
+        parent = node
+        if not isinstance(child, (dict, list)) or rng.random() < 0.3:
+            break
+        node = child
+    if parent is None:
+        return
+    if isinstance(parent, dict) and rng.random() < 0.2:
+        del parent[key]
+    else:
+        parent[key] = hostile[int(rng.integers(len(hostile)))]
+
+
+def test_mutated_profiles_are_refused_in_one_line_or_read(good: str) -> None:
+    """300 random edits of a good profile (a value replaced, retyped or deleted, anywhere,
+    the embedded fingerprints included): each is read, or refused with one line naming
+    the file; nothing else escapes."""
+    rng = np.random.default_rng(12)
+    refused = 0
+    for _ in range(300):
+        doc = json.loads(good)
+        _mutate(rng, doc)
+        try:
+            noise.profile_from_json(json.dumps(doc), "p.json")
+        except FingerprintError as e:
+            refused += 1
+            assert str(e).startswith("p.json") and "\n" not in str(e), str(e)
+    assert refused > 200
 
 
 def test_oversized_profile_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -484,3 +529,20 @@ def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
     code, stdout, err = _cli("diff", base, cand, *judged)
     assert (code, stdout) == (2, "")
     assert err.startswith("nsysdiff: error: the noise profile does not fit the base: ") and "scope" in err
+
+
+def test_a_run_set_with_a_huge_integer_is_refused(tmp_path: Path) -> None:
+    """An over-long integer inside a saved run set is refused like one in a fingerprint
+    (it used to reach the re-serialisation of the run and end as an internal error)."""
+    traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02])]
+    saved = tmp_path / "runs.json"
+    assert _cli("fingerprint", "--run-set", *traces, "-o", str(saved))[0] == 0
+    doc = json.loads(saved.read_text(encoding="utf-8"))
+    doc["runs"][1]["kernels"][0]["calls"] = 2**70
+    saved.write_text(json.dumps(doc), encoding="utf-8")
+    code, stdout, err = _cli("noise", str(saved), traces[0])
+    assert (code, stdout) == (2, "")
+    assert err == (
+        f"nsysdiff: error: {saved} runs[1]: malformed fingerprint at $.kernels[0].calls: 'an integer of 22 digits' "
+        "is not of type 'integer'\n"
+    )
