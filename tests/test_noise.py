@@ -546,3 +546,21 @@ def test_a_run_set_with_a_huge_integer_is_refused(tmp_path: Path) -> None:
         f"nsysdiff: error: {saved} runs[1]: malformed fingerprint at $.kernels[0].calls: 'an integer of 22 digits' "
         "is not of type 'integer'\n"
     )
+
+
+def test_levels_strict_and_waivers_of_a_limit_within_the_noise(
+    calibrated: tuple[Path, str, str, str], tmp_path: Path
+) -> None:
+    """Too small to tell decides the outcome only at a failing level, and a waiver silences it."""
+    profile, base, same, _ = calibrated
+    judged = ("diff", base, same, "--noise-profile", str(profile), "--rules")
+    warning = tmp_path / "warning.yaml"
+    warning.write_text(TIGHT + "    level: warning\n", encoding="utf-8")
+    assert _cli(*judged, str(warning))[0] == int(ExitCode.PASS)
+    assert _cli(*judged, str(warning), "--strict")[0] == int(ExitCode.INCONCLUSIVE)
+    waived = tmp_path / "waived.yaml"
+    waived.write_text(TIGHT + "waivers:\n  - rule: gemm-tight\n    subject: kernel:sgemm\n"
+                      "    reason: calibrating\n    expires: 2999-12-31\n", encoding="utf-8")  # fmt: skip
+    code, stdout, _ = _cli(*judged, str(waived), "-f", "json")
+    assert code == int(ExitCode.PASS)
+    assert json.loads(stdout)["findings"][0]["waived"] is True
