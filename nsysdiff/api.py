@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nsysdiff import comparability, inputs, noise, runset, runstats, scope
+from nsysdiff import comparability, inputs, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
@@ -161,6 +162,10 @@ def load_runs(
     return runset.run_set(runs, sources)
 
 
+if TYPE_CHECKING:  # the noise model loads only where a profile is made or read
+    from nsysdiff.noise import NoiseProfile
+
+
 def noise_profile(
     paths: Sequence[str | Path],
     options: ScopeOptions | None = None,
@@ -168,13 +173,17 @@ def noise_profile(
     progress: Step = silent,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = _quiet,
-) -> noise.NoiseProfile:
+) -> NoiseProfile:
     """The noise profile of A/A runs of one build (any mix of inputs, as :func:`load_runs`)."""
+    from nsysdiff import noise
+
     return noise.measure(load_runs(paths, options, progress=progress, keep_export=keep_export, notify=notify))
 
 
-def load_noise_profile(path: str | Path) -> noise.NoiseProfile:
+def load_noise_profile(path: str | Path) -> NoiseProfile:
     """A saved noise profile (``nsysdiff noise ... -o FILE``), validated like a fingerprint."""
+    from nsysdiff import noise
+
     src = inputs.recognise(Path(path))
     if src.kind is not inputs.Kind.FINGERPRINT and src.path.is_file():
         what = "an SQLite export" if src.kind is inputs.Kind.SQLITE else "an nsys report"
