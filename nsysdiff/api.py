@@ -7,14 +7,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from nsysdiff import comparability, inputs, runset, runstats, scope
+from nsysdiff import comparability, inputs, ranks, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
 from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
+from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.reader import RangeRow, open_trace
 
@@ -58,6 +59,10 @@ def fingerprint_trace(
             nvtx = ranges.result()
         progress(side, "reducing")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        if len(groups.devices) > 1:
+            # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
+            progress(side, "ranks")
+            fp = dataclasses.replace(fp, ranks=trace_ranks.read(r))
         if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
             # Graph-mode replays have no kernel rows: their launches are what can be compared.
             progress(side, "graph launches")
@@ -229,3 +234,27 @@ def judge(
         strict=strict,
         packs=tuple(packs),
     )
+
+
+def load_job(
+    paths: Sequence[str | Path],
+    *,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> tuple[RankStats, ...]:
+    """The ranks of one job given as several traces (reports and saved fingerprints too),
+    numbered in the order given (:func:`nsysdiff.ranks.job`). A trace is read for its ranks
+    alone: one scan of its kernel table, not a whole fingerprint."""
+    parts: list[tuple[str, Sequence[RankStats] | Fingerprint]] = []
+    for path in paths:
+        src = inputs.recognise(Path(path))
+        if src.kind is inputs.Kind.NSYS_REPORT:
+            with inputs.exported(src.path, keep_export, notify) as exported, open_trace(exported) as r:
+                parts.append((src.path.name, trace_ranks.read(r)))
+        elif src.kind is inputs.Kind.SQLITE:
+            with open_trace(src.path) as r:
+                parts.append((src.path.name, trace_ranks.read(r)))
+        else:
+            fp = fingerprint_from_json(_saved_text(src), str(src.path))
+            parts.append((src.path.name, fp))
+    return ranks.job(parts)
