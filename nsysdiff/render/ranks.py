@@ -17,13 +17,14 @@ from nsysdiff.ranks import RankDiff, RankView, Spread
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.trace.ranks import label as label_of
 
 JOB_FORMAT = "nsysdiff-ranks"
 JOB_VERSION = 1
 
 RANK_HEADER = ("rank", "launches", "kernel", "compute", "NCCL", "busy", "idle of span")
 OP_HEADER = ("collective", "calls", "min", "median", "max", "longest on")
-DIFF_HEADER = ("rank", "kernel base → candidate", "compute", "NCCL")
+DIFF_HEADER = ("rank", "compute base → candidate", "NCCL", "kernel")
 
 Tables = list[tuple[str, tuple[str, ...], list[list[str]], tuple[int, ...]]]
 
@@ -185,6 +186,19 @@ def _of(r: RankStats | None, figure: str) -> int | None:
     return None if r is None else int(getattr(r, figure))
 
 
+def _pair_label(b: RankStats | None, c: RankStats | None) -> str:
+    """One label for a rank of both sides: ``GPU 0 · pid 144 → 148`` when only the process
+    id changed (it does between runs), else both labels."""
+    if b is None or c is None:
+        only = b if b is not None else c
+        return "" if only is None else only.label
+    if b.label == c.label:
+        return b.label
+    if b.device is not None and b.device == c.device and b.pid is not None and c.pid is not None:
+        return f"{label_of(b.device, b.pid)} → {c.pid}"
+    return f"{b.label} → {c.label}"
+
+
 def diff_rows(rd: RankDiff) -> list[list[str]]:
     """Per rank number: kernel, compute and NCCL time, base → candidate."""
     base = {r.rank: r for r in rd.base.ranks}
@@ -192,13 +206,11 @@ def diff_rows(rd: RankDiff) -> list[list[str]]:
     out = []
     for n in sorted(base.keys() | cand.keys()):
         b, c = base.get(n), cand.get(n)
-        labels = [x.label for x in (b, c) if x is not None]
-        label = labels[0] if len(set(labels)) == 1 else " → ".join(labels)
         out.append(
-            [f"#{n} {label}",
-             _pair(_of(b, "kernel_ns"), _of(c, "kernel_ns")),
+            [f"#{n} {_pair_label(b, c)}",
              _pair(_of(b, "compute_ns"), _of(c, "compute_ns")),
-             _pair(_of(b, "collective_ns"), _of(c, "collective_ns"))]
+             _pair(_of(b, "collective_ns"), _of(c, "collective_ns")),
+             _pair(_of(b, "kernel_ns"), _of(c, "kernel_ns"))]
         )  # fmt: skip
     return out
 
@@ -237,7 +249,7 @@ def render_diff_text(rd: RankDiff, console: Console) -> None:
     width = console.width
     console.print()
     console.print(grid(f"Ranks ({len(rd.base.ranks):,} → {len(rd.candidate.ranks):,})", DIFF_HEADER,
-                       diff_rows(rd), width, optional=(3,)))  # fmt: skip
+                       diff_rows(rd), width, optional=(3, 1)))  # fmt: skip
     for line in diff_lines(rd):
         wrap(console, line, width, hang="  ")
 
