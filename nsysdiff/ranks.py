@@ -113,6 +113,7 @@ def view(ranks: Sequence[RankStats]) -> RankView | None:
     ops = sorted({c.op for r in rs for c in r.collectives})
     skews = []
     for op in ops:
+
         def time_of(r: RankStats, op: str = op) -> int:
             return sum(c.total_ns for c in r.collectives if c.op == op)
 
