@@ -44,7 +44,7 @@ def rank_rows(v: RankView) -> list[list[str]]:
 def op_rows(v: RankView) -> list[list[str]]:
     return [
         [s.op, f"{s.calls:,}", u.ns(s.time.min_ns), u.ns(s.time.median_ns), u.ns(s.time.max_ns),
-         f"#{s.time.most}"]
+         f"#{s.time.most}" if s.time.spread_ns else "all alike"]
         for s in v.ops
     ]  # fmt: skip
 
@@ -56,13 +56,23 @@ def _spread_text(v: RankView, s: Spread) -> str:
     )
 
 
+def _slowest_text(v: RankView) -> str:
+    if not v.compute.spread_ns:
+        return "no rank is slowest: every rank's compute takes the same time"
+    return f"slowest rank: {name(v.slowest)} (the most compute; the other ranks wait for it in collectives)"
+
+
+def _slowest(v: RankView) -> str:
+    return name(v.slowest) if v.compute.spread_ns else "none (equal compute)"
+
+
 def skew_lines(v: RankView) -> list[str]:
     """What the skew means, in words: the slowest rank, the compute spread, and how much of
     the fastest rank's collective time is waiting."""
     out = [
         f"compute (kernel time outside collectives) per rank: {_spread_text(v, v.compute)}; "
         f"spread {u.ns(v.compute.spread_ns)}",
-        f"slowest rank: {name(v.slowest)} (the most compute; the other ranks wait for it in collectives)",
+        _slowest_text(v),
     ]
     if v.collective is None:
         out.append("no collective (NCCL) kernels: nothing makes the ranks wait for each other on the GPU")
@@ -226,7 +236,7 @@ def diff_lines(rd: RankDiff) -> list[str]:
     if not rd.paired:
         out.append(f"rank counts differ ({len(b.ranks):,} → {len(c.ranks):,}): ranks are paired by number")
     out += [
-        f"slowest rank (most compute): {name(b.slowest)} → {name(c.slowest)}",
+        f"slowest rank (most compute): {_slowest(b)} → {_slowest(c)}",
         f"compute spread across ranks: {u.ns(b.compute.spread_ns)} → {u.ns(c.compute.spread_ns)}",
         f"NCCL time per rank, max / median: {_max_median(b.collective)} → {_max_median(c.collective)}",
     ]
@@ -250,6 +260,7 @@ def render_diff_text(rd: RankDiff, console: Console) -> None:
     console.print()
     console.print(grid(f"Ranks ({len(rd.base.ranks):,} → {len(rd.candidate.ranks):,})", DIFF_HEADER,
                        diff_rows(rd), width, optional=(3, 1)))  # fmt: skip
+    console.print()
     for line in diff_lines(rd):
         wrap(console, line, width, hang="  ")
 
