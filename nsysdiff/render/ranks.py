@@ -59,6 +59,8 @@ def _spread_text(v: RankView, s: Spread) -> str:
 def _slowest_text(v: RankView) -> str:
     if not v.compute.spread_ns:
         return "no rank is slowest: every rank's compute takes the same time"
+    if v.collective is None:
+        return f"slowest rank: {name(v.slowest)} (the most compute)"
     return f"slowest rank: {name(v.slowest)} (the most compute; the other ranks wait for it in collectives)"
 
 
