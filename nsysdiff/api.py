@@ -17,7 +17,7 @@ from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
 from nsysdiff.scope import ScopeOptions
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
-from nsysdiff.trace.reader import RangeRow, open_trace
+from nsysdiff.trace.reader import RangeRow, TraceReader, open_trace
 
 FINGERPRINT_MAX_BYTES = 256 << 20
 
@@ -62,12 +62,22 @@ def fingerprint_trace(
         if len(groups.devices) > 1:
             # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
             progress(side, "ranks")
-            fp = dataclasses.replace(fp, ranks=trace_ranks.read(r))
+            fp = dataclasses.replace(fp, ranks=_ranks(r, fp))
         if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
             # Graph-mode replays have no kernel rows: their launches are what can be compared.
             progress(side, "graph launches")
             fp = dataclasses.replace(fp, graphs=r.graph_launches())
         return fp
+
+
+def _ranks(r: TraceReader, fp: Fingerprint) -> tuple[RankStats, ...]:
+    """The ranks of a multi-GPU trace. One process per device (the usual shape) needs only
+    the pairs: the figures are the devices'; else each pair is scanned for its own."""
+    pairs = trace_ranks.pairs(r)
+    pids = dict(pairs)
+    if len(pids) == len(pairs):
+        return ranks.per_device(fp, pids)
+    return trace_ranks.read(r)
 
 
 def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:

@@ -14,10 +14,10 @@ from rich.console import Console
 
 from nsysdiff.model import RankStats, to_data
 from nsysdiff.ranks import RankDiff, RankView, Spread
+from nsysdiff.ranks import label as label_of
 from nsysdiff.render import safe
 from nsysdiff.render import units as u
 from nsysdiff.render.layout import grid, plain_console, wrap
-from nsysdiff.trace.ranks import label as label_of
 
 JOB_FORMAT = "nsysdiff-ranks"
 JOB_VERSION = 1

@@ -78,6 +78,16 @@ def test_busy_is_the_union_per_rank_not_per_device(tmp_path: Path) -> None:
         (1, PID, 1, 10, 10, 10),
     ]
     assert all(r.collectives == () for r in got)
+    # A device of two processes: the fingerprint's ranks come from the scan, not the devices.
+    assert fingerprint_trace(path).ranks == got
+
+
+@pytest.mark.parametrize("one_process", [False, True])
+def test_ranks_from_the_devices_equal_the_scan(tmp_path: Path, one_process: bool) -> None:
+    # One process per device: the fingerprint derives its ranks from the devices' figures
+    # (no scan); they must be the scan's, to the nanosecond.
+    path = one_file(tmp_path / "job.sqlite", ranks=3, slow=1, one_process=one_process)
+    assert fingerprint_trace(path).ranks == _read(path)
 
 
 def test_fingerprint_carries_ranks_only_for_several_gpus(tmp_path: Path) -> None:
@@ -118,6 +128,7 @@ def test_real_two_gpu_traces_match_sqlite(name: str) -> None:
     finally:
         con.close()
     got = _read(path)
+    assert fingerprint_trace(path).ranks == got  # derived from the devices, as scanned
     assert [(r.device, r.pid, r.kernels, r.kernel_ns, r.span_ns) for r in got] == want
     # One process per GPU: each rank's busy union is its device's, from the reader's own scan.
     devices = fingerprint_trace(path).devices
