@@ -94,9 +94,9 @@ def skew_lines(v: RankView) -> list[str]:
 
 
 def tables(v: RankView, how: str) -> Tables:
-    out: Tables = [(f"Ranks ({len(v.ranks):,}, {how})", RANK_HEADER, rank_rows(v), (6, 5))]
+    out: Tables = [(f"Ranks ({len(v.ranks):,}, {how})", RANK_HEADER, rank_rows(v), (6, 5, 1, 2))]
     if v.ops:
-        out.append(("Collectives per rank", OP_HEADER, op_rows(v), (1, 3)))
+        out.append(("Collectives per rank", OP_HEADER, op_rows(v), (1, 3, 5)))
     return out
 
 

@@ -66,3 +66,13 @@ def test_diff_of_two_jobs(tmp_path: Path, golden: Golden) -> None:
     golden("ranks/diff.md", md[md.index("<details>\n<summary>Ranks") : md.index("<sub>Outlier")])
     first = _run(tmp_path, "diff", "base.sqlite", "cand.sqlite", "--no-rules", "--width", "80")
     assert "4 ranks" in first.splitlines()[-2] + first.splitlines()[-1]
+
+
+@pytest.mark.parametrize("width", [40, 50, 60, 70, 100])
+def test_rank_sections_fit_any_width_and_never_cut_a_number(ranks4: Path, width: int) -> None:
+    one_file(ranks4 / "cand.sqlite", ranks=4, slow=1)
+    for argv in (["summary", "job.sqlite"], ["diff", "job.sqlite", "cand.sqlite", "--no-rules", "--details"]):
+        text = _run(ranks4, *argv, "--width", str(width))
+        section = text[text.index("\nRanks (") :]
+        assert all(len(line) <= width for line in section.splitlines())
+        assert "…" not in section
