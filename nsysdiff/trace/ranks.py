@@ -16,7 +16,7 @@ from nsysdiff.model import CollectiveShare, RankStats
 from nsysdiff.ranks import collective_op, label
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
-from nsysdiff.trace.reader import TraceReader, _split_checks
+from nsysdiff.trace.reader import TraceReader, _split_checks, name_text
 
 _COLL = "nsysdiff_coll"
 
@@ -32,10 +32,18 @@ def _collective_ids(r: TraceReader, name_col: str) -> dict[int, str]:
     )
     out = {}
     for i, value in rows:
-        op = collective_op(str(value))
+        op = collective_op(name_text(value))
         if op is not None:
             out[int(i)] = op  # type: ignore[call-overload]
     return out
+
+
+def _rules(r: TraceReader) -> RowRules:
+    """What the rank scans need of every kernel row: integer times and device, and an
+    integer (or NULL) process id and name."""
+    cols = r.schema.tables[s.KERNEL]
+    nullable = tuple(c for c in ("globalPid", "shortName" if "shortName" in cols else "demangledName") if c in cols)
+    return RowRules(s.KERNEL, ids=("deviceId",), nullable=nullable)
 
 
 def pairs(r: TraceReader) -> tuple[tuple[int, int | None], ...]:
@@ -49,7 +57,8 @@ def pairs(r: TraceReader) -> tuple[tuple[int, int | None], ...]:
     out = set()
     for dev, g in rows:
         if type(dev) is not int or (g is not None and type(g) is not int):
-            continue  # an impossible row: the kernel scans that read it say so, with its rowid
+            # nsys writes integer ids: a damaged row is named, as every scan names it.
+            raise r._diagnose(_rules(r), "1")
         out.add((dev, None if g is None else (g >> 24) & 0xFFFFFF))
     return tuple(sorted(out, key=lambda k: (k[0], -1 if k[1] is None else k[1])))
 
@@ -70,12 +79,13 @@ def read(r: TraceReader) -> tuple[RankStats, ...]:
         r._exec(f"CREATE TEMP TABLE {_COLL} (id INTEGER PRIMARY KEY, op TEXT)")
         r.con.executemany(f"INSERT INTO temp.{_COLL} VALUES (?, ?)", sorted(ops.items()))
         join, op = f"LEFT JOIN temp.{_COLL} c ON c.id = k.{name_col}", "c.op"
-    rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col,) if has_names else ())
+    rules = _rules(r)
     reach = (
         f'max(k."end") OVER (PARTITION BY {pid}, k.deviceId ORDER BY k.start '
         "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     )
-    names = f", k.{name_col} AS {name_col}" if has_names else ""
+    # The checked columns under their own names, for the RowRules aggregates.
+    names = "".join(f", k.{c} AS {c}" for c in rules.nullable)
     rows, checks = _split_checks(
         r._query(
             f'SELECT pid, coalesce(deviceId, -1), op, count(*), sum("end" - start), sum(max(0, gain)), '

@@ -143,3 +143,27 @@ def test_real_before_pair_figures() -> None:
         ("GPU 0 · pid 144", 270_875_926, 17_172_652, 270_863_484),
         ("GPU 1 · pid 145", 264_324_724, 8_229_100, 264_324_724),
     ]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = 'x' WHERE rowid = 2",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = 1.5 WHERE rowid = 2",
+    ],
+)
+def test_a_process_id_that_is_not_an_integer_is_named(tmp_path: Path, sql: str) -> None:
+    # A stray text pid would otherwise become a rank of its own ("pid 0").
+    path = tamper(one_file(tmp_path / "job.sqlite", ranks=2, slow=0), sql)
+    for read in (_read, lambda p: fingerprint_trace(p).ranks):
+        with pytest.raises(TraceError, match=r"job\.sqlite: CUPTI_ACTIVITY_KIND_KERNEL: 1 row.*globalPid.*rowid 2"):
+            read(path)
+
+
+def test_a_null_process_id_is_a_rank_without_one(tmp_path: Path) -> None:
+    path = tamper(
+        one_file(tmp_path / "job.sqlite", ranks=2, slow=0), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL"
+    )
+    got = _read(path)
+    assert [(r.device, r.pid, r.label) for r in got] == [(0, None, "GPU 0"), (1, None, "GPU 1")]
+    assert fingerprint_trace(path).ranks == got
