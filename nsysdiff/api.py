@@ -249,6 +249,7 @@ def judge(
 def load_job(
     paths: Sequence[str | Path],
     *,
+    progress: Step = silent,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = _quiet,
 ) -> tuple[RankStats, ...]:
@@ -256,7 +257,8 @@ def load_job(
     numbered in the order given (:func:`nsysdiff.ranks.job`). A trace is read for its ranks
     alone: one scan of its kernel table, not a whole fingerprint."""
     parts: list[tuple[str, Sequence[RankStats] | Fingerprint]] = []
-    for path in paths:
+    for i, path in enumerate(paths):
+        progress(f"rank {i + 1:,} of {len(paths):,}", "ranks")
         src = inputs.recognise(Path(path))
         if src.kind is inputs.Kind.NSYS_REPORT:
             with inputs.exported(src.path, keep_export, notify) as exported, open_trace(exported) as r:

@@ -336,7 +336,7 @@ def summary(
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
     several traces, the ranks of one job: per-rank figures and the collective skew."""
     if len(traces) > 1:
-        _job_summary(traces, fmt, output, width, keep_export,
+        _job_summary(traces, fmt, output, width, keep_export, quiet,
                      given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),
                                           ("--phases", phases), ("--skip-first", skip_first),
                                           ("--by", by is not Grouping.name)) if v])  # fmt: skip
@@ -361,7 +361,7 @@ def summary(
 
 def _job_summary(
     traces: list[Path], fmt: SummaryFormat, output: Path | None, width: int | None, keep_export: Path | None,
-    given: list[str],
+    quiet: bool, given: list[str],
 ) -> None:
     """``summary`` of several traces: the ranks of one job side by side."""
     from nsysdiff.ranks import view
@@ -369,7 +369,8 @@ def _job_summary(
 
     if given:
         raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
-    v = view(api.load_job(traces, keep_export=keep_export, notify=_notify))
+    with progress.reading(quiet) as report_progress:
+        v = view(api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=_notify))
     assert v is not None  # two traces are at least two ranks
     sources = [str(p) for p in traces]
     if fmt is SummaryFormat.json:
