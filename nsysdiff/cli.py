@@ -371,7 +371,7 @@ def _job_summary(
         raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
     with progress.reading(quiet) as report_progress:
         v = view(api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=_notify))
-    assert v is not None  # two traces are at least two ranks
+    assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
     sources = [str(p) for p in traces]
     if fmt is SummaryFormat.json:
         _write(ranks_render.render_job_json(v, sources), output)

@@ -203,7 +203,8 @@ def job(parts: Sequence[tuple[str, Sequence[RankStats] | Fingerprint]]) -> tuple
         if isinstance(part, Fingerprint):
             rows: Sequence[RankStats] = part.ranks or (whole_rank(part, 0),)
         else:
-            rows = part
+            # A trace that ran no kernel is still a rank of the job: one that did nothing.
+            rows = part or (RankStats(0, name, None, None, 0, 0, 0, 0),)
         for r in rows:
             label = name if len(rows) == 1 else f"{name} · {r.label}"
             out.append(replace(r, rank=len(out), label=label))

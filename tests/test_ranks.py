@@ -11,13 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
-from jobs import COMPUTE_NS, GATHER_NS, SLOW_NS, STEPS, allreduce_ns, one_file, per_file
+from jobs import COMPUTE_NS, GATHER_NS, SLOW_NS, STEPS, TRANSFER_NS, allreduce_ns, one_file, per_file
 from typer.testing import CliRunner
 
 from nsysdiff import api, ranks
 from nsysdiff.cli import app
 from nsysdiff.errors import FingerprintError
 from nsysdiff.model import CollectiveShare, RankStats, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.trace.builder import TraceBuilder
 
 
 @pytest.mark.parametrize(
@@ -178,3 +179,19 @@ def test_rank_stats_properties() -> None:
     r = dataclasses.replace(_rank(0, 70, 30), busy_ns=80, span_ns=100)
     assert (r.compute_ns, r.collective_ns, r.collective_calls) == (70, 30, 5)
     assert r.idle_pct == pytest.approx(20.0)
+
+
+def test_a_trace_without_kernels_is_a_rank_that_ran_nothing(tmp_path: Path) -> None:
+    # Two traces are two ranks even when one ran no kernel (else nothing would be compared).
+    (busy,) = per_file(tmp_path, ranks=1, slow=-1)
+    empty = TraceBuilder()
+    empty.nvtx_range("idle", 0, 1000)
+    paths = [str(busy), str(empty.write(tmp_path / "empty.sqlite"))]
+    res = CliRunner().invoke(app, ["summary", *paths, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [(r["label"], r["kernels"], r["kernel_ns"]) for r in doc["ranks"]] == [
+        ("rank0.sqlite", 3 * STEPS, STEPS * (SLOW_NS + TRANSFER_NS + GATHER_NS)),
+        ("empty.sqlite", 0, 0),
+    ]
+    assert doc["slowest_rank"] == 0 and doc["fastest_rank"] == 1
