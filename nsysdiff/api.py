@@ -8,16 +8,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysdiff import comparability, inputs, runset, runstats, scope
+from nsysdiff import comparability, inputs, ranks, runset, runstats, scope
 from nsysdiff.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, GraphMode, fingerprint_from_json
+from nsysdiff.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
 from nsysdiff.progress import Step, silent
 from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
 from nsysdiff.scope import ScopeOptions
+from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
-from nsysdiff.trace.reader import RangeRow, open_trace
+from nsysdiff.trace.reader import RangeRow, TraceReader, open_trace
 
 FINGERPRINT_MAX_BYTES = 256 << 20
 
@@ -59,11 +60,25 @@ def fingerprint_trace(
             nvtx = ranges.result()
         progress(side, "reducing")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        if len(groups.devices) > 1:
+            # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
+            progress(side, "ranks")
+            fp = dataclasses.replace(fp, ranks=_ranks(r, fp))
         if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
             # Graph-mode replays have no kernel rows: their launches are what can be compared.
             progress(side, "graph launches")
             fp = dataclasses.replace(fp, graphs=r.graph_launches())
         return fp
+
+
+def _ranks(r: TraceReader, fp: Fingerprint) -> tuple[RankStats, ...]:
+    """The ranks of a multi-GPU trace. One process per device (the usual shape) needs only
+    the pairs: the figures are the devices'; else each pair is scanned for its own."""
+    pairs = trace_ranks.pairs(r)
+    pids = dict(pairs)
+    if len(pids) == len(pairs):
+        return ranks.per_device(fp, pids)
+    return trace_ranks.read(r)
 
 
 def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
@@ -267,3 +282,29 @@ def judge(
         strict=strict,
         packs=tuple(packs),
     )
+
+
+def load_job(
+    paths: Sequence[str | Path],
+    *,
+    progress: Step = silent,
+    keep_export: Path | None = None,
+    notify: Callable[[str], None] = _quiet,
+) -> tuple[RankStats, ...]:
+    """The ranks of one job given as several traces (reports and saved fingerprints too),
+    numbered in the order given (:func:`nsysdiff.ranks.job`). A trace is read for its ranks
+    alone: one scan of its kernel table, not a whole fingerprint."""
+    parts: list[tuple[str, Sequence[RankStats] | Fingerprint]] = []
+    for i, path in enumerate(paths):
+        progress(f"rank {i + 1:,} of {len(paths):,}", "ranks")
+        src = inputs.recognise(Path(path))
+        if src.kind is inputs.Kind.NSYS_REPORT:
+            with inputs.exported(src.path, keep_export, notify) as exported, open_trace(exported) as r:
+                parts.append((src.path.name, trace_ranks.read(r)))
+        elif src.kind is inputs.Kind.SQLITE:
+            with open_trace(src.path) as r:
+                parts.append((src.path.name, trace_ranks.read(r)))
+        else:
+            fp = fingerprint_from_json(_saved_text(src), str(src.path))
+            parts.append((src.path.name, fp))
+    return ranks.job(parts)

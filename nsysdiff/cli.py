@@ -304,8 +304,13 @@ KeepExportOpt = Annotated[
 @app.command(cls=_Command)
 @handled
 def summary(
-    trace: Annotated[
-        Path, typer.Argument(metavar="TRACE", help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint.")
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TRACE...",
+            help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint; several: the ranks of one "
+            "job, one per trace (per-rank figures and the collective skew).",
+        ),
     ],
     fmt: Annotated[
         SummaryFormat, typer.Option(
@@ -328,7 +333,15 @@ def summary(
     phases: PhasesOpt = None,
     keep_export: KeepExportOpt = None,
 ) -> None:
-    """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX."""
+    """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
+    several traces, the ranks of one job: per-rank figures and the collective skew."""
+    if len(traces) > 1:
+        _job_summary(traces, fmt, output, width, keep_export, quiet,
+                     given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),
+                                          ("--phases", phases), ("--skip-first", skip_first),
+                                          ("--by", by is not Grouping.name)) if v])  # fmt: skip
+        return
+    trace = traces[0]
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
@@ -344,6 +357,29 @@ def summary(
     else:
         stream = sys.stdout if output is None else None
         _write(summary_render.render_plain(fp, layout.columns(width, stream), top=top, names=names), output)
+
+
+def _job_summary(
+    traces: list[Path], fmt: SummaryFormat, output: Path | None, width: int | None, keep_export: Path | None,
+    quiet: bool, given: list[str],
+) -> None:
+    """``summary`` of several traces: the ranks of one job side by side."""
+    from nsysdiff.ranks import view
+    from nsysdiff.render import ranks as ranks_render
+
+    if given:
+        raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
+    with progress.reading(quiet) as report_progress:
+        v = view(api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=_notify))
+    assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
+    sources = [str(p) for p in traces]
+    if fmt is SummaryFormat.json:
+        _write(ranks_render.render_job_json(v, sources), output)
+    elif fmt is SummaryFormat.markdown:
+        _write(ranks_render.render_job_markdown(v, sources), output)
+    else:
+        stream = sys.stdout if output is None else None
+        _write(ranks_render.render_job_plain(v, sources, layout.columns(width, stream)), output)
 
 
 @app.command(cls=_Command)

@@ -190,6 +190,50 @@ class DeviceStats:
 
 
 @dataclass(frozen=True, slots=True)
+class CollectiveShare:
+    """One rank's launches of one collective operation (NCCL kernels by name: ``AllReduce``...)."""
+
+    op: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RankStats:
+    """One rank of a job: a (process, device) pair of a multi-GPU trace, or a trace of its own.
+
+    ``busy_ns`` is the union of the rank's kernel intervals; ``collectives`` its NCCL kernel
+    time per operation, so ``kernel_ns - collective_ns`` is its compute.
+    """
+
+    rank: int  # position in the job: pairs ordered by (device, process), traces as given
+    label: str  # what identifies it: "GPU 1 · pid 145", or the trace's name
+    pid: int | None  # None where the export has no process ids
+    device: int | None  # None for a trace given as a whole rank
+    kernels: int
+    kernel_ns: int
+    busy_ns: int
+    span_ns: int
+    collectives: tuple[CollectiveShare, ...] = ()
+
+    @property
+    def collective_ns(self) -> int:
+        return sum(c.total_ns for c in self.collectives)
+
+    @property
+    def collective_calls(self) -> int:
+        return sum(c.calls for c in self.collectives)
+
+    @property
+    def compute_ns(self) -> int:
+        return self.kernel_ns - self.collective_ns
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * (1.0 - self.busy_ns / self.span_ns) if self.span_ns else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Scope:
     """What part of the trace a fingerprint covers (whole capture, a window, NVTX ranges)."""
 
@@ -215,6 +259,9 @@ class Fingerprint:
     scope: Scope = field(default_factory=Scope)
     phases: tuple[Phase, ...] = ()
     graphs: tuple[GraphStats, ...] = ()  # per graph id, graph-mode captures only
+    # Per rank, when the trace holds several (process, device) pairs; () otherwise and in
+    # fingerprints saved before ranks were kept.
+    ranks: tuple[RankStats, ...] = ()
 
     @property
     def kernel_calls(self) -> int:

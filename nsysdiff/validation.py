@@ -149,6 +149,7 @@ def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
             yield f"{path}.devices[{i}].busy_ns: larger than span_ns or kernel_ns"
     if sum(k["total_ns"] for k in kernels) > _INT64_MAX:
         yield f"{path}.kernels: total_ns sums past the int64 range"
+    yield from _rank_problems(body.get("ranks", []), f"{path}.ranks")
     phases = body.get("phases", [])
     yield from _unique(phases, lambda p: p["name"], f"{path}.phases")
     for i, p in enumerate(phases):
@@ -159,3 +160,15 @@ def check_semantics(doc: dict[str, Any], source: str) -> None:
     """Raise on the first inconsistency the schema can't see (``doc`` passed the schema)."""
     for problem in _body_problems(doc, "$"):
         raise FingerprintError(f"{source}: malformed fingerprint at {problem}")
+
+
+def _rank_problems(ranks: Sequence[dict[str, Any]], path: str) -> Iterator[str]:
+    yield from _unique(ranks, lambda r: r["rank"], path)
+    for i, r in enumerate(ranks):
+        where = f"{path}[{i}]"
+        if r["busy_ns"] > r["span_ns"] or r["busy_ns"] > r["kernel_ns"]:
+            yield f"{where}.busy_ns: larger than span_ns or kernel_ns"
+        shares = r.get("collectives", [])
+        yield from _unique(shares, lambda c: c["op"], f"{where}.collectives")
+        if sum(c["calls"] for c in shares) > r["kernels"] or sum(c["total_ns"] for c in shares) > r["kernel_ns"]:
+            yield f"{where}.collectives: more calls or time than the rank's kernels"

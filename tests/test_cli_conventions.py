@@ -110,7 +110,7 @@ USAGE = {
     ),
     "missing trace": (
         ["summary"],
-        "missing TRACE: the usage is 'nsysdiff summary [OPTIONS] TRACE' (see 'nsysdiff summary --help')",
+        "missing TRACE...: the usage is 'nsysdiff summary [OPTIONS] TRACE...' (see 'nsysdiff summary --help')",
     ),
     "missing rule file": (
         ["rules", "validate"],

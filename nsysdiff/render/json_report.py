@@ -315,7 +315,17 @@ def report_data(report: Report) -> dict[str, Any]:
         "base_meta": meta_data(d.base_meta),
         "candidate_meta": meta_data(d.candidate_meta),
         "scope": {"base": _scope(d.base), "candidate": _scope(d.candidate)},
+        **_ranks(d),
     }
+
+
+def _ranks(d: Diff) -> dict[str, Any]:
+    """The rank view of both sides, only when both have several ranks (docs/json.md)."""
+    from nsysdiff.ranks import compare
+    from nsysdiff.render.ranks import diff_data
+
+    rd = compare(d.base.ranks, d.candidate.ranks)
+    return {} if rd is None else {"ranks": diff_data(rd)}
 
 
 def finite(obj: Any, key: str = "") -> Any:

@@ -621,6 +621,17 @@ def _devices(diff: Diff) -> list[str]:
     return _table(DEVICE_HEADER, device_rows(diff), "lrrrrrl")
 
 
+def _ranks(diff: Diff) -> list[str]:
+    from nsysdiff.ranks import compare
+    from nsysdiff.render import ranks
+
+    rd = compare(diff.base.ranks, diff.candidate.ranks)
+    if rd is None:
+        return []
+    return _details(f"Ranks: per-rank time and collective skew ({len(rd.base.ranks):,} → "
+                    f"{len(rd.candidate.ranks):,})", ranks.diff_markdown(rd))  # fmt: skip
+
+
 def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
     h = d.headline
@@ -721,6 +732,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         )
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
+    out += _ranks(d)
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "

@@ -65,7 +65,17 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
         "memset": [{**to_data(c), "gbps": c.gbps} for c in fp.memset],
         "sync": to_data(fp.sync),
         "nvtx": to_data(fp.nvtx),
+        **_ranks_data(fp),
     }
+
+
+def _ranks_data(fp: Fingerprint) -> dict[str, Any]:
+    """The rank view, only for a trace of several ranks (one-rank output stays as it was)."""
+    from nsysdiff.ranks import view
+    from nsysdiff.render.ranks import view_data
+
+    v = view(fp.ranks)
+    return {} if v is None else {"ranks": view_data(v)}
 
 
 def render_json(fp: Fingerprint) -> str:
@@ -189,6 +199,16 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names =
     for title, header, rows, optional in tables(fp, top, names):
         console.print()
         console.print(grid(title, header, rows, width, optional=optional))
+    _ranks_text(fp, console)
+
+
+def _ranks_text(fp: Fingerprint, console: Console) -> None:
+    from nsysdiff.ranks import view
+    from nsysdiff.render import ranks
+
+    v = view(fp.ranks)
+    if v is not None:
+        ranks.render_text(v, console)
 
 
 def render_plain(fp: Fingerprint, width: int, top: int = 20, names: Names = Names.short) -> str:
@@ -211,4 +231,13 @@ def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) 
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join([":--", *("--:" for _ in header[1:])]) + "|")
         out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    out += _ranks_markdown(fp)
     return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))
+
+
+def _ranks_markdown(fp: Fingerprint) -> list[str]:
+    from nsysdiff.ranks import view
+    from nsysdiff.render import ranks
+
+    v = view(fp.ranks)
+    return [] if v is None else ranks.markdown_lines(v)

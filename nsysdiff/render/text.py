@@ -379,6 +379,22 @@ def _devices(console: Console, d: Diff, width: int) -> None:
     console.print(grid("Devices (whole scope)", DEVICE_HEADER, rows, width, optional=(5, 1)))
 
 
+def _rank_count(d: Diff) -> int:
+    """Ranks on the larger side, when both sides have several (else no rank section)."""
+    from nsysdiff.ranks import compare
+
+    return 0 if compare(d.base.ranks, d.candidate.ranks) is None else max(len(d.base.ranks), len(d.candidate.ranks))
+
+
+def _ranks(console: Console, d: Diff) -> None:
+    from nsysdiff.ranks import compare
+    from nsysdiff.render import ranks
+
+    rd = compare(d.base.ranks, d.candidate.ranks)
+    if rd is not None:
+        ranks.render_diff_text(rd, console)
+
+
 def _footer(console: Console, d: Diff, width: int) -> None:
     s = d.settings
     console.print()
@@ -417,6 +433,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
         (len(d.sync), "sync call"),
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
+        (_rank_count(d), "rank"),
     ]
     return [m.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
 
@@ -475,6 +492,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
             _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
         _named_changes(console, "Synchronising API calls", "call", d.sync, width)
         _devices(console, d, width)
+        _ranks(console, d)
         _comparability(console, d, width)
         _footer(console, d, width)
     return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
