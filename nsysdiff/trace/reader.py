@@ -233,12 +233,59 @@ def name_text(value: object) -> str:
     differ only past the limit stay two names.
     """
     if isinstance(value, bytes):
+        if value.isascii() and len(value) > NAME_LIMIT:
+            # A crafted name of megabytes: cut without decoding it all (one byte, one character).
+            return _cut(value[:NAME_LIMIT].decode("ascii"), len(value), value)
         value = value.decode("utf-8", "replace")
     text = "" if value is None else str(value)
     if len(text) <= NAME_LIMIT:
         return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{text[:NAME_LIMIT]}…[{len(text) - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
+    return _cut(text[:NAME_LIMIT], len(text), text.encode("utf-8", "surrogatepass"))
+
+
+def _cut(head: str, length: int, utf8: bytes) -> str:
+    """A long name's start ``head``, how many characters were cut from its ``length``, and
+    the digest of all its ``utf8`` bytes."""
+    digest = hashlib.sha256(utf8).hexdigest()[:16]
+    return f"{head}…[{length - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
+
+
+# _fold_sql's cut, on UTF-8 bytes: the suffixes are ASCII, so a match in the bytes is a
+# match in the text at a character boundary. One linear pass, whatever the text.
+# (Each starts with ", ": written as one prefix, the search skips to its occurrences.)
+_SUFFIX_BYTES = re.compile(b", (?:" + b"|".join(re.escape(p.encode()[2:]) for p in _NVTX_SUFFIXES) + b")")
+_LONG_NAME = "nsysdiff_long_name"
+
+
+def _long_name(raw: bytes) -> str:
+    """The key of a range name of more than NAME_LIMIT bytes: folded as :func:`_fold_sql`
+    folds, then cut as :func:`name_text` cuts. This is the final name: the readers of
+    keys take it as it is (:func:`_key_name`)."""
+    m = _SUFFIX_BYTES.search(raw)
+    return name_text(raw if m is None else raw[: m.start()])
+
+
+def _key_sql(expr: str) -> str:
+    """The key of the range name ``expr``: what :func:`_fold_sql` makes of it.
+
+    A name of more than NAME_LIMIT bytes (a crafted file: megabytes per range) goes to
+    :func:`_long_name` instead, which reads it once more: folded in SQL, it would be read
+    six times, searched five times and stored in the keyed table at full length, per row.
+    Real names pay one ``length`` call (5% of the NVTX pass; a subquery that computed the
+    name once, as a co-routine, cost 30% more on them than the repeated reads it saves).
+    The two ways give the same key for any name the limit keeps whole.
+    """
+    return (
+        f"CASE WHEN length(CAST({expr} AS BLOB)) > {NAME_LIMIT} THEN {_LONG_NAME}(CAST({expr} AS BLOB)) "
+        f"ELSE {_fold_sql(expr)} END"
+    )
+
+
+def _key_name(value: object) -> str:
+    """A key made by :func:`_key_sql` as text: decoded when a BLOB, never cut again."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
 
 
 # A launch's shape, as gpukernsum groups launches.
@@ -337,6 +384,7 @@ class TraceReader:
         self._strings: dict[int, str] = {}
         self._short: bool | None = None  # whether no StringIds value is past NAME_LIMIT
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
+        con.create_function(_LONG_NAME, 1, _long_name, deterministic=True)
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -863,7 +911,7 @@ class TraceReader:
             "bad INTEGER, ftotal REAL, PRIMARY KEY (name, dom))"
         )
         self._exec(
-            f"INSERT INTO temp.nsysdiff_names SELECT {_fold_sql(name)}, {self._nvtx_dom()}, 1, "
+            f"INSERT INTO temp.nsysdiff_names SELECT {_key_sql(name)}, {self._nvtx_dom()}, 1, "
             f'coalesce(n."end" - n.start, 0), {bad}, {dur} {from_where} '
             "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total, "
             "bad = bad + excluded.bad, ftotal = ftotal + excluded.ftotal"
@@ -876,7 +924,7 @@ class TraceReader:
         """(name, domain id, count, total) rows with their domains named."""
         domains = self._nvtx_domains(create)
         return tuple(
-            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
+            RangeRow(_key_name(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
             for n, d, c, t in rows
         )
 
@@ -926,7 +974,7 @@ class TraceReader:
             'n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
             "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid "
             f"FROM {s.NVTX} n{join} JOIN temp.nsysdiff_codes c "
-            f"ON c.name = {_fold_sql(name)} AND c.dom = {self._nvtx_dom()} "
+            f"ON c.name = {_key_sql(name)} AND c.dom = {self._nvtx_dom()} "
             f"WHERE {self._nvtx_ranges_where(types)}"
         )
 
