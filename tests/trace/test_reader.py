@@ -718,3 +718,24 @@ def test_range_copy_keeps_exactly_the_ranges_of_its_keys(tmp_path: Path, wanted:
     folded = [reader._long_name(t.encode()) for t in _NEAR]  # the SQL fold, as its tests prove
     assert copied == sum(f in {k.sql_name for k in keys} for f in folded)
     assert keys[0].sql_name == "aten::linear" and keys[0].count == 3
+
+
+def test_census_and_unscoped_nvtx_summary_are_one_pass(tmp_path: Path) -> None:
+    # A scope's census of range names and its unscoped NVTX summary read the same rows:
+    # the second asks nothing of SQLite's fold again.
+    b = TraceBuilder()
+    for i in range(20):
+        b.nvtx_range(f"step, seq = {i}", 100 * i, 100 * i + 50)
+    searched: list[str] = []
+
+    def instr(hay: str, needle: str) -> int:
+        searched.append(hay)
+        return hay.find(needle) + 1
+
+    with open_trace(b.write(tmp_path / "t.sqlite")) as r:
+        r.con.create_function("instr", 2, instr)
+        (key,) = r.nvtx_keys()
+        folded = len(searched)
+        (row,) = r.nvtx_summary()
+    assert folded and len(searched) == folded
+    assert (key.sql_name, key.count, row.name, row.count, row.total_ns) == ("step", 20, "step", 20, 1_000)
