@@ -16,10 +16,11 @@ A scope is built from :class:`ScopeOptions` (``--window``, ``--window-origin``,
 * **Per**: the number of instances of the ``--per`` range inside the scope becomes the
   fingerprint's ``steps``, by which a diff divides every figure.
 
-Attribution runs in SQLite with bounded memory (the reader's ``Attribution``): ranges and
-calls of one thread (or process) go through in start order with a running maximum of the
-range ends, so nesting and overlap cost nothing extra: one sort of N calls and M ranges,
-spilled to a temporary file when large. Only the distinct range names reach Python.
+Attribution runs in SQLite with bounded memory (the reader's ``Attribution``): the ranges
+of one thread (or process) carry, in start order, the running maximum of their ends, and a
+call is inside one when the last range start at or before it reaches its end, so nesting
+and overlap cost nothing extra: a sort of the M ranges and one index lookup per call.
+Only the distinct range names reach Python.
 """
 
 from __future__ import annotations

@@ -233,12 +233,79 @@ def name_text(value: object) -> str:
     differ only past the limit stay two names.
     """
     if isinstance(value, bytes):
+        if value.isascii() and len(value) > NAME_LIMIT:
+            # A crafted name of megabytes: cut without decoding it all (one byte, one character).
+            return _cut(value[:NAME_LIMIT].decode("ascii"), len(value), value)
         value = value.decode("utf-8", "replace")
     text = "" if value is None else str(value)
     if len(text) <= NAME_LIMIT:
         return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{text[:NAME_LIMIT]}…[{len(text) - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
+    return _cut(text[:NAME_LIMIT], len(text), text.encode("utf-8", "surrogatepass"))
+
+
+def _cut(head: str, length: int, utf8: bytes) -> str:
+    """A long name's start ``head``, how many characters were cut from its ``length``, and
+    the digest of all its ``utf8`` bytes."""
+    digest = hashlib.sha256(utf8).hexdigest()[:16]
+    return f"{head}…[{length - NAME_LIMIT:,} more characters cut; sha256 {digest}]"
+
+
+# _fold_sql's cut, on UTF-8 bytes: the suffixes are ASCII, so a match in the bytes is a
+# match in the text at a character boundary. One linear pass, whatever the text.
+# (Each starts with ", ": written as one prefix, the search skips to its occurrences.)
+_SUFFIX_BYTES = re.compile(b", (?:" + b"|".join(re.escape(p.encode()[2:]) for p in _NVTX_SUFFIXES) + b")")
+_LONG_NAME = "nsysdiff_long_name"
+
+
+def _long_name(raw: bytes) -> str:
+    """The key of a range name of more than NAME_LIMIT bytes: folded as :func:`_fold_sql`
+    folds, then cut as :func:`name_text` cuts. This is the final name: the readers of
+    keys take it as it is (:func:`_key_name`)."""
+    m = _SUFFIX_BYTES.search(raw)
+    return name_text(raw if m is None else raw[: m.start()])
+
+
+def _key_sql(expr: str) -> str:
+    """The key of the range name ``expr``: what :func:`_fold_sql` makes of it.
+
+    A name of more than NAME_LIMIT bytes (a crafted file: megabytes per range) goes to
+    :func:`_long_name` instead, which reads it once more: folded in SQL, it would be read
+    six times, searched five times and stored in the keyed table at full length, per row.
+    Real names pay one ``length`` call (5% of the NVTX pass; a subquery that computed the
+    name once, as a co-routine, cost 30% more on them than the repeated reads it saves).
+    The two ways give the same key for any name the limit keeps whole.
+    """
+    return (
+        f"CASE WHEN length(CAST({expr} AS BLOB)) > {NAME_LIMIT} THEN {_LONG_NAME}(CAST({expr} AS BLOB)) "
+        f"ELSE {_fold_sql(expr)} END"
+    )
+
+
+def _key_name(value: object) -> str:
+    """A key made by :func:`_key_sql` as text: decoded when a BLOB, never cut again."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+# Above this many keys, testing a name against each costs more than folding it.
+_PREFILTER_KEYS = 8
+
+
+def _key_prefilter(expr: str, keys: Sequence[str]) -> tuple[str, list[str]]:
+    """SQL that holds for every name ``expr`` whose key (:func:`_key_sql`) is among
+    ``keys``, and for few others, with its parameters: a name's key is the name itself
+    or the part before a suffix, which starts with ", ". Comparing the name with a few
+    strings costs less than folding it, so only the likely names are folded.
+    """
+    if not keys or len(keys) > _PREFILTER_KEYS:
+        return "1", []
+    short = [k for k in keys if len(k) <= NAME_LIMIT]
+    # "k" itself, or "k, ..." (between "k, " and "k,!": "!" follows " " in every encoding).
+    terms = [f"({expr} = ? OR ({expr} >= ? AND {expr} < ?))"] * len(short)
+    if len(short) < len(keys):  # a cut name: the whole name is past the limit too
+        terms.append(f"length(CAST({expr} AS BLOB)) > {NAME_LIMIT}")
+    return "(" + " OR ".join(terms) + ")", [p for k in short for p in (k, k + ", ", k + ",!")]
 
 
 # A launch's shape, as gpukernsum groups launches.
@@ -306,27 +373,6 @@ def _list(values: Iterable[int]) -> str:
     return ",".join(str(int(v)) for v in values)
 
 
-def _sweep(events: str, cols: str, mask: Sequence[int], key: str, pp: int) -> str:
-    """The events (``cols``, from the SQL ``events``) inside a range of ``mask`` of one
-    kind (push/pop: ``pp`` 1, same thread; start/end: ``pp`` 0, same process).
-
-    Ranges and events of one key go through in start order, ranges first at equal starts,
-    with the furthest range end seen so far: an event is inside some range exactly when
-    that reach is at or past its end. Nesting and overlap need no special case.
-    """
-    nulls = ", ".join(f"NULL AS {c}" for c in cols.split(", ")[4:])
-    ranges = (
-        f'SELECT 0 AS k, start, "end", tid, pid{", " + nulls if nulls else ""} '
-        f"FROM temp.nsysdiff_r WHERE pp = {pp} AND code IN ({_list(mask)})"
-    )
-    reach = f'max(CASE WHEN k = 0 THEN "end" END) OVER (PARTITION BY {key} ORDER BY start, k ROWS UNBOUNDED PRECEDING)'
-    return (
-        f"SELECT {cols} FROM (SELECT k, {cols}, {reach} AS reach FROM "
-        f"({ranges} UNION ALL SELECT 1 AS k, {cols} FROM ({events}))) "
-        f'WHERE k = 1 AND reach >= "end"'
-    )
-
-
 class TraceReader:
     """Read-only access to one export, through its probed schema."""
 
@@ -337,6 +383,10 @@ class TraceReader:
         self._strings: dict[int, str] = {}
         self._short: bool | None = None  # whether no StringIds value is past NAME_LIMIT
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
+        # (range kind, codes) -> its temporary table of range reaches (_reach_tables).
+        self._reach: dict[tuple[int, str], str] = {}
+        self._folds: dict[tuple[str, str], list[tuple[object, ...]]] = {}  # _fold_groups(whole=True)
+        con.create_function(_LONG_NAME, 1, _long_name, deterministic=True)
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -843,10 +893,12 @@ class TraceReader:
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
         where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
-        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where, whole=True)
         return self._range_rows(rows, create)
 
-    def _fold_groups(self, from_where: str, name: str, checked: str) -> list[tuple[object, ...]]:
+    def _fold_groups(
+        self, from_where: str, name: str, checked: str, *, whole: bool = False
+    ) -> list[tuple[object, ...]]:
         """(SQL-folded name, domain id, count, total ns) of the NVTX rows (alias ``n``) that
         ``from_where`` selects; ``checked`` (conditions on ``n`` alone) finds the rows for
         the diagnosis when one of them is impossible.
@@ -854,7 +906,13 @@ class TraceReader:
         An upsert into a small keyed table costs one probe of a few-page b-tree per row;
         GROUP BY would sort every row (many rows, few folded names). The rows' checks
         accumulate beside the counts.
+
+        ``whole``: ``from_where`` reads the trace alone (no temporary table), so the result
+        is kept for the next call that asks the same (a scope's census of range names and
+        its unscoped NVTX summary are one pass).
         """
+        if whole and (from_where, name) in self._folds:
+            return self._folds[(from_where, name)]
         rules = self._nvtx_rules()
         bad, dur = rules.row_sql()
         self._exec("DROP TABLE IF EXISTS temp.nsysdiff_names")
@@ -863,20 +921,23 @@ class TraceReader:
             "bad INTEGER, ftotal REAL, PRIMARY KEY (name, dom))"
         )
         self._exec(
-            f"INSERT INTO temp.nsysdiff_names SELECT {_fold_sql(name)}, {self._nvtx_dom()}, 1, "
+            f"INSERT INTO temp.nsysdiff_names SELECT {_key_sql(name)}, {self._nvtx_dom()}, 1, "
             f'coalesce(n."end" - n.start, 0), {bad}, {dur} {from_where} '
             "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total, "
             "bad = bad + excluded.bad, ftotal = ftotal + excluded.ftotal"
         )
         checks = self._query("SELECT coalesce(sum(bad), 0), total(ftotal) FROM temp.nsysdiff_names")
         self._verify(rules, checked, checks)
-        return self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
+        rows = self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
+        if whole:
+            self._folds[(from_where, name)] = rows
+        return rows
 
     def _range_rows(self, rows: list[tuple[object, ...]], create: int) -> tuple[RangeRow, ...]:
         """(name, domain id, count, total) rows with their domains named."""
         domains = self._nvtx_domains(create)
         return tuple(
-            RangeRow(name_text(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
+            RangeRow(_key_name(n), domains.get(int(d), ""), int(c), int(t))  # type: ignore[call-overload]
             for n, d, c, t in rows
         )
 
@@ -894,7 +955,7 @@ class TraceReader:
         types, create = self._nvtx_types()
         name, join = self._nvtx_name_sql()
         where = self._nvtx_ranges_where(types)
-        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where)
+        rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where, whole=True)
         domains = self._nvtx_domains(create)
         return tuple(
             RangeKey(str(n), int(d), domains.get(int(d), ""), int(c))  # type: ignore[call-overload]
@@ -912,6 +973,9 @@ class TraceReader:
         """Copy the instances of the given keys into ``temp.nsysdiff_r``, each with its code."""
         self._exec("DROP TABLE IF EXISTS temp.nsysdiff_codes")
         self._exec("DROP TABLE IF EXISTS temp.nsysdiff_r")
+        for table in self._reach.values():
+            self._exec(f"DROP TABLE IF EXISTS temp.{table}")
+        self._reach.clear()
         self._exec("CREATE TEMP TABLE nsysdiff_codes (name TEXT, dom INTEGER, code INTEGER, PRIMARY KEY (name, dom))")
         self.con.executemany(
             "INSERT OR IGNORE INTO temp.nsysdiff_codes VALUES (?, ?, ?)",
@@ -920,14 +984,16 @@ class TraceReader:
         types, _ = self._nvtx_types()
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         name, join = self._nvtx_name_sql()
-        self._exec(
+        likely, params = _key_prefilter(name, sorted({k.sql_name for k, _ in codes}))
+        self._query(
             "CREATE TEMP TABLE nsysdiff_r AS SELECT c.code AS code, "
             f"n.eventType IN ({','.join(str(t) for t in push)}) AS pp, n.start AS start, "
             'n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
             "(coalesce(n.globalTid, 0) >> 24) & 16777215 AS pid "
             f"FROM {s.NVTX} n{join} JOIN temp.nsysdiff_codes c "
-            f"ON c.name = {_fold_sql(name)} AND c.dom = {self._nvtx_dom()} "
-            f"WHERE {self._nvtx_ranges_where(types)}"
+            f"ON c.name = {_key_sql(name)} AND c.dom = {self._nvtx_dom()} "
+            f"WHERE {self._nvtx_ranges_where(types)} AND {likely}",
+            params,
         )
 
     def make_cuts(self, mask: Sequence[int], skip: int) -> int:
@@ -961,15 +1027,47 @@ class TraceReader:
         if conds:
             sql += " WHERE " + " AND ".join(conds)
         for mask in att.within:
-            kinds = []
-            if mask and self._has_ranges_table():
-                found = self._query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})")
-                kinds = [int(k) for (k,) in found]  # type: ignore[call-overload]
-            # Push/pop ranges hold the calls of their own thread, start/end ranges those of
-            # any thread of their process.
-            parts = [_sweep(sql, cols, mask, "tid" if pp else "pid", pp) for pp in sorted(kinds, reverse=True)]
-            sql = " UNION ".join(parts) if parts else f"SELECT {cols} FROM ({sql}) WHERE 0"
+            inside = [
+                # The last range to start at or before the event, of the event's thread
+                # (push/pop ranges) or process (start/end ranges): the furthest end of
+                # all the ranges up to it must reach the event's end.
+                f"(SELECT x.reach FROM temp.{table} x WHERE x.key = e.{'tid' if pp else 'pid'} "
+                f'AND x.start <= e.start ORDER BY x.start DESC LIMIT 1) >= e."end"'
+                for pp, table in self._reach_tables(mask)
+            ]
+            picked = ", ".join("e." + c for c in cols.split(", "))
+            sql = f"SELECT {picked} FROM ({sql}) e WHERE {' OR '.join(inside) or '0'}"
         return sql
+
+    def _reach_tables(self, mask: Sequence[int]) -> list[tuple[int, str]]:
+        """Per range kind of the mask (1 push/pop, 0 start/end), a temporary table of its
+        ranges' starts per thread or process, each with the furthest end of the ranges
+        that start at or before it: ``(key, start, reach)``, keyed by (key, start).
+
+        An event lies inside some range of the kind exactly when the last of these rows
+        at or before its start reaches its end (nesting and overlap need no special case),
+        so each event costs one index lookup among the ranges instead of a sort of every
+        event with them.
+        """
+        if not mask or not self._has_ranges_table():
+            return []
+        codes = _list(sorted(set(mask)))
+        out = []
+        for (pp,) in self._query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({codes}) ORDER BY pp DESC"):
+            kind = int(pp)  # type: ignore[call-overload]
+            table = self._reach.get((kind, codes))
+            if table is None:
+                table = self._reach[(kind, codes)] = f"nsysdiff_reach{len(self._reach)}"
+                self._exec(f"CREATE TEMP TABLE {table} (key INTEGER, start INTEGER, reach INTEGER, "
+                           "PRIMARY KEY (key, start)) WITHOUT ROWID")  # fmt: skip
+                self._exec(
+                    f"INSERT INTO temp.{table} SELECT key, start, max(e) OVER (PARTITION BY key ORDER BY start "
+                    f'ROWS UNBOUNDED PRECEDING) FROM (SELECT {"tid" if kind else "pid"} AS key, start, '
+                    f'max("end") AS e FROM temp.nsysdiff_r WHERE pp = {kind} AND code IN ({codes}) '
+                    "GROUP BY key, start)"
+                )
+            out.append((kind, table))
+        return out
 
     def select_launches(self, att: Attribution, name: str = "nsysdiff_sel") -> Selection:
         """The (process, correlationId) of the runtime/driver calls ``att`` keeps, in a

@@ -18,7 +18,9 @@ from typer.testing import CliRunner
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, TraceError
+from nsysdiff.trace import reader
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder, tamper
+from nsysdiff.trace.reader import open_trace
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -290,6 +292,96 @@ def test_a_huge_registered_nvtx_string_is_read_once(tmp_path: Path) -> None:
     ((row),) = fp.nvtx
     assert (row.count, row.total_ns) == (1_000, 5_000)
     assert row.name.startswith("NNNN") and "more characters cut" in row.name
+
+
+def _long_ranges(path: Path) -> tuple[Path, dict[str, tuple[int, int]]]:
+    """Ranges with explicit texts past NAME_LIMIT beside ordinary ones, and the
+    (count, total ns) each folded and cut name must get, worked out by hand."""
+    b = TraceBuilder()
+    b.launch("gemm", 0, 1_000, 900)
+    plain, tail = "A" * 200_000, "B" * 100_000
+    texts = [
+        (plain + "x", 10),  # two names that differ past the limit stay two names
+        (plain + "y", 20),
+        (tail + ", seq = 7, op_id = 1", 30),  # a suffix past the limit: folded, then cut
+        (tail + ", op_id = 2", 40),
+        ("aten::mm, seq = 3" + "C" * 100_000, 50),  # a suffix before: the short name
+        ("aten::mm, seq = 4", 60),
+        ("é" * 40_000, 70),  # more bytes than the limit, fewer characters: kept whole
+        ("é" * 70_000, 80),  # more characters: cut
+    ]
+    for i, (text, dur) in enumerate(texts):
+        b.nvtx_range(text, 1_000 * i, 1_000 * i + dur)
+    want = {
+        reader.name_text(plain + "x"): (1, 10),
+        reader.name_text(plain + "y"): (1, 20),
+        reader.name_text(tail): (2, 70),
+        "aten::mm": (2, 110),
+        "é" * 40_000: (1, 70),
+        reader.name_text("é" * 70_000): (1, 80),
+    }
+    return b.write(path), want
+
+
+def _watched(r: reader.TraceReader) -> tuple[list[int], list[int]]:
+    """Route the reader's connection's ``instr`` and long-name calls through counters:
+    (haystack length of every instr call, byte length of every long-name call)."""
+    searched: list[int] = []
+    handed: list[int] = []
+
+    def instr(hay: object, needle: object) -> int:
+        text = str(hay)
+        searched.append(len(text))
+        return text.find(str(needle)) + 1
+
+    def long_name(raw: bytes) -> str:
+        handed.append(len(raw))
+        return reader._long_name(raw)
+
+    r.con.create_function("instr", 2, instr)
+    r.con.create_function(reader._LONG_NAME, 1, long_name)
+    return searched, handed
+
+
+def test_long_range_texts_are_read_once_per_range(tmp_path: Path) -> None:
+    # Fuzz seed 1, case 508: every NVTX range of a trace carried a 10 MB text, and the SQL
+    # fold read it six times and searched it five times per range, then stored it whole
+    # in the keyed table (44 s, over the fuzzer's 30 s, for a 6.4 GB file).
+    path, want = _long_ranges(tmp_path / "long.sqlite")
+    with open_trace(path) as r:
+        searched, handed = _watched(r)
+        rows = r.nvtx_summary()
+    assert {x.name: (x.count, x.total_ns) for x in rows} == want
+    assert max(searched) <= reader.NAME_LIMIT  # the SQL fold never meets a long text
+    assert len(handed) == 7  # every long range handed over once, the short ones never
+
+
+def test_scoped_reading_of_long_range_texts(tmp_path: Path) -> None:
+    path, want = _long_ranges(tmp_path / "long.sqlite")
+    with open_trace(path) as r:
+        searched, handed = _watched(r)
+        keys = r.nvtx_keys()
+        assert {k.sql_name: k.count for k in keys} == {n: c for n, (c, _) in want.items()}
+        r.load_ranges([(k, i) for i, k in enumerate(keys)])
+        ((copied,),) = r.con.execute("SELECT count(*) FROM temp.nsysdiff_r").fetchall()
+    assert copied == 8  # every range found its key again
+    assert max(searched) <= reader.NAME_LIMIT
+    assert len(handed) == 2 * 7
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "", "aten::mm", "aten::mm, seq = 1, op_id = 2", ", seq = 1", "a, b, c", "x, op_id = 5",
+        "x, sizes = [[1]], seq = 2", "x, stashed seq = 3", "x, input_op_ids = [1]", "é, seq = 1, op_id = 2",
+        "multi\nline, op_id = 3", "no comma space,seq = 1", "a, seq = 1" * 3,
+    ],
+)  # fmt: skip
+def test_long_name_fold_is_the_sql_fold(text: str) -> None:
+    # A name takes one of two ways by its length; both must give the same key.
+    con = sqlite3.connect(":memory:")
+    ((folded,),) = con.execute(f"SELECT {reader._fold_sql('?1')}", (text,)).fetchall()
+    assert reader._long_name(text.encode()) == folded
 
 
 def test_blob_names_are_text(tmp_path: Path) -> None:

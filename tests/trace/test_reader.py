@@ -695,3 +695,47 @@ def test_real_mangled_names(trace: Path) -> None:
         assert k.mangled is not None
         assert k.mangled.startswith("_Z") or k.mangled == k.demangled, (k.demangled, k.mangled)
     assert any(k.mangled is not None and k.mangled.startswith("_Z") for k in fp.kernels)
+
+
+_NEAR = (
+    "aten::linear", "aten::linear, seq = 1, op_id = 2", "aten::linear, op_id = 3", "aten::linear, custom",
+    "aten::linear_backward, seq = 3", "aten::linearity", "aten::linea", "aten::linear,seq = 4", "Aten::linear",
+    "aten::linear\n, seq = 5", "", ", seq = 6",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("wanted", [1, 2, 9])
+def test_range_copy_keeps_exactly_the_ranges_of_its_keys(tmp_path: Path, wanted: int) -> None:
+    # The copy compares each name with the keys before folding it (up to a few keys):
+    # names that share a start with a key, or a key and a comma, must not slip through.
+    b = TraceBuilder()
+    for i, text in enumerate(_NEAR):
+        b.nvtx_range(text, 100 * i, 100 * i + 50, registered=i % 2 == 1)
+    with open_trace(b.write(tmp_path / "near.sqlite")) as r:
+        keys = sorted(r.nvtx_keys(), key=lambda k: (k.sql_name != "aten::linear", k.sql_name))[:wanted]
+        r.load_ranges([(k, 0) for k in keys])
+        ((copied,),) = r.con.execute("SELECT count(*) FROM temp.nsysdiff_r").fetchall()
+    folded = [reader._long_name(t.encode()) for t in _NEAR]  # the SQL fold, as its tests prove
+    assert copied == sum(f in {k.sql_name for k in keys} for f in folded)
+    assert keys[0].sql_name == "aten::linear" and keys[0].count == 3
+
+
+def test_census_and_unscoped_nvtx_summary_are_one_pass(tmp_path: Path) -> None:
+    # A scope's census of range names and its unscoped NVTX summary read the same rows:
+    # the second asks nothing of SQLite's fold again.
+    b = TraceBuilder()
+    for i in range(20):
+        b.nvtx_range(f"step, seq = {i}", 100 * i, 100 * i + 50)
+    searched: list[str] = []
+
+    def instr(hay: str, needle: str) -> int:
+        searched.append(hay)
+        return hay.find(needle) + 1
+
+    with open_trace(b.write(tmp_path / "t.sqlite")) as r:
+        r.con.create_function("instr", 2, instr)
+        (key,) = r.nvtx_keys()
+        folded = len(searched)
+        (row,) = r.nvtx_summary()
+    assert folded and len(searched) == folded
+    assert (key.sql_name, key.count, row.name, row.count, row.total_ns) == ("step", 20, "step", 20, 1_000)
