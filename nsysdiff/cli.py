@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, batch, comparability, progress, runset, scope
+from nsysdiff import __version__, api, batch, comparability, progress, runset, scope, sides
 from nsysdiff.diff import Settings, compare
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import Fingerprint, fingerprint_to_json
@@ -624,10 +624,12 @@ def diff(
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
-        b = api.load(base, opts, progress=report_progress, side="base", by=by, keep_export=keep_export,
-                     notify=_notify)  # fmt: skip
-        c = api.load(candidate, opts, progress=report_progress, side="candidate", by=by,
-                     keep_export=keep_export, notify=_notify)  # fmt: skip
+        b, c = sides.read_both(
+            lambda: api.load(base, opts, progress=report_progress, side="base", by=by, keep_export=keep_export,
+                             notify=_notify),
+            lambda: api.load(candidate, opts, progress=report_progress, side="candidate", by=by,
+                             keep_export=keep_export, notify=_notify),
+        )  # fmt: skip
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
     d = compare(b, c, settings)
     today = date.today()
