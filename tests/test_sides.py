@@ -57,20 +57,20 @@ def test_both_results_in_order_and_at_once() -> None:
 
 def test_failing_base_stops_the_candidate(trace: Path) -> None:
     t = time.monotonic()
-    with pytest.raises(TraceError, match="^bad base$"):
+    with pytest.raises(TraceError, match=r"^bad base$"):
         sides.read_both(lambda: _fail("bad base"), lambda: _long_read(trace))
     assert time.monotonic() - t < 10
 
 
 def test_failing_candidate_stops_the_base(trace: Path) -> None:
     t = time.monotonic()
-    with pytest.raises(TraceError, match="^bad candidate$"):
+    with pytest.raises(TraceError, match=r"^bad candidate$"):
         sides.read_both(lambda: _long_read(trace), lambda: _fail("bad candidate"))
     assert time.monotonic() - t < 10
 
 
 def test_the_base_error_first_when_both_fail() -> None:
-    with pytest.raises(TraceError, match="^bad base$"):
+    with pytest.raises(TraceError, match=r"^bad base$"):
         sides.read_both(lambda: _fail("bad base"), lambda: _fail("bad candidate"))
 
 

@@ -313,7 +313,8 @@ def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
 def test_noise_profile(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
     assert run.args is not None
-    assert run.args[:6] == ["base.sqlite", "cand.json", "--rules", "default", "--noise-profile", "ci/noise profile.json"]
+    noise = ["--noise-profile", "ci/noise profile.json"]
+    assert run.args[:6] == ["base.sqlite", "cand.json", "--rules", "default", *noise]
 
 
 def test_empty_rules_and_strict(run_diff_step: Any) -> None:
