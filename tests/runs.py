@@ -3,8 +3,8 @@
 The base and the candidate run the same five kernels of a decoder layer; in every
 candidate run the GEMM is 6% slower per call, a small gather is 3x slower (an outlier
 against the overall scale), the rest is unchanged, and one kernel runs only in the
-candidate. Each run draws its own clock factor (0.5%), each kernel its own run-to-run
-factor (0.3%) and each launch its own jitter (2%), from fixed seeds: the same files
+candidate. Each run draws its own clock factor (0.3%), each kernel its own run-to-run
+factor (0.2%) and each launch its own jitter (2%), from fixed seeds: the same files
 every time.
 """
 
@@ -30,7 +30,7 @@ CANDIDATE_ONLY = ("fused_rope_kernel", 40, 3_000)
 def write_run(path: Path, candidate: bool, seed: int, gpu: str = "NVIDIA H100 80GB HBM3") -> Path:
     """One run of the base (or candidate) build."""
     rng = np.random.default_rng(seed)
-    clock = np.exp(rng.normal(0.0, 0.005))
+    clock = np.exp(rng.normal(0.0, 0.003))
     b = TraceBuilder(gpus=(Gpu(name=gpu),))
     t = 0
     kernels = [(name, calls, ns * (factor if candidate else 1.0)) for name, (calls, ns, factor) in KERNELS.items()]
@@ -38,7 +38,7 @@ def write_run(path: Path, candidate: bool, seed: int, gpu: str = "NVIDIA H100 80
         name, calls, ns = CANDIDATE_ONLY
         kernels.append((name, calls, float(ns)))
     for name, calls, ns in kernels:
-        own = np.exp(rng.normal(0.0, 0.003))
+        own = np.exp(rng.normal(0.0, 0.002))
         durations = np.rint(ns * clock * own * np.exp(rng.normal(0.0, 0.02, calls))).astype(np.int64)
         starts = t + np.cumsum(np.concatenate([[0], durations[:-1] + 1_000]))
         b.kernels(name, starts, durations)
