@@ -109,6 +109,8 @@ def run_set_from_json(text: str, source: str) -> RunSet:
     runs = doc.get("runs")
     if not isinstance(runs, list) or not runs:
         raise FingerprintError(f"{source}: runs: expected a non-empty list of fingerprints")
+    # The envelope (schemas/run-set.schema.json), before any run is read as a fingerprint.
+    validation.check_schema(doc, source, schema="run-set", what="run set")
     sources = [f"{source} runs[{i}]" for i in range(len(runs))]
     # Each run goes through the whole single-fingerprint path: one validator, one truth.
     fps = [fingerprint_from_json(validation.redump(run), where) for run, where in zip(runs, sources, strict=True)]
