@@ -241,3 +241,59 @@ def test_per_step_runs_compare_per_step() -> None:
     total = next(k for k in d.runs.keys if k.kind.value == "kernel").total
     # Different step counts per run: per step, nothing changed.
     assert total.verdict is RunVerdict.NO_CHANGE and total.base_values == (1000.0, 1004.0, 998.0)
+
+
+def test_a_missing_run_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    base, cand = traces
+    missing = tmp_path / "gone.sqlite"
+    code, out, err = run_main(monkeypatch, capsys, "--base", base[0], missing, "--candidate", *cand)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith(f"nsysdiff: error: {missing}: ")
+
+
+def test_one_run_against_three_says_no_interval_exists(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]]
+) -> None:
+    base, cand = traces
+    code, out, err = run_main(monkeypatch, capsys, base[0], "--candidate", *cand, "--width", "200", "--details")
+    assert (code, err) == (0, "")
+    assert "over runs    no interval: a side has one run (an interval needs two runs on each side)" in out
+    assert "1 vs 3 runs" in out.splitlines()[0]
+    assert "with one run on a side no interval exists" in out
+    # Without intervals the median runs' outliers stand, as with one run per side.
+    assert "Outliers (1)" in out
+
+
+def test_runs_without_kernel_rows_compare_their_nvtx_ranges() -> None:
+    def ranges(step_ns: int, i: int) -> Fingerprint:
+        return fpspec.fingerprint(
+            {}, nvtx={"forward": (10, step_ns), "backward": (10, 2 * step_ns + i), "load": (10, 900 + i)},
+            source=f"r{i}.json",
+        )  # fmt: skip
+
+    base = _set([ranges(1000, 0), ranges(1004, 1), ranges(998, 2)])
+    cand = _set([ranges(1000, 0), ranges(1003, 1), ranges(999, 2)])
+    d = rundiff.compare_sides(base, cand)
+    assert d.headline.basis == "nvtx" and d.runs is not None and d.runs.scale is not None
+    assert d.runs.scale.low is not None and d.runs.scale.low < 1.0 < (d.runs.scale.high or 0)
+    assert {k.kind for k in d.runs.keys} == {runset.KeyKind.NVTX}
+
+
+def test_a_real_capture_given_as_several_identical_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import real_trace
+
+    bs1, bs16 = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
+    single = run_main(monkeypatch, capsys, bs1, bs16, "--format", "json")
+    code, out, err = run_main(monkeypatch, capsys, "--base", bs1, bs1, "--candidate", bs16, bs16, "--format", "json")
+    assert (code, err) == (single[0], "")
+    doc, one = json.loads(out), json.loads(single[1])
+    # Identical runs: the median runs' figures are the single diff's; no spread, point intervals.
+    assert doc["overall"] == one["overall"] and doc["attribution"] == one["attribution"]
+    r = doc["runs"]
+    assert r["kernel_time"]["ci_low"] == r["kernel_time"]["ci_high"] == r["kernel_time"]["ratio"]
+    assert all(x["cleared"] == (x["key"] in doc["outliers"]) for x in r["outliers"] if x["rows"] == "kernels")
