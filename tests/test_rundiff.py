@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 import fpspec
+import numpy as np
 import pytest
 import runs
 from test_cli_conventions import run_main
@@ -297,3 +298,47 @@ def test_a_real_capture_given_as_several_identical_runs(
     r = doc["runs"]
     assert r["kernel_time"]["ci_low"] == r["kernel_time"]["ci_high"] == r["kernel_time"]["ratio"]
     assert all(x["cleared"] == (x["key"] in doc["outliers"]) for x in r["outliers"] if x["rows"] == "kernels")
+
+
+# --- calibration of the outlier gate across runs ---------------------------------------
+
+
+def _jittered(rng: np.random.Generator, gather: float, noise: float, i: int) -> Fingerprint:
+    """A run: four kernels under a shared clock factor (0.5%) and their own 0.5% jitter,
+    and a small gather ``gather`` times its base time with ``noise`` run to run."""
+    clock = np.exp(rng.normal(0.0, 0.005))
+
+    def ns(base: float, sd: float = 0.005) -> int:
+        return int(np.rint(base * clock * np.exp(rng.normal(0.0, sd))))
+
+    return fpspec.fingerprint(
+        {"ampere_sgemm_128x64_nn": (10, ns(100_000)), "vectorized_elementwise_kernel": (20, ns(40_000)),
+         "softmax_warp_forward": (10, ns(30_000)), "layer_norm_kernel": (10, ns(20_000)),
+         "indexSelectSmallIndex": (4, ns(2_000 * gather, noise))},
+        source=f"r{i}.json",
+    )  # fmt: skip
+
+
+def flagged_rates(true: float, noise: float, runs: int = 3, sims: int = 200, seed: int = 1) -> tuple[float, float]:
+    """How often the gather is an outlier: in the median runs' diff alone, and across runs."""
+    rng = np.random.default_rng(seed)
+    point = gated = 0
+    for _ in range(sims):
+        base = _set([_jittered(rng, 1.0, noise, i) for i in range(runs)])
+        cand = _set([_jittered(rng, true, noise, i) for i in range(runs)])
+        shown = compare(base.runs[rundiff.median_run(base)], cand.runs[rundiff.median_run(cand)])
+        point += any(r.key == "indexSelectSmallIndex" for r in shown.outliers)
+        gated += any(r.key == "indexSelectSmallIndex" for r in rundiff.compare_sides(base, cand).outliers)
+    return point / sims, gated / sims
+
+
+def test_a_deviation_under_the_threshold_is_not_an_outlier_across_runs() -> None:
+    # 1.20x beyond the scale, under the 1.25x threshold, with 5% run-to-run noise: the
+    # median runs alone flag it about a third of the time; the interval almost never.
+    point, gated = flagged_rates(1.20, 0.05)
+    assert point > 0.2
+    assert gated <= 0.025
+
+
+def test_a_real_outlier_is_found_across_runs() -> None:
+    assert flagged_rates(3.0, 0.05) == (1.0, 1.0)
