@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, batch, comparability, progress, rundiff, runset, scope
+from nsysdiff import __version__, api, batch, comparability, progress, rundiff, runset, scope, sides
 from nsysdiff.diff import Settings
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import Fingerprint, fingerprint_to_json
@@ -644,10 +644,12 @@ def diff(
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
-        b_runs = api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
-                               keep_export=keep_export, notify=_notify)  # fmt: skip
-        c_runs = api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
-                               keep_export=keep_export, notify=_notify)  # fmt: skip
+        b_runs, c_runs = sides.read_both(
+            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
+                                  keep_export=keep_export, notify=_notify),
+            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                                  keep_export=keep_export, notify=_notify),
+        )  # fmt: skip
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)

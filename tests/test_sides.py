@@ -1,0 +1,103 @@
+"""Both sides of a diff read at once: the same results and errors as one after the other,
+and a failing side stops the other's SQLite work instead of waiting for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nsysdiff import sides
+from nsysdiff.cli import app
+from nsysdiff.errors import ExitCode, TraceError
+from nsysdiff.trace import schema
+from nsysdiff.trace.builder import TraceBuilder
+
+runner = CliRunner()
+
+# A query of ~10^9 steps: minutes when nothing stops it.
+_LONG = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    b = TraceBuilder()
+    b.launch("gemm", 0, 1_000, 1)
+    return b.write(tmp_path / "t.sqlite")
+
+
+def _long_read(path: Path) -> object:
+    con = schema.connect(path)
+    try:
+        return con.execute(_LONG).fetchall()
+    except schema.DB_ERRORS as e:
+        raise schema.db_error(path, e) from None
+    finally:
+        con.close()
+
+
+def _fail(message: str) -> object:
+    raise TraceError(message)
+
+
+def test_both_results_in_order_and_at_once() -> None:
+    # Each side waits for the other to have started: only a concurrent read finishes.
+    started = [threading.Event(), threading.Event()]
+
+    def side(i: int) -> int:
+        started[i].set()
+        assert started[1 - i].wait(10), "the two sides were not read at once"
+        return i
+
+    assert sides.read_both(lambda: side(0), lambda: side(1)) == (0, 1)
+
+
+def test_failing_base_stops_the_candidate(trace: Path) -> None:
+    t = time.monotonic()
+    with pytest.raises(TraceError, match="^bad base$"):
+        sides.read_both(lambda: _fail("bad base"), lambda: _long_read(trace))
+    assert time.monotonic() - t < 10
+
+
+def test_failing_candidate_stops_the_base(trace: Path) -> None:
+    t = time.monotonic()
+    with pytest.raises(TraceError, match="^bad candidate$"):
+        sides.read_both(lambda: _long_read(trace), lambda: _fail("bad candidate"))
+    assert time.monotonic() - t < 10
+
+
+def test_the_base_error_first_when_both_fail() -> None:
+    with pytest.raises(TraceError, match="^bad base$"):
+        sides.read_both(lambda: _fail("bad base"), lambda: _fail("bad candidate"))
+
+
+def test_reads_run_again_after_a_stop(trace: Path) -> None:
+    with pytest.raises(TraceError):
+        sides.read_both(lambda: _fail("bad base"), lambda: _long_read(trace))
+    con = schema.connect(trace)
+    try:
+        assert con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall() == [(1,)]
+    finally:
+        con.close()
+
+
+def test_a_stopped_read_says_so_and_is_not_a_damaged_file(trace: Path) -> None:
+    schema.stop_reads()
+    try:
+        with pytest.raises(schema.ReadStopped, match="read stopped"):
+            _long_read(trace)
+    finally:
+        schema.resume_reads()
+
+
+def test_diff_names_the_bad_side(tmp_path: Path, trace: Path) -> None:
+    missing = tmp_path / "missing.sqlite"
+    for args, named in (([str(trace), str(missing)], missing), ([str(missing), str(trace)], missing)):
+        r = runner.invoke(app, ["diff", *args])
+        assert r.exit_code == ExitCode.BAD_INPUT
+        assert r.output.strip() == f"nsysdiff: error: {named}: no such file"
+    both = runner.invoke(app, ["diff", str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")])
+    assert both.output.strip() == f"nsysdiff: error: {tmp_path / 'a.sqlite'}: no such file"
