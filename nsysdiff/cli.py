@@ -622,7 +622,8 @@ def diff(
         ),
     ] = None,
 ) -> None:
-    """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
+    """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
+    outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
     from nsysdiff.rules import waivers
 
