@@ -214,7 +214,10 @@ def test_the_outlier_rule_honours_the_interval(tmp_path: Path) -> None:
     for cand in (noisy, steady):
         findings, _ = rules.evaluate(rundiff.compare_sides(base, cand), ruleset, today=date(2026, 1, 1))
         subjects.append([f.subject for f in findings if f.kind == "outlier"])
+        evidence = [f.evidence for f in findings if f.kind == "outlier"]
     assert subjects[0] == [] and subjects[1] != []
+    # The finding gives the interval it was judged on.
+    assert all("; across runs 2." in e and "x of scale" in e for e in evidence) and evidence
 
 
 def test_one_correction_over_every_key_and_measure() -> None:

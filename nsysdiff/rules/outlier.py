@@ -199,6 +199,10 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         f"{units.fmt_time(row.candidate.mean_ns)}); "
         f"share {units.fmt_percent(share)}{extra}"
     )
+    if gate.runs and row.deviation_ci is not None:
+        # The interval the gate judged: the reader sees why the runs agree.
+        low, high = row.deviation_ci
+        evidence += f"; across runs {units.fmt_ratio(low)} to {units.fmt_ratio(high)} of scale"
     driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
     way = "slower" if dev > 1 else "faster"
     message = rule.message or (
