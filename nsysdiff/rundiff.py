@@ -98,7 +98,7 @@ class RunsDiff:
     cand_shown: int
     keys: tuple[KeyRuns, ...]  # by kind (KeyKind order), then key
     partial: tuple[tuple[KeyKind, str], ...]  # keys some run lacks: structural, not tested
-    kernel_time: Spread  # total kernel time (graph or NVTX time without kernels)
+    kernel_time: Spread | None  # total kernel time (graph or NVTX time without kernels); None: none in some run
     scale: Spread | None  # None: no meaningful scale in some run
     deviations: tuple[Deviation, ...]  # the outliers of the median runs, most abnormal first
     alpha: float
@@ -191,7 +191,7 @@ def compare_sides(
         cand_shown=ci,
         keys=keys,
         partial=partial,
-        kernel_time=_spread(
+        kernel_time=_positive_spread(
             [_time(fp, per_step) for fp in base.runs], [_time(fp, per_step) for fp in cand.runs], confidence
         ),
         scale=scale,
@@ -246,6 +246,11 @@ def _spread(base: Sequence[float], cand: Sequence[float], confidence: float) -> 
         return Spread(tuple(base), tuple(cand), ratio, None, None)
     t = runstats.welch_log(b, c, confidence)
     return Spread(tuple(base), tuple(cand), float(t.ratio[0]), float(t.ci_low[0]), float(t.ci_high[0]))
+
+
+def _positive_spread(base: Sequence[float], cand: Sequence[float], confidence: float) -> Spread | None:
+    """:func:`_spread`, or None when some run has no such time (a log needs a positive value)."""
+    return _spread(base, cand, confidence) if min(*base, *cand) > 0 else None
 
 
 def _reference(base: Sequence[Mapping[str, float]]) -> dict[str, float]:

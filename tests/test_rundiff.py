@@ -16,7 +16,7 @@ from test_cli_conventions import run_main
 
 from nsysdiff import cli, rundiff, runset
 from nsysdiff.diff import compare
-from nsysdiff.model import Fingerprint
+from nsysdiff.model import Fingerprint, fingerprint_to_json
 from nsysdiff.runstats import RunVerdict
 
 GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"
@@ -345,3 +345,23 @@ def test_a_deviation_under_the_threshold_is_not_an_outlier_across_runs() -> None
 
 def test_a_real_outlier_is_found_across_runs() -> None:
     assert flagged_rates(3.0, 0.05) == (1.0, 1.0)
+
+
+def test_runs_with_no_kernel_time_report_without_a_time_interval(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Copies only: no kernel, graph or NVTX time in any run, nothing to take a log of.
+    paths = []
+    for i in range(4):
+        fp = fpspec.fingerprint({}, memcpy={"HtoD": (2, 1 << 20, 900 + i)}, source=f"r{i}.json")
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_text(fingerprint_to_json(fp))
+    single = run_main(monkeypatch, capsys, paths[0], paths[2], "--no-rules")[0]
+    code, out, err = run_main(monkeypatch, capsys, "--base", *paths[:2], "--candidate", *paths[2:], "--no-rules")
+    # The same outcome as one run per side (no kernel data to judge), and no traceback.
+    assert (code, err) == (single, "")
+    assert "kernel time none in some run · scale none" in " ".join(out.split())
+    code, out, _ = run_main(monkeypatch, capsys, "--base", *paths[:2], "--candidate", *paths[2:], "-f", "json")
+    doc = json.loads(out)
+    assert doc["runs"]["kernel_time"] is None
+    assert [k["key"] for k in doc["runs"]["keys"]] == ["HtoD"]

@@ -363,7 +363,7 @@ def runs_data(r: RunsDiff) -> dict[str, Any]:
         "band": r.band,
         "confidence": r.confidence,
         "tested": r.tested,
-        "kernel_time": _spread(r.kernel_time),
+        "kernel_time": None if r.kernel_time is None else _spread(r.kernel_time),
         "scale": None if r.scale is None else _spread(r.scale),
         "outlier_threshold": r.threshold,
         "outliers": [

@@ -57,7 +57,8 @@ def over_runs_phrase(r: RunsDiff) -> str:
     if not r.intervals:
         return "no interval: a side has one run (an interval needs two runs on each side)"
     scale = "none (no meaningful scale in some run)" if r.scale is None else spread_text(r.scale)
-    return f"kernel time {spread_text(r.kernel_time)} · scale {scale} ({r.confidence:.0%} intervals)"
+    time = "none in some run" if r.kernel_time is None else spread_text(r.kernel_time)
+    return f"kernel time {time} · scale {scale} ({r.confidence:.0%} intervals)"
 
 
 def deviation_of(d: Diff, row: Row) -> Deviation | None:
