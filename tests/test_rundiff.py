@@ -365,3 +365,30 @@ def test_runs_with_no_kernel_time_report_without_a_time_interval(
     doc = json.loads(out)
     assert doc["runs"]["kernel_time"] is None
     assert [k["key"] for k in doc["runs"]["keys"]] == ["HtoD"]
+
+
+def false_alarms(runs: int, sims: int = 400, seed: int = 7) -> tuple[float, float]:
+    """Simulated A/A diffs (``_jittered`` runs, gather noise 2%): the share of whole diffs
+    with any key changed, and the share of all tests that said changed."""
+    rng = np.random.default_rng(seed)
+    any_changed = changed = tested = 0
+    for _ in range(sims):
+        base = _set([_jittered(rng, 1.0, 0.02, i) for i in range(runs)])
+        cand = _set([_jittered(rng, 1.0, 0.02, i) for i in range(runs)])
+        r = rundiff.compare_sides(base, cand).runs
+        assert r is not None
+        verdicts = [c.verdict for k in r.keys for _, c in k.measures if c.p_value is not None]
+        hits = sum(v is RunVerdict.CHANGED for v in verdicts)
+        any_changed += hits > 0
+        changed += hits
+        tested += len(verdicts)
+    return any_changed / sims, changed / tested
+
+
+@pytest.mark.parametrize("runs", [3, 5])
+def test_a_whole_a_a_diff_stays_under_alpha(runs: int) -> None:
+    # One correction over every key and measure of the diff: the chance that an A/A diff
+    # calls anything changed stays under alpha (0.05), keys correlated as they are.
+    whole, per_test = false_alarms(runs)
+    assert whole <= 0.05
+    assert per_test <= 0.05
