@@ -116,12 +116,12 @@ def kind_word(k: KeyRuns) -> str:
 
 
 def tally(r: RunsDiff) -> str:
-    """``2 changed, 3 too noisy to tell, 10 no significant change (keys on any measure)``."""
+    """``2 keys changed, 3 too noisy to tell, 10 with no significant change on every measure``."""
     counts = [(r.count(v), v.value) for v in (*_LISTED, RunVerdict.NO_CHANGE)]
     steady = sum(all(c.verdict is RunVerdict.NO_CHANGE for _, c in k.measures) for k in r.keys)
     return (
         f"{counts[0][0]:,} keys changed, {counts[1][0]:,} too noisy to tell, "
-        f"{steady:,} with no significant change on any measure"
+        f"{steady:,} with no significant change on every measure"
     )
 
 

@@ -56,3 +56,11 @@ def test_three_runs_against_three(
     code, out, err = run_main(monkeypatch, capsys, *argv, *FORMATS[suffix])
     assert (code, err) == (0, "")
     golden(f"runs/3v3.{suffix}", out)
+
+
+def test_the_statistics_docs_show_the_golden_report() -> None:
+    # docs/statistics.md prints the 3-vs-3 first screen as it is: the golden file, verbatim.
+    root = Path(__file__).parents[2]
+    docs = (root / "docs" / "statistics.md").read_text(encoding="utf-8")
+    screen = (root / "tests" / "render" / "golden" / "runs" / "3v3.screen.80.txt").read_text(encoding="utf-8")
+    assert f"```\n{screen}```" in docs
