@@ -194,6 +194,7 @@ def test_action_interface() -> None:
     }
     assert defaults == {
         "rules": "default",
+        "noise-profile": "",
         "format": "markdown",
         "strict": "false",
         "fail-on-inconclusive": "true",
@@ -259,6 +260,7 @@ def run_diff_step(tmp_path: Path) -> Any:
             "INPUT_BASE": "base.sqlite",
             "INPUT_CANDIDATE": "cand.json",
             "INPUT_RULES": "default",
+            "INPUT_NOISE_PROFILE": "",
             "INPUT_FORMAT": "markdown",
             "INPUT_STRICT": "false",
             "INPUT_FAIL_ON_INCONCLUSIVE": "true",
@@ -298,6 +300,20 @@ def test_rules_split_into_arguments(run_diff_step: Any, tmp_path: Path) -> None:
         "--format", "markdown", "--output", md, "--output", js,
     ]  # fmt: skip
     assert not (tmp_path / "pwned").exists()
+
+
+def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
+    run = run_diff_step(INPUT_BASE="runs/base 1.sqlite\nruns/base-2.json\n\n", INPUT_CANDIDATE="$(touch pwned)\n")
+    assert run.args is not None
+    assert run.args[:5] == ["--base", "runs/base 1.sqlite", "runs/base-2.json", "--candidate", "$(touch pwned)"]
+    assert run.args[5:7] == ["--rules", "default"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_noise_profile(run_diff_step: Any) -> None:
+    run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
+    assert run.args is not None
+    assert run.args[:6] == ["base.sqlite", "cand.json", "--rules", "default", "--noise-profile", "ci/noise profile.json"]
 
 
 def test_empty_rules_and_strict(run_diff_step: Any) -> None:
