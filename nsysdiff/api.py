@@ -115,12 +115,16 @@ def load(
             return fingerprint_trace(exported, options, progress=progress, side=side, by=by)
     if src.kind is inputs.Kind.SQLITE:
         return fingerprint_trace(p, options, progress=progress, side=side, by=by)
-    if by is not Grouping.name:
-        raise UsageError(f"{p}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
+    _check_grouping(p, by)
     fp = fingerprint_from_json(_saved_text(src), str(p))
     if options is not None:
         scope.check_saved(fp, options, str(p))
     return fp
+
+
+def _check_grouping(path: Path, by: Grouping) -> None:
+    if by is not Grouping.name:
+        raise UsageError(f"{path}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
 
 
 def _saved_text(src: inputs.Input) -> str:
@@ -147,21 +151,27 @@ def load_runs(
     *,
     progress: Step = silent,
     side: str = "",
+    by: Grouping = Grouping.name,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = _quiet,
 ) -> runset.RunSet:
     """The runs of one side from any mix of traces, reports, saved fingerprints and saved
-    run sets (a run set contributes all its runs), checked alike with each other."""
+    run sets (a run set contributes all its runs), checked alike with each other.
+    A side of one trace or one fingerprint reads exactly as :func:`load` reads it."""
     from nsysdiff import validation  # jsonschema loads only when a fingerprint is read
 
     runs: list[Fingerprint] = []
     sources: list[str] = []
-    for path in paths:
+    for i, path in enumerate(paths):
         src = inputs.recognise(Path(path))
+        # The progress line counts the runs of a side of several.
+        label = f"{side} run {i + 1:,} of {len(paths):,}" if side and len(paths) > 1 else side
         if src.kind is not inputs.Kind.FINGERPRINT:
-            runs.append(load(path, options, progress=progress, side=side, keep_export=keep_export, notify=notify))
+            runs.append(load(path, options, progress=progress, side=label, by=by, keep_export=keep_export,
+                             notify=notify))  # fmt: skip
             sources.append(str(path))
             continue
+        _check_grouping(src.path, by)
         # Read once: a fingerprint from a pipe can't be read twice.
         text, where = _saved_text(src), str(src.path)
         saved = (

@@ -21,8 +21,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, batch, comparability, progress, runset, scope, sides
-from nsysdiff.diff import Settings, compare
+from nsysdiff import __version__, api, batch, comparability, progress, rundiff, runset, scope, sides
+from nsysdiff.diff import Settings
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 from nsysdiff.model import Fingerprint, fingerprint_to_json
 from nsysdiff.render import Format, format_for, layout, render, safe
@@ -502,15 +502,34 @@ _DEFAULTS = Settings()
 @handled
 def diff(
     base: Annotated[
-        Path,
-        typer.Argument(metavar="BASE", help="Base: an nsys SQLite export, an .nsys-rep report or a saved fingerprint."),
-    ],
-    candidate: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
-            metavar="CANDIDATE", help="Candidate: an nsys SQLite export, an .nsys-rep report or a saved fingerprint."
+            metavar="BASE", show_default=False,
+            help="Base: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
         ),
-    ],
+    ] = None,
+    candidate: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="CANDIDATE", show_default=False,
+            help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
+        ),
+    ] = None,
+    base_runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--base", metavar="RUN...",
+            help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
+            "option, so a shell glob works; repeatable. Instead of BASE.",
+        ),
+    ] = None,
+    candidate_runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--candidate", metavar="RUN...",
+            help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
+        ),
+    ] = None,
     rules: Annotated[
         list[str] | None,
         typer.Option(
@@ -603,7 +622,8 @@ def diff(
         ),
     ] = None,
 ) -> None:
-    """Diff two traces: headline, outliers, categories, copies, variant drift, top changes."""
+    """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
+    outliers, categories, copies, variant drift, top changes."""
     from nsysdiff import rules as rule_engine
     from nsysdiff.rules import waivers
 
@@ -623,15 +643,18 @@ def diff(
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
+    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
-        b, c = sides.read_both(
-            lambda: api.load(base, opts, progress=report_progress, side="base", by=by, keep_export=keep_export,
-                             notify=_notify),
-            lambda: api.load(candidate, opts, progress=report_progress, side="candidate", by=by,
-                             keep_export=keep_export, notify=_notify),
+        b_runs, c_runs = sides.read_both(
+            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
+                                  keep_export=keep_export, notify=_notify),
+            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                                  keep_export=keep_export, notify=_notify),
         )  # fmt: skip
+    # With several runs, the figures are the median runs' (docs/statistics.md).
+    b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
-    d = compare(b, c, settings)
+    d = rundiff.compare_sides(b_runs, c_runs, settings)
     today = date.today()
     findings, results = rule_engine.evaluate(d, ruleset, today=today) if ruleset else ((), ())
     if ruleset is not None:
@@ -666,6 +689,31 @@ def diff(
             sys.stdout.write(github.render(report))
         github.publish(report, os.environ)
     raise typer.Exit(int(report.exit_code))
+
+
+def _sides(
+    base: Path | None, candidate: Path | None, base_runs: list[Path] | None, candidate_runs: list[Path] | None
+) -> tuple[list[Path], list[Path]]:
+    """The runs of each side: --base/--candidate where given, else BASE and CANDIDATE in order."""
+    positional = [p for p in (base, candidate) if p is not None]
+    sides = []
+    for runs in (base_runs, candidate_runs):
+        sides.append(list(runs) if runs else positional[:1])
+        positional = positional if runs else positional[1:]
+    if positional:
+        raise UsageError(
+            f"{positional[0]}: one path too many; give BASE CANDIDATE, or --base RUN... --candidate RUN... "
+            "(--base and --candidate take every path up to the next option)"
+        )
+    for name, runs in zip(("BASE", "CANDIDATE"), sides, strict=True):
+        if not runs:
+            # Several runs: name the option; else the usage line, as click words it.
+            option = f" or --{name.lower()} RUN..." if base_runs or candidate_runs else ""
+            raise UsageError(
+                f"missing {name}{option}: the usage is 'nsysdiff diff [OPTIONS] BASE CANDIDATE' "
+                "(see 'nsysdiff diff --help')"
+            )
+    return sides[0], sides[1]
 
 
 def _with_noise(ruleset: Any, profile: Path | None) -> Any:
@@ -739,12 +787,14 @@ def _commands() -> list[str]:
 
 
 def route(argv: list[str]) -> list[str]:
-    """``nsysdiff A B ...`` means ``nsysdiff diff A B ...``.
+    """``nsysdiff A B ...`` and ``nsysdiff --base ...`` mean ``nsysdiff diff ...``.
 
     A first word that is neither a command nor an existing path but is close to a command
     (``sumary``) is a typo, not a trace: say so instead of "no such file".
     """
     commands = _commands()
+    if argv and argv[0].split("=")[0] in _RUNS_OPTIONS:
+        return _runs_options(["diff", *argv])  # nsysdiff --base RUN... --candidate RUN...
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
         if not os.path.lexists(argv[0]):
             close = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.7)
@@ -753,8 +803,37 @@ def route(argv: list[str]) -> list[str]:
                     f"{argv[0]!r} is no command and no file; did you mean 'nsysdiff {close[0]}'? "
                     f"(commands: {', '.join(commands)})"
                 )
-        return ["diff", *argv]
-    return argv
+        return _runs_options(["diff", *argv])
+    return _runs_options(argv) if argv and argv[0] == "diff" else argv
+
+
+_RUNS_OPTIONS = ("--base", "--candidate")
+
+
+def _runs_options(argv: list[str]) -> list[str]:
+    """``--base a b c`` as ``--base a --base b --base c``: each of --base and --candidate
+    takes every path up to the next option (a shell glob's expansion), which click can't."""
+    out: list[str] = []
+    taking: str | None = None
+    bare = False  # the last --base/--candidate has no path yet
+    for i, word in enumerate(argv):
+        if word == "--":
+            return out + ([taking] if bare and taking else []) + argv[i:]
+        if word.startswith("-"):
+            if bare and taking:
+                out.append(taking)  # no path: click says what is missing
+            taking = word if word in _RUNS_OPTIONS else None
+            bare = taking is not None
+            if taking is None:
+                out.append(word)
+            continue
+        if taking is not None:
+            out.append(taking)
+            bare = False
+        out.append(word)
+    if bare and taking:
+        out.append(taking)
+    return out
 
 
 def _click_class(name: str) -> type[BaseException]:

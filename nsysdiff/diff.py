@@ -32,6 +32,7 @@ import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from nsysdiff.model import (
     RangeStats,
     TraceMeta,
 )
+
+if TYPE_CHECKING:  # the multi-run statistics import this module
+    from nsysdiff.rundiff import RunsDiff
 
 
 class Verdict(str, enum.Enum):
@@ -112,6 +116,9 @@ class Row:
     is_outlier: bool
     verdict: Verdict
     distribution: Distribution | None = None
+    # With several runs per side: the interval of ``deviation`` over the runs (the point
+    # is the runs' geometric mean, see nsysdiff.rundiff); None with one run per side.
+    deviation_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +247,14 @@ class Diff:
     attribution: attribution.Attribution = attribution.EMPTY
     phases: tuple[PhaseDiff, ...] = ()  # phases named on both sides, in base order
     graphs: tuple[Row, ...] = ()  # whole-graph launches per graph id (graph-mode captures)
+    # Several runs on a side: the statistics across runs (the figures above are the
+    # median runs'); None with one run per side.
+    runs: RunsDiff | None = None
+
+    @property
+    def intervals(self) -> bool:
+        """Whether both sides have the runs an interval needs (at least two each)."""
+        return self.runs is not None and self.runs.intervals
 
     @property
     def per_step(self) -> bool:
@@ -314,6 +329,12 @@ def _per_step(items: list[_Item], n: int | None) -> list[_Item]:
 def _ratio(a: float, b: float) -> float | None:
     """b / a, or None when undefined."""
     return b / a if a > 0 and b >= 0 else None
+
+
+def row_verdict(row: Row, noise: float) -> Verdict:
+    """The verdict of a row that is not an outlier (its interval across runs may clear
+    none of the thresholds that its median runs did)."""
+    return _verdict(row.base, row.candidate, row.ratio, noise)
 
 
 def _verdict(base: object, cand: object, ratio: float | None, noise: float) -> Verdict:
@@ -533,6 +554,19 @@ def basis_of(base: Fingerprint, cand: Fingerprint) -> str:
 
 def _totals(items: Iterable[_Item]) -> dict[str, float]:
     return {i.key: i.total_ns for i in items}
+
+
+_GROUPED = {"families": "family", "categories": "category"}
+
+
+def totals_of(fp: Fingerprint, rows: str) -> dict[str, float]:
+    """Each key's total time in ``fp``, keyed as the diff keys its ``rows``: ``kernels``,
+    ``families``, ``categories``, ``nvtx`` or ``graphs``."""
+    if rows == "kernels":
+        return {k.demangled: k.total_ns for k in fp.kernels}
+    if rows in _GROUPED:
+        return {g.name: g.total_ns for g in group_by(fp.kernels, _GROUPED[rows])}
+    return _totals(_nvtx_items(fp.nvtx) if rows == "nvtx" else _graph_items(fp.graphs))
 
 
 def _copy_side(c: CopyStats, n: int | None) -> CopySide:

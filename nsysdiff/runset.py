@@ -109,6 +109,8 @@ def run_set_from_json(text: str, source: str) -> RunSet:
     runs = doc.get("runs")
     if not isinstance(runs, list) or not runs:
         raise FingerprintError(f"{source}: runs: expected a non-empty list of fingerprints")
+    # The envelope (schemas/run-set.schema.json), before any run is read as a fingerprint.
+    validation.check_schema(doc, source, schema="run-set", what="run set")
     sources = [f"{source} runs[{i}]" for i in range(len(runs))]
     # Each run goes through the whole single-fingerprint path: one validator, one truth.
     fps = [fingerprint_from_json(validation.redump(run), where) for run, where in zip(runs, sources, strict=True)]
@@ -154,11 +156,18 @@ class RunValues:
     partial: tuple[str, ...]
 
 
-def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure) -> RunValues:
+def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure, *, per_step: bool = False) -> RunValues:
     """Each key's value in every run, in run order. Keys with a zero total or no calls
-    in some run count as partial: their log is undefined and the key did not run."""
+    in some run count as partial: their log is undefined and the key did not run.
+
+    ``per_step``: totals and calls divided by each run's step count (``--per``), so that
+    runs with different numbers of steps compare per step, as their diff does.
+    """
     value = _MEASURES[measure]
     per_run = [{key: (calls, total) for key, calls, total in _stats(fp, kind)} for fp in rs.runs]
+    divide = [
+        (fp.scope.steps or 1) if per_step and measure is not Measure.PER_CALL else 1 for fp in rs.runs
+    ]
     every = set.union(*(set(r) for r in per_run))
     values: dict[str, tuple[float, ...]] = {}
     partial: list[str] = []
@@ -167,5 +176,5 @@ def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure) -> RunValues:
         if any(calls <= 0 or total <= 0 for calls, total in seen):
             partial.append(key)
         else:
-            values[key] = tuple(value(calls, total) for calls, total in seen)
+            values[key] = tuple(value(calls, total) / n for (calls, total), n in zip(seen, divide, strict=True))
     return RunValues(values, tuple(partial))

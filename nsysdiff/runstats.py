@@ -175,33 +175,62 @@ def compare_runs(
     report, not noise. With one run on either side each key gets its ratio and the
     verdict ``SINGLE_RUN``, and no interval or p-value.
     """
-    keys = sorted(set(base) & set(cand))
-    b = _matrix(base, keys, "base")
-    c = _matrix(cand, keys, "candidate")
-    nb, nc = b.shape[1], c.shape[1]
-    lb, lc = np.log(b), np.log(c)
+    return compare_groups([(base, cand)], alpha=alpha, band=band, confidence=confidence)[0]
+
+
+def compare_groups(
+    groups: Sequence[tuple[Mapping[str, Sequence[float]], Mapping[str, Sequence[float]]]],
+    *,
+    alpha: float = 0.05,
+    band: float = 0.02,
+    confidence: float = 0.95,
+) -> tuple[RunComparison, ...]:
+    """:func:`compare_runs` for several groups of keys (kernels, families... each on a
+    measure) at once, with one Benjamini-Hochberg correction over every key of every
+    group: a diff tests all of them together, so the false-discovery rate is the diff's.
+
+    All groups hold the same runs, so every key of a side has that side's run count.
+    """
+    matrices = []
+    for base, cand in groups:
+        keys = sorted(set(base) & set(cand))
+        matrices.append((keys, _matrix(base, keys, "base"), _matrix(cand, keys, "candidate")))
+    # An empty group has no runs to count: the other groups say how many there are.
+    counts = {(b.shape[1], c.shape[1]) for keys, b, c in matrices if keys}
+    if len(counts) > 1:
+        raise ValueError(f"groups have different numbers of runs ({sorted(counts)})")
+    nb, nc = counts.pop() if counts else (1, 1)
+    b_all = np.concatenate([np.empty((0, nb)), *(b for keys, b, _ in matrices if keys)])
+    c_all = np.concatenate([np.empty((0, nc)), *(c for keys, _, c in matrices if keys)])
+    lb, lc = np.log(b_all), np.log(c_all)
     ratio = np.exp(lc.mean(axis=1) - lb.mean(axis=1))
-    median_ratio = np.median(c, axis=1) / np.median(b, axis=1)
-    if nb < 2 or nc < 2 or not keys:
-        nothing: list[float | None] = [None] * len(keys)
+    median_ratio = np.median(c_all, axis=1) / np.median(b_all, axis=1) if len(b_all) else ratio
+    n = len(b_all)
+    if nb < 2 or nc < 2 or not n:
+        nothing: list[float | None] = [None] * n
         lo, hi, p, q = nothing, nothing, nothing, nothing
-        verdicts = [RunVerdict.SINGLE_RUN] * len(keys)
+        verdicts = [RunVerdict.SINGLE_RUN] * n
     else:
-        test = welch_log(b, c, confidence)
+        test = welch_log(b_all, c_all, confidence)
         adjusted = benjamini_hochberg(test.p_value)
         lo, hi = test.ci_low.tolist(), test.ci_high.tolist()
         p, q = test.p_value.tolist(), adjusted.tolist()
         codes = classify(adjusted, test.ci_low, test.ci_high, alpha, band)
         verdicts = [VERDICTS[code] for code in codes]
-    ratios = ratio.tolist()
-    rows = tuple(
-        KeyComparison(
-            key, tuple(b[i].tolist()), tuple(c[i].tolist()), ratios[i],
-            float(median_ratio[i]), lo[i], hi[i], p[i], q[i], verdicts[i],
-        )
-        for i, key in enumerate(keys)
-    )  # fmt: skip
-    return RunComparison(rows, nb, nc, alpha, band, confidence)
+    ratios, medians = ratio.tolist(), median_ratio.tolist()
+    out = []
+    start = 0
+    for keys, _, _ in matrices:
+        rows = tuple(
+            KeyComparison(
+                key, tuple(b_all[i].tolist()), tuple(c_all[i].tolist()), ratios[i],
+                medians[i], lo[i], hi[i], p[i], q[i], verdicts[i],
+            )
+            for i, key in enumerate(keys, start)
+        )  # fmt: skip
+        start += len(keys)
+        out.append(RunComparison(rows, nb, nc, alpha, band, confidence))
+    return tuple(out)
 
 
 def _matrix(side: Mapping[str, Sequence[float]], keys: list[str], name: str) -> FloatArray:

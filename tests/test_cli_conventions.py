@@ -166,7 +166,8 @@ def test_short_help_and_readable_metavars() -> None:
         assert "<list[" not in r.stdout and "<float>" not in r.stdout and "<int>" not in r.stdout, argv
     r = CliRunner().invoke(cli.app, ["diff", "-h"])
     # Arguments by their metavar alone: not typer's "{BASE}" or "BASE <path>".
-    assert " diff [OPTIONS] BASE CANDIDATE\n" in r.stdout
+    assert " diff [OPTIONS] [BASE] [CANDIDATE]\n" in r.stdout
+    assert "--base RUN..." in r.stdout and "--candidate RUN..." in r.stdout
     assert "<path>" not in r.stdout and "{" not in r.stdout
     assert "-r, --rules PACK|FILE" in r.stdout
     assert "--min-share SHARE" in r.stdout

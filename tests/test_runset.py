@@ -219,3 +219,28 @@ def test_three_runs_against_three_with_intervals() -> None:
     assert "runs: 3 base, 3 candidate" in result.method
     one = runstats.compare_runs({"k": [1.0]}, {"k": [1.5]})
     assert runstats.format_ratio(one.keys[0]) == "1.50x"
+
+
+@pytest.mark.parametrize(
+    ("runs", "message"),
+    [
+        ([1], r"malformed run set at \$\.runs\[0\]: 1 is not of type 'object'"),
+        ([{"format": "nsysdiff-noise-profile", "version": 1}], r"malformed run set at \$\.runs\[0\]\.format: "),
+        ([{"format": "nsysdiff-fingerprint"}], r"malformed run set at \$\.runs\[0\]: 'version' is a required property"),
+    ],
+)
+def test_the_run_set_envelope_is_checked_by_its_schema(runs: list[object], message: str) -> None:
+    doc = {"format": "nsysdiff-run-set", "version": 1, "runs": runs}
+    with pytest.raises(FingerprintError, match=f"^base.json: {message}"):
+        runset.run_set_from_json(json.dumps(doc), "base.json")
+
+
+def test_the_run_set_schema_is_packaged_and_valid() -> None:
+    from importlib import resources
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(resources.files("nsysdiff").joinpath("schemas/run-set.schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    rs = runset.run_set(_runs([1000, 1010]), _sources(2))
+    assert list(Draft202012Validator(schema).iter_errors(json.loads(runset.run_set_to_json(rs)))) == []

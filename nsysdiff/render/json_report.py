@@ -21,6 +21,8 @@ from nsysdiff.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Varia
 from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
 from nsysdiff.render import safe
 from nsysdiff.report import Finding, Report, RuleResult
+from nsysdiff.rundiff import RunsDiff, Spread
+from nsysdiff.runstats import KeyComparison
 
 FORMAT = "nsysdiff-diff"
 VERSION = 1
@@ -316,7 +318,83 @@ def report_data(report: Report) -> dict[str, Any]:
         "candidate_meta": meta_data(d.candidate_meta),
         "scope": {"base": _scope(d.base), "candidate": _scope(d.candidate)},
         **_ranks(d),
+        **_runs(d),
     }
+
+
+def _interval(
+    base: tuple[float, ...], cand: tuple[float, ...], ratio: float, low: float | None, high: float | None
+) -> dict[str, Any]:
+    return {
+        "base_values": list(base),
+        "candidate_values": list(cand),
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+    }
+
+
+def _spread(s: Spread) -> dict[str, Any]:
+    return _interval(s.base_values, s.cand_values, s.ratio, s.low, s.high)
+
+
+def _key_measure(k: KeyComparison) -> dict[str, Any]:
+    return {
+        **_interval(k.base_values, k.cand_values, k.ratio, k.ci_low, k.ci_high),
+        "median_ratio": k.median_ratio,
+        "p_value": k.p_value,
+        "q_value": k.q_value,
+        "verdict": k.verdict.value,
+    }
+
+
+def runs_data(r: RunsDiff) -> dict[str, Any]:
+    """The statistics across runs (docs/json.md, ``runs``)."""
+    return {
+        "base_runs": r.base_runs,
+        "candidate_runs": r.cand_runs,
+        "base_sources": list(r.base_sources),
+        "candidate_sources": list(r.cand_sources),
+        "base_shown": r.base_shown,
+        "candidate_shown": r.cand_shown,
+        "intervals": r.intervals,
+        "method": r.method,
+        "alpha": r.alpha,
+        "band": r.band,
+        "confidence": r.confidence,
+        "tested": r.tested,
+        "kernel_time": None if r.kernel_time is None else _spread(r.kernel_time),
+        "scale": None if r.scale is None else _spread(r.scale),
+        "outlier_threshold": r.threshold,
+        "outliers": [
+            {
+                "rows": x.rows,
+                "key": x.key,
+                "deviation": _spread(x.spread),
+                "score": x.score,
+                "score_low": x.score_low,
+                "score_high": x.score_high,
+                "cleared": x.cleared,
+            }
+            for x in r.deviations
+        ],
+        "keys": [
+            {
+                "kind": k.kind.value,
+                "key": k.key,
+                "total": _key_measure(k.total),
+                "calls": _key_measure(k.calls),
+                "mean": _key_measure(k.per_call),
+            }
+            for k in r.keys
+        ],
+        "partial": [{"kind": kind.value, "key": key} for kind, key in r.partial],
+    }
+
+
+def _runs(d: Diff) -> dict[str, Any]:
+    """The statistics across runs, only when a side has several runs (docs/json.md)."""
+    return {} if d.runs is None else {"runs": runs_data(d.runs)}
 
 
 def _ranks(d: Diff) -> dict[str, Any]:

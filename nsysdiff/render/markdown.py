@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from nsysdiff import comparability
 from nsysdiff.attribution import Contributor, Effects
 from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import safe
+from nsysdiff.render import runs, safe
 from nsysdiff.render import units as u
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
@@ -254,6 +254,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
     parts.append(kernel_time_phrase(report.diff))
+    if report.diff.runs is not None:
+        parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]
@@ -420,7 +422,7 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
                 per_call_pair(r),
                 calls_pair(r),
                 f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
-                u.ratio(r.deviation),
+                _vs_scale(diff, r),
                 "-" if r.outlier_score is None else f"{r.outlier_score:.1f}",
                 "-" if dist is None else f"{dist.prob_slower:.2f} / {dist.ks_distance:.2f}",
             ]
@@ -430,6 +432,27 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
         "count / per-call effect", "vs scale", "score", "P(slower) / KS",
     )  # fmt: skip
     return _table(header, rows, "llrrrrrrrr")
+
+
+def _vs_scale(diff: Diff, r: Row) -> str:
+    """The deviation from the scale; with several runs, its interval across them too."""
+    dev = runs.deviation_of(diff, r)
+    if dev is None or dev.spread.low is None:
+        return u.ratio(r.deviation)
+    return f"{u.ratio(r.deviation)}; runs {runs.spread_text(dev.spread)}"
+
+
+def _runs(diff: Diff) -> list[str]:
+    """The keys across runs that changed or can't be told, and the run counts."""
+    r = diff.runs
+    if r is None:
+        return []
+    header = ("kind", "key", "measure", "ratio [95% interval]", "q (BH)", "verdict")
+    body = [cell(f"Runs: {runs.shown_phrase(r)}."), "", cell(f"Across runs: {runs.over_runs_phrase(r)}."), ""]
+    rows = runs.markdown_rows(r, cell)
+    partial = runs.partial_text(r)
+    tail = ["", cell(partial[0].upper() + partial[1:] + ".")] if partial else []
+    return _details(runs.title(r), body + (_table(header, rows, "lllrrl") if rows else []) + tail)
 
 
 def _categories(diff: Diff) -> list[str]:
@@ -652,6 +675,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         f"candidate <code>{cell(d.candidate_meta.source)}</code>",
         *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
         cell(scale_line(d)),
+        *([cell(f"across {runs.count_phrase(d.runs)}: {runs.over_runs_phrase(d.runs)}")] if d.runs else []),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
         f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
         f"({h.common_kernels:,} common)",
@@ -733,12 +757,15 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     out += _ranks(d)
+    out += _runs(d)
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
         f"(weighted median of family ratios, no family over a fifth of the weight), "
         f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
-        f"either side's kernel time; unchanged within {s.noise:g}x. One trace per side: "
-        f"ratios are not confidence intervals.</sub>"
-    )
+        f"either side's kernel time; unchanged within {s.noise:g}x. "
+        + ("One trace per side: ratios are not confidence intervals." if d.runs is None
+           else cell(runs.method_text(d.runs)))
+        + "</sub>"
+    )  # fmt: skip
     return "\n".join(out) + "\n"

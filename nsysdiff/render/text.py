@@ -28,7 +28,7 @@ from rich.text import Text
 from nsysdiff import comparability, stats
 from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import markdown as m
-from nsysdiff.render import safe
+from nsysdiff.render import runs, safe
 from nsysdiff.render import units as u
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
@@ -82,6 +82,8 @@ def _headline(
         )  # fmt: skip
         rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
         rows.append(("steps", m.steps_phrase(d) or "-"))
+    if d.runs is not None:
+        rows.append(("runs", runs.shown_phrase(d.runs)))
     compared = m.basis_phrase(d)
     if compared:
         rows.append(("compared", compared))
@@ -89,6 +91,8 @@ def _headline(
     rows.append(("scale", main))
     if over:
         rows.append(("", over))
+    if d.runs is not None:
+        rows.append(("over runs", runs.over_runs_phrase(d.runs)))
     a = d.attribution
     if a.top:
         # The change split exactly by kind, then its top contributors, one a line.
@@ -162,6 +166,26 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
         wrap(console, effects, width, indent="    ")
         if dist is not None:
             wrap(console, f"distribution: {dist}", width, indent="    ")
+        across = runs.outlier_phrase(d, r)
+        if across is not None:
+            wrap(console, across, width, indent="    ")
+
+
+def _runs(console: Console, d: Diff, width: int, details: bool) -> None:
+    """The keys that changed across runs, or that the runs can't tell (all with --details)."""
+    if d.runs is None:
+        return
+    _title(console, runs.title(d.runs), width)
+    keys = runs.listed(d.runs)
+    shown = keys if details else keys[: runs.FIRST_SCREEN_KEYS]
+    for k in shown:
+        wrap(console, f"  {runs.kind_word(k)} {k.key}", width, hang="    ")
+        wrap(console, runs.measures_text(k), width, indent="    ")
+    if len(shown) < len(keys):
+        wrap(console, f"  ({len(keys) - len(shown):,} more with --details)", width)
+    partial = runs.partial_text(d.runs)
+    if partial is not None and details:
+        wrap(console, f"  {partial}", width, hang="    ")
 
 
 def _outlier_families(console: Console, d: Diff, width: int) -> None:
@@ -409,10 +433,14 @@ def _footer(console: Console, d: Diff, width: int) -> None:
         f"per-call effect = the rest of a kernel's change. Distribution: {stats.DISTRIBUTION_METHOD}.",
         width,
     )
+    if d.runs is not None:
+        wrap(console, runs.method_text(d.runs), width)
+    variance = "" if d.runs is not None else (
+        "run-to-run variance (one trace per side, so a ratio is not a confidence interval); "
+    )  # fmt: skip
     wrap(
         console,
-        "Not measured: run-to-run variance (one trace per side, so a ratio is not a confidence "
-        "interval); end-to-end latency (kernel time ignores overlap, idle gaps and CPU time); "
+        f"Not measured: {variance}end-to-end latency (kernel time ignores overlap, idle gaps and CPU time); "
         "why a kernel changed (input sizes, launch configurations and code paths need the trace).",
         width,
     )
@@ -471,6 +499,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     _outlier_families(console, d, width)
     # Without kernel data, what was compared instead belongs on the first screen.
     _basis_rows(console, d, width)
+    _runs(console, d, width, details)
     failing = set(report.failed)
     if not details:
         failed = report.failed

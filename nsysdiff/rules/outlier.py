@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,11 +107,23 @@ class _Gate:
     share: float
     min_time_ns: float
     direction: str
+    # Several runs per side: the deviation's interval across runs must clear the gate
+    # over its whole width (its end nearest 1 is judged); ``spread`` puts it on the z scale.
+    runs: bool = False
+    spread: float = 1.0
 
     def passes(self, row: Row) -> bool:
         z, dev = row.outlier_score, row.deviation
         if z is None or dev is None or row.ratio is None or row.base is None or row.candidate is None:
             return False
+        if self.runs:
+            if row.deviation_ci is None:
+                return False  # no interval: some run lacks the key, or no scale in some run
+            low, high = row.deviation_ci
+            if low <= 1 <= high:
+                return False
+            dev = low if low > 1 else high
+            z = 0.6745 * math.log(dev) / self.spread
         if abs(z) < self.z or max(dev, 1 / dev) < self.deviation or _share(row) < self.share:
             return False
         if max(row.base.total_ns, row.candidate.total_ns) < self.min_time_ns:
@@ -127,6 +140,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         share=o.min_share if o.min_share is not None else s.min_share,
         min_time_ns=o.min_time_ns,
         direction=o.direction,
+        runs=diff.intervals,
+        spread=max(diff.headline.scale_info.spread, s.mad_floor),
     )
     if diff.headline.basis != "kernels":
         # No kernel data: the NVTX ranges (or graph launches) are what the scale is about.
@@ -184,6 +199,10 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         f"{units.fmt_time(row.candidate.mean_ns)}); "
         f"share {units.fmt_percent(share)}{extra}"
     )
+    if gate.runs and row.deviation_ci is not None:
+        # The interval the gate judged: the reader sees why the runs agree.
+        low, high = row.deviation_ci
+        evidence += f"; across runs {units.fmt_ratio(low)} to {units.fmt_ratio(high)} of scale"
     driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
     way = "slower" if dev > 1 else "faster"
     message = rule.message or (

@@ -1,0 +1,66 @@
+"""Golden reports of several runs per side (tests/runs.py writes the runs), and the proof
+that a diff of one run per side reads exactly as before.
+
+The ``single.*`` goldens were written by nsysdiff before it took several runs per side
+(the same traces and options): every option of one run per side must still print them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import runs
+from test_cli_conventions import run_main
+
+FORMATS = {
+    "screen.80.txt": ("--width", "80"),
+    "details.80.txt": ("--width", "80", "--details"),
+    "md": ("--format", "markdown"),
+    "json": ("--format", "json"),
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("runs")
+    runs.write_runs(directory)
+    return directory
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+@pytest.mark.parametrize(
+    "sides",
+    [("base1.sqlite", "cand1.sqlite"), ("--base", "base1.sqlite", "--candidate", "cand1.sqlite")],
+    ids=["positional", "options"],
+)
+def test_one_run_per_side_is_unchanged(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
+    run_dir: Path, suffix: str, sides: tuple[str, ...],
+) -> None:  # fmt: skip
+    monkeypatch.chdir(run_dir)
+    code, out, err = run_main(monkeypatch, capsys, *sides, *FORMATS[suffix])
+    assert (code, err) == (0, "")
+    golden(f"runs/single.{suffix}", out)
+
+
+@pytest.mark.parametrize("suffix", ["screen.80.txt", "details.80.txt", "md"])
+def test_three_runs_against_three(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
+    run_dir: Path, suffix: str,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(run_dir)
+    argv = ("--base", "base1.sqlite", "base2.sqlite", "base3.sqlite",
+            "--candidate", "cand1.sqlite", "cand2.sqlite", "cand3.sqlite")  # fmt: skip
+    code, out, err = run_main(monkeypatch, capsys, *argv, *FORMATS[suffix])
+    assert (code, err) == (0, "")
+    golden(f"runs/3v3.{suffix}", out)
+
+
+def test_the_statistics_docs_show_the_golden_report() -> None:
+    # docs/statistics.md prints the 3-vs-3 first screen as it is: the golden file, verbatim.
+    root = Path(__file__).parents[2]
+    docs = (root / "docs" / "statistics.md").read_text(encoding="utf-8")
+    screen = (root / "tests" / "render" / "golden" / "runs" / "3v3.screen.80.txt").read_text(encoding="utf-8")
+    assert f"```\n{screen}```" in docs
