@@ -392,3 +392,21 @@ def test_a_whole_a_a_diff_stays_under_alpha(runs: int) -> None:
     whole, per_test = false_alarms(runs)
     assert whole <= 0.05
     assert per_test <= 0.05
+
+
+def test_kernels_across_runs_are_named_as_in_the_other_tables(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The real example: demangled keys are long C++ signatures; the runs section names a
+    # kernel by the same label as the headline and the kernel table.
+    h100 = Path(__file__).resolve().parent.parent / "examples" / "h100"
+    bs1, bs16 = h100 / "bs1.sqlite", h100 / "bs16.sqlite"
+    runs_args = ("--base", bs1, bs1, "--candidate", bs16, bs16, "--no-rules")
+    _, text, _ = run_main(monkeypatch, capsys, *runs_args, "--details", "--width", "200")
+    section = text[text.index("Across runs (2 vs 2 runs)") :].split("\n\n")[0]
+    kernels = [line.strip() for line in section.splitlines() if line.startswith("  kernel ")]
+    assert "kernel indexSelectSmallIndex" in kernels
+    assert not [k for k in kernels if "(" in k or "void " in k]
+    _, md, _ = run_main(monkeypatch, capsys, *runs_args, "--format", "markdown")
+    assert "| kernel | <code>indexSelectSmallIndex</code> |" in md
+    assert "<code>void at::native" not in md

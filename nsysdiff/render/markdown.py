@@ -442,14 +442,14 @@ def _vs_scale(diff: Diff, r: Row) -> str:
     return f"{u.ratio(r.deviation)}; runs {runs.spread_text(dev.spread)}"
 
 
-def _runs(diff: Diff) -> list[str]:
+def _runs(diff: Diff, named: Mapping[str, str]) -> list[str]:
     """The keys across runs that changed or can't be told, and the run counts."""
     r = diff.runs
     if r is None:
         return []
     header = ("kind", "key", "measure", "ratio [95% interval]", "q (BH)", "verdict")
     body = [cell(f"Runs: {runs.shown_phrase(r)}."), "", cell(f"Across runs: {runs.over_runs_phrase(r)}."), ""]
-    rows = runs.markdown_rows(r, cell)
+    rows = runs.markdown_rows(r, cell, named)
     partial = runs.partial_text(r)
     tail = ["", cell(partial[0].upper() + partial[1:] + ".")] if partial else []
     return _details(runs.title(r), body + (_table(header, rows, "lllrrl") if rows else []) + tail)
@@ -757,7 +757,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     out += _ranks(d)
-    out += _runs(d)
+    out += _runs(d, named)
     s = d.settings
     out.append(
         f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "

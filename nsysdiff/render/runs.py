@@ -7,7 +7,7 @@ reports then read exactly as before.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from nsysdiff.diff import Diff, Row
 from nsysdiff.rundiff import Deviation, KeyRuns, RunsDiff, Spread
@@ -153,7 +153,13 @@ def method_text(r: RunsDiff) -> str:
     )
 
 
-def markdown_rows(r: RunsDiff, cell: Callable[[str], str]) -> list[list[str]]:
+def key_text(k: KeyRuns, named: Mapping[str, str]) -> str:
+    """A key as the report's other tables name it: a kernel by its label (the short name,
+    told apart from others of that name; ``named``), any other key as it is."""
+    return named.get(k.key, k.key) if k.kind is KeyKind.KERNEL else k.key
+
+
+def markdown_rows(r: RunsDiff, cell: Callable[[str], str], named: Mapping[str, str]) -> list[list[str]]:
     """The rows of the Markdown table of keys across runs: one per listed key and measure."""
     out = []
     for k in listed(r):
@@ -162,7 +168,7 @@ def markdown_rows(r: RunsDiff, cell: Callable[[str], str]) -> list[list[str]]:
                 continue
             q = "-" if c.q_value is None else f"{c.q_value:.3g}"
             out.append(
-                [kind_word(k), f"<code>{cell(k.key)}</code>", _MEASURE[m], interval(c.ratio, c.ci_low, c.ci_high),
-                 q, c.verdict.value]
+                [kind_word(k), f"<code>{cell(key_text(k, named))}</code>", _MEASURE[m],
+                 interval(c.ratio, c.ci_low, c.ci_high), q, c.verdict.value]
             )  # fmt: skip
     return out

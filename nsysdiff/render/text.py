@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.padding import Padding
@@ -171,7 +171,7 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
             wrap(console, across, width, indent="    ")
 
 
-def _runs(console: Console, d: Diff, width: int, details: bool) -> None:
+def _runs(console: Console, d: Diff, width: int, details: bool, named: Mapping[str, str]) -> None:
     """The keys that changed across runs, or that the runs can't tell (all with --details)."""
     if d.runs is None:
         return
@@ -179,7 +179,7 @@ def _runs(console: Console, d: Diff, width: int, details: bool) -> None:
     keys = runs.listed(d.runs)
     shown = keys if details else keys[: runs.FIRST_SCREEN_KEYS]
     for k in shown:
-        wrap(console, f"  {runs.kind_word(k)} {k.key}", width, hang="    ")
+        wrap(console, f"  {runs.kind_word(k)} {runs.key_text(k, named)}", width, hang="    ")
         wrap(console, runs.measures_text(k), width, indent="    ")
     if len(shown) < len(keys):
         wrap(console, f"  ({len(keys) - len(shown):,} more with --details)", width)
@@ -499,7 +499,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     _outlier_families(console, d, width)
     # Without kernel data, what was compared instead belongs on the first screen.
     _basis_rows(console, d, width)
-    _runs(console, d, width, details)
+    _runs(console, d, width, details, named)
     failing = set(report.failed)
     if not details:
         failed = report.failed
