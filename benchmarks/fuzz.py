@@ -14,7 +14,11 @@ mutations:
   ``##[error]``, ESC, BEL, OSC-8 links, NUL, rich markup ``[/x]``, Unicode line
   separators, and (rarely) 10 MB names, in kernel, NVTX, GPU and metadata strings and
   in the input's file name;
-- saved fingerprints (JSON) with hostile values, over-long integers, NaN, deep nesting.
+- saved fingerprints, run sets and noise profiles (JSON) with hostile values, over-long
+  integers, NaN, deep nesting, duplicated rows.
+
+A diff compares one run per side, or several (``--base``/``--candidate``, a mutated run
+among good ones); a mutated noise profile is given to a diff as ``--noise-profile``.
 
 The contract, per case: exit 0, 1, 2 or 3 (70 is a crash; running past ``--timeout`` a
 hang); no ``Traceback``; the inputs byte-identical with nothing new beside them (no
@@ -57,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nsysdiff import api, cli
+from nsysdiff import api, cli, noise, runset
 from nsysdiff.model import fingerprint_to_json
 from nsysdiff.render import Format
 from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder, tamper
@@ -263,8 +267,9 @@ def mutate_sql(rng: random.Random, path: Path) -> str:
     return f"{table}.{column} = {value!r} ({'every row' if every else 'some rows'})"
 
 
-def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
-    """A saved fingerprint with one hostile change: (new text, what changed)."""
+def mutate_json(rng: random.Random, text: str, what: str = "fingerprint") -> tuple[str, str]:
+    """A saved document (fingerprint, run set, noise profile) with one hostile change:
+    (new text, what changed)."""
     doc = json.loads(text)
     paths: list[tuple[Any, Any]] = []
 
@@ -297,7 +302,7 @@ def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
         value = {"x": [1, "y"]}
     elif choice == 6 and isinstance(parent, list):
         parent.append(parent[key])  # a duplicate row
-        return json.dumps(doc), "duplicate a list item"
+        return json.dumps(doc), f"{what}: duplicate a list item"
     else:
         value = 0
     parent[key] = value
@@ -305,10 +310,29 @@ def mutate_fingerprint(rng: random.Random, text: str) -> tuple[str, str]:
     if raw is not None:
         out = out.replace(json.dumps(sentinel), raw, 1)
     shown = raw if raw is not None else value
-    return out, f"fingerprint {key!r} = {str(shown)[:40]!r}"
+    return out, f"{what} {key!r} = {str(shown)[:40]!r}"
 
 
-def make_case(number: int, seed: int, seeds: Sequence[Path], fingerprints: dict[Path, str], work: Path) -> Case:
+@dataclass(frozen=True)
+class Saved:
+    """Per seed trace, the JSON documents nsysdiff saves from it, to mutate."""
+
+    fingerprints: dict[Path, str]
+    run_sets: dict[Path, str]  # the trace's fingerprint as two runs
+    profiles: dict[Path, str]  # the noise profile of those runs
+
+
+def saved_documents(seeds: Sequence[Path]) -> Saved:
+    fps = {p: api.fingerprint_trace(p) for p in seeds}
+    sets = {p: runset.run_set([fp, fp], [str(p), str(p)]) for p, fp in fps.items()}
+    return Saved(
+        {p: fingerprint_to_json(fp) for p, fp in fps.items()},
+        {p: runset.run_set_to_json(rs) for p, rs in sets.items()},
+        {p: noise.profile_to_json(noise.measure(rs)) for p, rs in sets.items()},
+    )
+
+
+def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work: Path) -> Case:
     rng = random.Random(f"{seed}:{number}")
     src = rng.choice(seeds)
     directory = work / f"case-{number}"
@@ -318,21 +342,33 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], fingerprints: dict[
     if rng.random() < 0.05:
         name = rng.choice((f"t\n::error file={MARKER}::n.sqlite", "t\x1b[2Jx.sqlite", "[bold]t.sqlite", "a b.sqlite"))
     roll = rng.random()
+    profile = None
     if roll < 0.15:
-        target = directory / "fp.json"
-        text, mutation = mutate_fingerprint(rng, fingerprints[src])
+        what = rng.choice(("fingerprint", "fingerprint", "run set", "noise profile"))
+        source = {"fingerprint": saved.fingerprints, "run set": saved.run_sets, "noise profile": saved.profiles}
+        text, mutation = mutate_json(rng, source[what][src], what)
+        target = directory / ("noise.json" if what == "noise profile" else "fp.json")
         target.write_text(text, encoding="utf-8")
+        profile = target if what == "noise profile" else None
     else:
         target = _copy(src, directory / name)
         mutation = mutate_bytes(rng, target) if roll < 0.55 else mutate_sql(rng, target)
-    if rng.random() < 0.4:
+    if profile is not None:
+        # A noise profile is read by a diff that judges rules against it.
+        fmt = rng.choice(DIFF_FORMATS)
+        argv = ["diff", str(base), str(base), "--noise-profile", str(profile), "--format", fmt]
+        inputs = [base, profile]
+    elif rng.random() < 0.4:
         fmt = rng.choice(SUMMARY_FORMATS)
         argv = ["summary", "--format", fmt, str(target)]
         inputs = [target]
     else:
         fmt = rng.choice(DIFF_FORMATS)
         pair = [str(base), str(target)] if rng.random() < 0.7 else [str(target), str(base)]
-        argv = ["diff", *pair, "--format", fmt]
+        if rng.random() < 0.25:  # several runs per side, the mutated one among good runs
+            argv = ["diff", "--base", str(base), *pair[:1], "--candidate", *pair[1:], str(base), "--format", fmt]
+        else:
+            argv = ["diff", *pair, "--format", fmt]
         inputs = [base, target]
     if rng.random() < 0.2:  # scoped reading: windows, NVTX ranges and steps read more tables
         argv += rng.choice(
@@ -471,7 +507,7 @@ def run(
     seeds_dir = work / "seeds"
     seeds_dir.mkdir(parents=True, exist_ok=True)
     seeds = [_copy(p, seeds_dir / p.name) for p in (real_seeds() if real else [])] + builder_seeds(seeds_dir)
-    fingerprints = {p: fingerprint_to_json(api.fingerprint_trace(p)) for p in seeds}
+    saved = saved_documents(seeds)
     _warm(seeds[-1])
     numbers: Iterator[int] = iter([only] if only is not None else range(cases))
     running: dict[int, tuple[Case, float, dict[Path, str], set[str]]] = {}
@@ -485,7 +521,7 @@ def run(
             if n is None:
                 exhausted = True
                 break
-            case = make_case(n, seed, seeds, fingerprints, work)
+            case = make_case(n, seed, seeds, saved, work)
             before = _digest(case.inputs)
             listing = set(os.listdir(case.directory))
             pid = os.fork()

@@ -1,10 +1,11 @@
 """The fuzzer's fixed-seed subset: hostile and broken inputs keep nsysdiff's contract.
 
 ``benchmarks/fuzz.py`` mutates TraceBuilder traces (bytes, pages, truncation, values
-written through SQL, hostile names, saved fingerprints) and runs ``summary`` and ``diff``
-in every format on each. Here a few hundred cases of one seed, builder traces only, so the
-subset is the same with or without ../shared; the full run (5,000+ cases, real traces
-too) is ``python benchmarks/fuzz.py`` (see benchmarks/README.md).
+written through SQL, hostile names, saved fingerprints, run sets and noise profiles) and
+runs ``summary`` and ``diff`` (one or several runs per side) in every format on each.
+Here a few hundred cases of one seed, builder traces only, so the subset is the same
+with or without ../shared; the full run (5,000+ cases, real traces too) is
+``python benchmarks/fuzz.py`` (see benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -51,3 +52,8 @@ def test_fixed_seed_subset(tmp_path: Path) -> None:
     codes = {o.code for o in outcomes}
     assert {0, 2, 3} <= codes
     assert {o.case.argv[0] for o in outcomes} == {"summary", "diff"}
+    # Every kind of saved input is mutated, and diffs take several runs per side too.
+    mutations = {o.case.mutation.split(" ")[0] for o in outcomes}
+    assert {"fingerprint", "run", "noise"} <= mutations
+    assert any("--base" in o.case.argv for o in outcomes)
+    assert any("--noise-profile" in o.case.argv for o in outcomes)
