@@ -347,7 +347,9 @@ def summary(
         phases_file=phases,
     )  # fmt: skip
     with progress.reading(quiet) as report_progress:
-        fp = api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=_notify)
+        fp = sides.read_one(
+            lambda: api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=_notify)
+        )
     if fmt is SummaryFormat.json:
         _write(summary_render.render_json(fp), output)  # names every way, no note needed
         return
@@ -370,7 +372,9 @@ def _job_summary(
     if given:
         raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
     with progress.reading(quiet) as report_progress:
-        v = view(api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=_notify))
+        v = view(sides.read_one(
+            lambda: api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=_notify)
+        ))  # fmt: skip
     assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
     sources = [str(p) for p in traces]
     if fmt is SummaryFormat.json:
@@ -433,17 +437,19 @@ def fingerprint(
         phases_file=phases,
     )  # fmt: skip
     if run_set:
-        runs = api.load_runs(traces, opts, keep_export=keep_export, notify=_notify)
+        runs = sides.read_one(lambda: api.load_runs(traces, opts, keep_export=keep_export, notify=_notify))
         _write(runset.run_set_to_json(runs), output)
         return
     if len(traces) == 1 and scheduler is None and (output is None or not output.is_dir()):
-        _write(fingerprint_to_json(api.load(traces[0], opts, keep_export=keep_export, notify=_notify)), output)
+        fp = sides.read_one(lambda: api.load(traces[0], opts, keep_export=keep_export, notify=_notify))
+        _write(fingerprint_to_json(fp), output)
         return
     if output is None:
         raise UsageError(
             f"{len(traces)} traces given: -o DIR writes one DIR/STEM.json each, --run-set one run-set file"
         )
-    batch.run(batch.plan(traces, output), opts, workers=jobs, scheduler=scheduler)
+    jobs_planned = batch.plan(traces, output)
+    sides.read_one(lambda: batch.run(jobs_planned, opts, workers=jobs, scheduler=scheduler))
 
 
 @app.command(cls=_Command)
@@ -483,7 +489,9 @@ def noise(
 
     opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)
     with progress.reading(quiet) as report_progress:
-        profile = api.noise_profile(runs, opts, progress=report_progress, keep_export=keep_export, notify=_notify)
+        profile = sides.read_one(
+            lambda: api.noise_profile(runs, opts, progress=report_progress, keep_export=keep_export, notify=_notify)
+        )
     document = noise_model.profile_to_json(profile)
     if output is not None:
         _write(document, output)

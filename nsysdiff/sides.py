@@ -1,13 +1,14 @@
 """The two sides of a diff, read at once.
 
 Reading a trace is nearly all SQLite work, and SQLite releases the GIL while it works, so
-reading the candidate on a thread of its own beside the base takes a diff of two traces
-from the sum of the two reads to about the longer one when two cores are free. Memory is
+reading the two sides on threads of their own takes a diff of two traces from the sum of
+the two reads to about the longer one when two cores are free. Memory is
 the two reads' together (each is bounded on its own, see ``benchmarks/README.md``).
 
 Errors are those of a sequential read, base first: when the base fails, its error is
 reported and the candidate's read is stopped; when the candidate fails first, the base's
-read is stopped and the candidate's error is reported. A Ctrl-C stops both.
+read is stopped and the candidate's error is reported. A Ctrl-C stops both at once: the
+main thread only waits, and Python runs signal handlers in the main thread alone.
 """
 
 from __future__ import annotations
@@ -22,18 +23,37 @@ _T = TypeVar("_T")
 
 
 def read_both(base: Callable[[], _T], cand: Callable[[], _T]) -> tuple[_T, _T]:
-    """``(base(), cand())``, the two calls run at once (``cand`` on a second thread)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsysdiff-candidate")
+    """``(base(), cand())``, the two calls run at once, each on a thread of its own.
+
+    The calling (main) thread only waits, so a Ctrl-C reaches it at once: it stops every
+    read, and the KeyboardInterrupt goes on up once they have stopped.
+    """
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nsysdiff-read")
     try:
+        first = pool.submit(base)
         later = pool.submit(cand)
         later.add_done_callback(_stop_if_failed)
         try:
-            first = base()
+            b = first.result()
         except ReadStopped:
             # Stopped because the candidate failed: its error is the one to report.
             later.result()
             raise
-        return first, later.result()
+        return b, later.result()
+    except BaseException:
+        stop_reads()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        resume_reads()
+
+
+def read_one(read: Callable[[], _T]) -> _T:
+    """``read()`` on a thread of its own, so that a Ctrl-C stops it at once (a query
+    holds the main thread until it returns, and Python handles signals only between)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsysdiff-read")
+    try:
+        return pool.submit(read).result()
     except BaseException:
         stop_reads()
         raise

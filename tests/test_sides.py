@@ -3,6 +3,7 @@ and a failing side stops the other's SQLite work instead of waiting for it."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -72,6 +73,32 @@ def test_failing_candidate_stops_the_base(trace: Path) -> None:
 def test_the_base_error_first_when_both_fail() -> None:
     with pytest.raises(TraceError, match=r"^bad base$"):
         sides.read_both(lambda: _fail("bad base"), lambda: _fail("bad candidate"))
+
+
+def _interrupt_main_after(seconds: float) -> threading.Timer:
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_stops_both_reads_at_once(trace: Path) -> None:
+    # Queries hold the thread that runs them until they return; the main thread only
+    # waits, so the interrupt is seen at once and stops both.
+    t = time.monotonic()
+    _interrupt_main_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        sides.read_both(lambda: _long_read(trace), lambda: _long_read(trace))
+    assert time.monotonic() - t < 10
+
+
+def test_ctrl_c_stops_one_read_at_once(trace: Path) -> None:
+    t = time.monotonic()
+    _interrupt_main_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        sides.read_one(lambda: _long_read(trace))
+    assert time.monotonic() - t < 10
 
 
 def test_reads_run_again_after_a_stop(trace: Path) -> None:
