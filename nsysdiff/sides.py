@@ -13,8 +13,9 @@ main thread only waits, and Python runs signal handlers in the main thread alone
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from nsysdiff.trace.schema import ReadStopped, resume_reads, stop_reads
@@ -28,8 +29,7 @@ def read_both(base: Callable[[], _T], cand: Callable[[], _T]) -> tuple[_T, _T]:
     The calling (main) thread only waits, so a Ctrl-C reaches it at once: it stops every
     read, and the KeyboardInterrupt goes on up once they have stopped.
     """
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nsysdiff-read")
-    try:
+    with _reading(workers=2) as pool:
         first = pool.submit(base)
         later = pool.submit(cand)
         later.add_done_callback(_stop_if_failed)
@@ -40,20 +40,22 @@ def read_both(base: Callable[[], _T], cand: Callable[[], _T]) -> tuple[_T, _T]:
             later.result()
             raise
         return b, later.result()
-    except BaseException:
-        stop_reads()
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        resume_reads()
 
 
 def read_one(read: Callable[[], _T]) -> _T:
     """``read()`` on a thread of its own, so that a Ctrl-C stops it at once (a query
     holds the main thread until it returns, and Python handles signals only between)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsysdiff-read")
-    try:
+    with _reading(workers=1) as pool:
         return pool.submit(read).result()
+
+
+@contextmanager
+def _reading(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """Worker threads for reads: any exception (a failed side, a Ctrl-C) stops every read,
+    and the pool is left only once they have all stopped."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsysdiff-read")
+    try:
+        yield pool
     except BaseException:
         stop_reads()
         raise
