@@ -176,6 +176,11 @@ class GraphStats:
     total_ns: int
 
 
+def idle_pct(busy_ns: int, span_ns: int) -> float:
+    """The share of a kernel span (first start to last end) with no kernel running."""
+    return 100.0 * (1.0 - busy_ns / span_ns) if span_ns else 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceStats:
     device: int
@@ -186,7 +191,7 @@ class DeviceStats:
 
     @property
     def idle_pct(self) -> float:
-        return 100.0 * (1.0 - self.busy_ns / self.span_ns) if self.span_ns else 0.0
+        return idle_pct(self.busy_ns, self.span_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +235,7 @@ class RankStats:
 
     @property
     def idle_pct(self) -> float:
-        return 100.0 * (1.0 - self.busy_ns / self.span_ns) if self.span_ns else 0.0
+        return idle_pct(self.busy_ns, self.span_ns)
 
 
 @dataclass(frozen=True, slots=True)
