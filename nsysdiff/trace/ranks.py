@@ -6,7 +6,7 @@ per-device busy scan does), and the few NCCL kernel names are classified in Pyth
 the scan, from ``StringIds``, into a small temporary table the scan joins by id. Memory
 holds one row per (pair, operation), whatever the number of launches.
 
-The queries go through the reader's own plumbing (``_query``, ``_verify``, ``_exec``), so
+The queries go through the reader's own plumbing (``query``, ``verify``, ``execute``), so
 that a damaged file fails here with the same one-line messages as everywhere else.
 """
 
@@ -16,7 +16,7 @@ from nsysdiff.model import CollectiveShare, RankStats
 from nsysdiff.ranks import collective_op, label
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
-from nsysdiff.trace.reader import TraceReader, _split_checks, name_text
+from nsysdiff.trace.reader import TraceReader, name_text, split_checks
 
 _COLL = "nsysdiff_coll"
 
@@ -26,7 +26,7 @@ def _collective_ids(r: TraceReader, name_col: str) -> dict[int, str]:
     the launches: a few names however large the trace)."""
     if not r.schema.has("StringIds", "id", "value"):
         return {}
-    rows = r._query(
+    rows = r.query(
         "SELECT id, value FROM StringIds WHERE typeof(id) = 'integer' AND "
         "(value LIKE 'nccl%' OR value LIKE 'void nccl%')"
     )
@@ -53,12 +53,12 @@ def pairs(r: TraceReader) -> tuple[tuple[int, int | None], ...]:
     if not r.schema.has(s.KERNEL, "start", "end", "deviceId"):
         return ()
     gpid = "globalPid" if "globalPid" in r.schema.tables[s.KERNEL] else "NULL"
-    rows = r._query(f"SELECT DISTINCT coalesce(deviceId, -1), {gpid} FROM {s.KERNEL}")
+    rows = r.query(f"SELECT DISTINCT coalesce(deviceId, -1), {gpid} FROM {s.KERNEL}")
     out = set()
     for dev, g in rows:
         if type(dev) is not int or (g is not None and type(g) is not int):
             # nsys writes integer ids: a damaged row is named, as every scan names it.
-            raise r._diagnose(_rules(r), "1")
+            raise r.diagnose(_rules(r), "1")
         out.add((dev, None if g is None else (g >> 24) & 0xFFFFFF))
     return tuple(sorted(out, key=lambda k: (k[0], -1 if k[1] is None else k[1])))
 
@@ -75,8 +75,8 @@ def read(r: TraceReader) -> tuple[RankStats, ...]:
     ops = _collective_ids(r, name_col) if has_names else {}
     join, op = "", "NULL"
     if ops:
-        r._exec(f"DROP TABLE IF EXISTS temp.{_COLL}")
-        r._exec(f"CREATE TEMP TABLE {_COLL} (id INTEGER PRIMARY KEY, op TEXT)")
+        r.execute(f"DROP TABLE IF EXISTS temp.{_COLL}")
+        r.execute(f"CREATE TEMP TABLE {_COLL} (id INTEGER PRIMARY KEY, op TEXT)")
         r.con.executemany(f"INSERT INTO temp.{_COLL} VALUES (?, ?)", sorted(ops.items()))
         join, op = f"LEFT JOIN temp.{_COLL} c ON c.id = k.{name_col}", "c.op"
     rules = _rules(r)
@@ -86,8 +86,8 @@ def read(r: TraceReader) -> tuple[RankStats, ...]:
     )
     # The checked columns under their own names, for the RowRules aggregates.
     names = "".join(f", k.{c} AS {c}" for c in rules.nullable)
-    rows, checks = _split_checks(
-        r._query(
+    rows, checks = split_checks(
+        r.query(
             f'SELECT pid, coalesce(deviceId, -1), op, count(*), sum("end" - start), sum(max(0, gain)), '
             f'min(start), max("end"), {rules.sql()} FROM ('
             f'SELECT {pid} AS pid, k.deviceId AS deviceId, {op} AS op, k.start AS start, k."end" AS "end"{names}, '
@@ -95,7 +95,7 @@ def read(r: TraceReader) -> tuple[RankStats, ...]:
             ") GROUP BY pid, deviceId, op"
         )
     )
-    r._verify(rules, "1", checks)
+    r.verify(rules, "1", checks)
     # One row per (pair, operation): fold the operations of each pair.
     totals: dict[tuple[int, int | None], list[int]] = {}
     shares: dict[tuple[int, int | None], list[CollectiveShare]] = {}

@@ -343,7 +343,7 @@ def _tune(con: sqlite3.Connection, path: Path) -> None:
         raise s.db_error(path, e) from None
 
 
-def _split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def split_checks(rows: Sequence[Sequence[object]]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     """(data columns, check columns) of each row of a query that ends with ``RowRules.sql``."""
     return [tuple(r[:-CHECKS]) for r in rows], [tuple(r[-CHECKS:]) for r in rows]
 
@@ -390,7 +390,7 @@ class TraceReader:
 
     # --- plumbing ------------------------------------------------------------------
 
-    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
         except s.DB_ERRORS as e:
@@ -401,13 +401,13 @@ class TraceReader:
                 ) from None
             raise s.db_error(self.path, e) from None
 
-    def _verify(self, rules: RowRules, where: str, checks: Sequence[Sequence[object]]) -> None:
+    def verify(self, rules: RowRules, where: str, checks: Sequence[Sequence[object]]) -> None:
         """Raise on the impossible rows that a scan's ``RowRules.sql`` values show."""
         if not fine(checks):
-            raise self._diagnose(rules, where)
+            raise self.diagnose(rules, where)
 
-    def _diagnose(self, rules: RowRules, where: str) -> TraceError:
-        (row,) = self._query(rules.diagnosis_sql(where))
+    def diagnose(self, rules: RowRules, where: str) -> TraceError:
+        (row,) = self.query(rules.diagnosis_sql(where))
         return diagnosis(self.path, rules, row)
 
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
@@ -417,7 +417,7 @@ class TraceReader:
             for chunk in range(0, len(missing), 500):
                 part = missing[chunk : chunk + 500]
                 marks = ",".join("?" * len(part))
-                for key, value in self._query(
+                for key, value in self.query(
                     f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part
                 ):
                     self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
@@ -443,7 +443,7 @@ class TraceReader:
     def _enum(self, table: str) -> dict[str, int]:
         if not self.schema.has(table, "id", "name"):
             return {}
-        rows = self._query(f"SELECT id, name FROM {table} WHERE typeof(id) = 'integer'")
+        rows = self.query(f"SELECT id, name FROM {table} WHERE typeof(id) = 'integer'")
         return {str(n): int(i) for i, n in rows}  # type: ignore[call-overload]
 
     # --- metadata ------------------------------------------------------------------
@@ -452,15 +452,15 @@ class TraceReader:
         meta: dict[str, str] = {}
         for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
             if self.schema.has(table, "name", "value"):
-                meta.update({name_text(k): name_text(v) for k, v in self._query(f"SELECT name, value FROM {table}")})
+                meta.update({name_text(k): name_text(v) for k, v in self.query(f"SELECT name, value FROM {table}")})
                 break
         start = end = None
         if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
             rules = RowRules("ANALYSIS_DETAILS", ids=("startTime", "stopTime"), times=False)
-            ((lo, hi, *checks),) = self._query(
+            ((lo, hi, *checks),) = self.query(
                 f"SELECT min(startTime), max(stopTime), {rules.sql()} FROM ANALYSIS_DETAILS"
             )
-            self._verify(rules, "1", [checks])
+            self.verify(rules, "1", [checks])
             if lo is not None:
                 start, end = int(lo), int(hi)  # type: ignore[call-overload]
                 if start < 0 or end < start:
@@ -490,9 +490,9 @@ class TraceReader:
                 continue
             sm_sql = sms if sms else "NULL"
             rules = RowRules(table, ids=(key,), nullable=(sms,) if sms else (), times=False)
-            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table}")
-            self._verify(rules, "1", [checks])
-            rows = self._query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
+            ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {table}")
+            self.verify(rules, "1", [checks])
+            rows = self.query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
             seen: dict[int, GpuInfo] = {}
             for gid, name, sm in rows:
                 seen.setdefault(int(gid), GpuInfo(int(gid), name_text(name), None if sm is None else int(sm)))  # type: ignore[call-overload]
@@ -507,7 +507,7 @@ class TraceReader:
         if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
             # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
             node = bool(
-                self._query(f"SELECT 1 FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 LIMIT 1")
+                self.query(f"SELECT 1 FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 LIMIT 1")
             )
         if launches and node:
             return GraphMode.MIXED, launches, total
@@ -546,8 +546,8 @@ class TraceReader:
         if sel.launches_table is not None:
             # Filter once into a temporary table rather than probing the selection in
             # each of the three scans below.
-            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_k")
-            self._exec(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_k")
+            self.execute(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
             source, where = "temp.nsysdiff_k", "1"
         # The launch shape as one text key ('' when launches of a name are one kernel).
         shape = "''"
@@ -562,15 +562,15 @@ class TraceReader:
             beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
             if beside is None:
                 scans = (busy_sql, configs_sql)
-                busy_rows, config_rows = self._named(rules, checked, lambda: [self._query(q) for q in scans])
-            self._exec("DROP TABLE IF EXISTS temp.nsysdiff_hist")
+                busy_rows, config_rows = self._named(rules, checked, lambda: [self.query(q) for q in scans])
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_hist")
             # An upsert per launch into the (small) histogram instead of GROUP BY, which
             # would sort every launch.
-            self._exec(
+            self.execute(
                 "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, shape TEXT, dev INTEGER, dur INTEGER, "
                 "n INTEGER, short INTEGER, mangled INTEGER, PRIMARY KEY (name, shape, dev, dur))"
             )
-            self._exec(
+            self.execute(
                 f"INSERT INTO temp.nsysdiff_hist SELECT coalesce({name_col}, -1), {shape}, coalesce(deviceId, -1), "
                 f'"end" - start, 1, coalesce({short_col}, -1), {mangled_col} FROM {source} WHERE {where} '
                 "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short), "
@@ -580,9 +580,9 @@ class TraceReader:
             if beside is not None:
                 busy_rows, config_rows = self._named(rules, checked, beside.result)
             # The busy scan checked every row; nothing below may meet an impossible one.
-            busy_rows, checks = _split_checks(busy_rows)
-            self._verify(rules, checked, checks)
-            groups = self._query(
+            busy_rows, checks = split_checks(busy_rows)
+            self.verify(rules, checked, checks)
+            groups = self.query(
                 "SELECT name, shape, dev, min(short), sum(n), sum(n * dur), min(mangled) FROM temp.nsysdiff_hist "
                 "GROUP BY name, shape, dev ORDER BY name, shape, dev"
             )
@@ -617,11 +617,11 @@ class TraceReader:
             return scans()
         except TraceError as e:
             if "overflow" in str(e):
-                raise self._diagnose(rules, where) from None
+                raise self.diagnose(rules, where) from None
             raise
 
-    def _exec(self, sql: str) -> None:
-        self._query(sql)
+    def execute(self, sql: str) -> None:
+        self.query(sql)
 
     def _quantiles(self) -> dict[tuple[int, str], FloatArray]:
         """Exact per-name percentiles from the duration histogram, streamed in chunks.
@@ -630,7 +630,7 @@ class TraceReader:
         interpolates between are picked by their global rank as the stream passes them,
         so memory holds one chunk, however many distinct durations there are.
         """
-        counts = self._query(
+        counts = self.query(
             "SELECT name, shape, sum(n) FROM temp.nsysdiff_hist GROUP BY name, shape ORDER BY name, shape"
         )
         if not counts:
@@ -716,13 +716,13 @@ class TraceReader:
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
         rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
         where = self._where(s.MEMCPY, sel)
-        rows, checks = _split_checks(
-            self._query(
+        rows, checks = split_checks(
+            self.query(
                 f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
                 f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
             )
         )
-        self._verify(rules, where, checks)
+        self.verify(rules, where, checks)
         out: dict[str, CopyRow] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
@@ -736,11 +736,11 @@ class TraceReader:
             return ()
         rules = RowRules(s.MEMSET, sizes=("bytes",))
         where = self._where(s.MEMSET, sel)
-        (ops, nbytes, total, *checks), = self._query(
+        (ops, nbytes, total, *checks), = self.query(
             f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
             f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
-        self._verify(rules, where, [checks])
+        self.verify(rules, where, [checks])
         if not ops:
             return ()
         return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
@@ -750,7 +750,7 @@ class TraceReader:
             return {}
         return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self._query(
+            for i, v in self.query(
                 "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
             )
             if _SYNC_API.match(str(v))
@@ -770,13 +770,13 @@ class TraceReader:
                 continue
             rules = RowRules(table)
             where = f"nameId IN ({marks}){cond}"
-            rows, checks = _split_checks(
-                self._query(
+            rows, checks = split_checks(
+                self.query(
                     f'SELECT nameId, count(*), sum("end" - start), {rules.sql()} FROM {table} '
                     f"WHERE {where} GROUP BY nameId"
                 )
             )
-            self._verify(rules, where, checks)
+            self.verify(rules, where, checks)
             for nid, calls, total in rows:
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
@@ -788,10 +788,10 @@ class TraceReader:
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
         rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
-        (v, *checks), = self._query(
+        (v, *checks), = self.query(
             f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
-        self._verify(rules, where, [checks])
+        self.verify(rules, where, [checks])
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = Selection()) -> tuple[int, int]:
@@ -803,10 +803,10 @@ class TraceReader:
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
         rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
-        (n, total, *checks), = self._query(
+        (n, total, *checks), = self.query(
             f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
         )
-        self._verify(rules, where, [checks])
+        self.verify(rules, where, [checks])
         return int(n), int(total)  # type: ignore[call-overload]
 
     def graph_launches(self) -> tuple[GraphStats, ...]:
@@ -816,13 +816,13 @@ class TraceReader:
             return ()
         rules = RowRules(s.GRAPH_TRACE, ids=("graphId",))
         where = self._where(s.GRAPH_TRACE, Selection())
-        rows, checks = _split_checks(
-            self._query(
+        rows, checks = split_checks(
+            self.query(
                 f'SELECT graphId, count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} '
                 f"WHERE {where} GROUP BY graphId ORDER BY graphId"
             )
         )
-        self._verify(rules, where, checks)
+        self.verify(rules, where, checks)
         return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
 
     # --- NVTX ----------------------------------------------------------------------
@@ -847,11 +847,11 @@ class TraceReader:
         copied and folded once for every range that uses it.
         """
         if self._short is None:
-            (longest,) = self._query("SELECT coalesce(max(length(value)), 0) FROM StringIds")[0]
+            (longest,) = self.query("SELECT coalesce(max(length(value)), 0) FROM StringIds")[0]
             self._short = int(longest) <= NAME_LIMIT  # type: ignore[call-overload]
             if not self._short:
-                self._exec("CREATE TEMP TABLE IF NOT EXISTS nsysdiff_str (id, value TEXT)")
-                self._exec(
+                self.execute("CREATE TEMP TABLE IF NOT EXISTS nsysdiff_str (id, value TEXT)")
+                self.execute(
                     f"INSERT INTO temp.nsysdiff_str SELECT id, value FROM StringIds WHERE length(value) <= {NAME_LIMIT}"
                 )
                 cur = self.con.execute(f"SELECT id, value FROM StringIds WHERE length(value) > {NAME_LIMIT}")
@@ -862,7 +862,7 @@ class TraceReader:
                     raise s.db_error(self.path, e) from None
                 finally:
                     cur.close()
-                self._exec("CREATE INDEX temp.nsysdiff_str_id ON nsysdiff_str (id)")
+                self.execute("CREATE INDEX temp.nsysdiff_str_id ON nsysdiff_str (id)")
         return "StringIds" if self._short else "temp.nsysdiff_str"
 
     def _nvtx_domains(self, create: int) -> dict[int, str]:
@@ -871,7 +871,7 @@ class TraceReader:
         name, join = self._nvtx_name_sql()
         return {
             int(d): name_text(t)  # type: ignore[call-overload]
-            for d, t in self._query(
+            for d, t in self.query(
                 f"SELECT n.domainId, {name} FROM {s.NVTX} n{join} "
                 "WHERE n.eventType = ? AND typeof(n.domainId) = 'integer'",
                 (create,),
@@ -915,20 +915,20 @@ class TraceReader:
             return self._folds[(from_where, name)]
         rules = self._nvtx_rules()
         bad, dur = rules.row_sql()
-        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_names")
-        self._exec(
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_names")
+        self.execute(
             "CREATE TEMP TABLE nsysdiff_names (name TEXT, dom INTEGER, n INTEGER, total INTEGER, "
             "bad INTEGER, ftotal REAL, PRIMARY KEY (name, dom))"
         )
-        self._exec(
+        self.execute(
             f"INSERT INTO temp.nsysdiff_names SELECT {_key_sql(name)}, {self._nvtx_dom()}, 1, "
             f'coalesce(n."end" - n.start, 0), {bad}, {dur} {from_where} '
             "ON CONFLICT (name, dom) DO UPDATE SET n = n + 1, total = total + excluded.total, "
             "bad = bad + excluded.bad, ftotal = ftotal + excluded.ftotal"
         )
-        checks = self._query("SELECT coalesce(sum(bad), 0), total(ftotal) FROM temp.nsysdiff_names")
-        self._verify(rules, checked, checks)
-        rows = self._query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
+        checks = self.query("SELECT coalesce(sum(bad), 0), total(ftotal) FROM temp.nsysdiff_names")
+        self.verify(rules, checked, checks)
+        rows = self.query("SELECT name, dom, n, total FROM temp.nsysdiff_names ORDER BY name, dom")
         if whole:
             self._folds[(from_where, name)] = rows
         return rows
@@ -971,12 +971,12 @@ class TraceReader:
 
     def load_ranges(self, codes: Sequence[tuple[RangeKey, int]]) -> None:
         """Copy the instances of the given keys into ``temp.nsysdiff_r``, each with its code."""
-        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_codes")
-        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_r")
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_codes")
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_r")
         for table in self._reach.values():
-            self._exec(f"DROP TABLE IF EXISTS temp.{table}")
+            self.execute(f"DROP TABLE IF EXISTS temp.{table}")
         self._reach.clear()
-        self._exec("CREATE TEMP TABLE nsysdiff_codes (name TEXT, dom INTEGER, code INTEGER, PRIMARY KEY (name, dom))")
+        self.execute("CREATE TEMP TABLE nsysdiff_codes (name TEXT, dom INTEGER, code INTEGER, PRIMARY KEY (name, dom))")
         self.con.executemany(
             "INSERT OR IGNORE INTO temp.nsysdiff_codes VALUES (?, ?, ?)",
             [(k.sql_name, k.domain_id, c) for k, c in codes],
@@ -985,7 +985,7 @@ class TraceReader:
         push = {types["NvtxPushPopRange"], types["NvtxtPushPopRange"]}
         name, join = self._nvtx_name_sql()
         likely, params = _key_prefilter(name, sorted({k.sql_name for k, _ in codes}))
-        self._query(
+        self.query(
             "CREATE TEMP TABLE nsysdiff_r AS SELECT c.code AS code, "
             f"n.eventType IN ({','.join(str(t) for t in push)}) AS pp, n.start AS start, "
             'n."end" AS "end", coalesce(n.globalTid, 0) AS tid, '
@@ -1001,15 +1001,15 @@ class TraceReader:
         ``temp.nsysdiff_cut``; processes with fewer instances are cut entirely. Returns
         how many processes keep something."""
         never = np.iinfo(np.int64).max
-        self._exec("DROP TABLE IF EXISTS temp.nsysdiff_cut")
-        self._exec(
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_cut")
+        self.execute(
             "CREATE TEMP TABLE nsysdiff_cut AS SELECT pid, "
             f"coalesce(max(CASE WHEN rn = {int(skip) + 1} THEN start END), {never}) AS cut FROM ("
             "SELECT pid, start, row_number() OVER (PARTITION BY pid ORDER BY start) AS rn "
             f"FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})) GROUP BY pid"
         )
-        self._exec("CREATE UNIQUE INDEX temp.nsysdiff_cut_pid ON nsysdiff_cut (pid)")
-        ((kept,),) = self._query(f"SELECT count(*) FROM temp.nsysdiff_cut WHERE cut != {never}")
+        self.execute("CREATE UNIQUE INDEX temp.nsysdiff_cut_pid ON nsysdiff_cut (pid)")
+        ((kept,),) = self.query(f"SELECT count(*) FROM temp.nsysdiff_cut WHERE cut != {never}")
         return int(kept)  # type: ignore[call-overload,no-any-return]
 
     def _kept(self, events: str, payload: Sequence[str], att: Attribution, windowed: bool) -> str:
@@ -1053,14 +1053,14 @@ class TraceReader:
             return []
         codes = _list(sorted(set(mask)))
         out = []
-        for (pp,) in self._query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({codes}) ORDER BY pp DESC"):
+        for (pp,) in self.query(f"SELECT DISTINCT pp FROM temp.nsysdiff_r WHERE code IN ({codes}) ORDER BY pp DESC"):
             kind = int(pp)  # type: ignore[call-overload]
             table = self._reach.get((kind, codes))
             if table is None:
                 table = self._reach[(kind, codes)] = f"nsysdiff_reach{len(self._reach)}"
-                self._exec(f"CREATE TEMP TABLE {table} (key INTEGER, start INTEGER, reach INTEGER, "
+                self.execute(f"CREATE TEMP TABLE {table} (key INTEGER, start INTEGER, reach INTEGER, "
                            "PRIMARY KEY (key, start)) WITHOUT ROWID")  # fmt: skip
-                self._exec(
+                self.execute(
                     f"INSERT INTO temp.{table} SELECT key, start, max(e) OVER (PARTITION BY key ORDER BY start "
                     f'ROWS UNBOUNDED PRECEDING) FROM (SELECT {"tid" if kind else "pid"} AS key, start, '
                     f'max("end") AS e FROM temp.nsysdiff_r WHERE pp = {kind} AND code IN ({codes}) '
@@ -1072,8 +1072,8 @@ class TraceReader:
     def select_launches(self, att: Attribution, name: str = "nsysdiff_sel") -> Selection:
         """The (process, correlationId) of the runtime/driver calls ``att`` keeps, in a
         temporary table through which the GPU work they launched is found."""
-        self._exec(f"DROP TABLE IF EXISTS temp.{name}")
-        self._exec(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
+        self.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
         where = "correlationId IS NOT NULL AND correlationId != 0"
         tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
         self._check_calls(tables, ("globalTid", "correlationId"), where)
@@ -1084,26 +1084,26 @@ class TraceReader:
         ]
         if parts:
             kept = self._kept(" UNION ALL ".join(parts), ("corr",), att, windowed=False)
-            self._exec(f"INSERT OR IGNORE INTO temp.{name} SELECT pid, corr FROM ({kept})")
+            self.execute(f"INSERT OR IGNORE INTO temp.{name} SELECT pid, corr FROM ({kept})")
         return Selection(window=att.window, launches_table=name)
 
     def _check_calls(self, tables: Sequence[str], ids: tuple[str, ...], where: str) -> None:
         """Refuse impossible rows among the calls a sweep is about to order (one aggregate scan)."""
         for table in tables:
             rules = RowRules(table, ids=ids)
-            ((*checks,),) = self._query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
-            self._verify(rules, where, [checks])
+            ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
+            self.verify(rules, where, [checks])
 
     def count_ranges(self, mask: Sequence[int], att: Attribution) -> int:
         """Instances of the mask's ranges that ``att`` keeps."""
         if not self._has_ranges_table():
             return 0
         events = f'SELECT start, "end", tid, pid FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})'
-        ((n,),) = self._query(f"SELECT count(*) FROM ({self._kept(events, (), att, windowed=True)})")
+        ((n,),) = self.query(f"SELECT count(*) FROM ({self._kept(events, (), att, windowed=True)})")
         return int(n)  # type: ignore[call-overload,no-any-return]
 
     def _has_ranges_table(self) -> bool:
-        return bool(self._query("SELECT 1 FROM sqlite_temp_master WHERE name = 'nsysdiff_r'"))
+        return bool(self.query("SELECT 1 FROM sqlite_temp_master WHERE name = 'nsysdiff_r'"))
 
     def sync_calls_in(self, att: Attribution) -> tuple[ApiRow, ...]:
         """Synchronising calls that ``att`` keeps, by name."""
@@ -1120,7 +1120,7 @@ class TraceReader:
             return ()
         kept = self._kept(" UNION ALL ".join(parts), ("nid",), att, windowed=True)
         totals: dict[str, tuple[int, int]] = {}
-        for nid, calls, total in self._query(f'SELECT nid, count(*), sum("end" - start) FROM ({kept}) GROUP BY nid'):
+        for nid, calls, total in self.query(f'SELECT nid, count(*), sum("end" - start) FROM ({kept}) GROUP BY nid'):
             name = ids[int(nid)]  # type: ignore[call-overload]
             c, t = totals.get(name, (0, 0))
             totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
@@ -1147,8 +1147,8 @@ class TraceReader:
         if not self.has_kernels():
             return None
         rules = RowRules(s.KERNEL)
-        (v, *checks), = self._query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
-        self._verify(rules, "1", [checks])
+        (v, *checks), = self.query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
+        self.verify(rules, "1", [checks])
         return None if v is None else int(v)  # type: ignore[call-overload]
 
 
