@@ -21,7 +21,7 @@ Two pairs of traces:
   correlation ids shifted too, as ``../shared/tools/inflate_trace.py`` does (``--no-nvtx``
   leaves NVTX alone: the activity-only traces of earlier benchmarks). Skipped when the
   real traces are absent.
-- *synthetic*: written by :class:`nsysdiff.trace.builder.TraceBuilder` with a realistic
+- *synthetic*: written by :class:`nsysdiff.synth.builder.TraceBuilder` with a realistic
   mix (about 50 kernels over two GPUs, memcpy, memset, runtime launch and sync calls,
   NVTX ranges with PyTorch suffixes); ``--synthetic`` adds it.
 
@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -599,7 +599,7 @@ def measure_many(label: str, pair: Sequence[Path], count: int, plan: Plan) -> li
 
 def phases(path: Path) -> dict[str, float]:
     """Seconds of each reader call and of the reduction, in-process (one cold-ish run)."""
-    from nsysdiff.fingerprint import assemble
+    from nsysdiff.fingerprint.reduce import assemble
     from nsysdiff.trace.reader import open_trace
 
     spent: dict[str, float] = {}

@@ -8,7 +8,7 @@ mutations:
 
 - bytes: random bytes overwritten, a page zeroed, two pages swapped, the file truncated
   (the last 100 bytes, a page, or a random length);
-- values written through SQL (``nsysdiff.trace.builder.tamper``): NULL, REAL, TEXT, BLOB,
+- values written through SQL (``nsysdiff.synth.builder.tamper``): NULL, REAL, TEXT, BLOB,
   negative and int64-overflowing values in times, ids, sizes and GPU / metadata columns;
 - hostile names: newlines followed by ``::error``/``::warning``/``::stop-commands``/...,
   ``##[error]``, ESC, BEL, OSC-8 links, NUL, rich markup ``[/x]``, Unicode line
@@ -61,10 +61,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nsysdiff import api, cli, noise, runset
-from nsysdiff.model import fingerprint_to_json
+from nsysdiff import api, cli
+from nsysdiff.fingerprint import noise, runset
+from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.render import Format
-from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder, tamper
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "PWNED"  # in every injected command's name or properties, so it can be told apart
@@ -467,7 +468,7 @@ def _preload() -> None:
     """Import in the parent what children would otherwise import per case (forked, shared)."""
     import importlib
 
-    from nsysdiff import validation
+    from nsysdiff.fingerprint import validation
 
     for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema"):
         with contextlib.suppress(ImportError):

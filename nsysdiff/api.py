@@ -8,16 +8,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysdiff import comparability, inputs, ranks, runset, runstats, scope
-from nsysdiff.diff import Diff
+from nsysdiff.compare import comparability, ranks, runstats
+from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
-from nsysdiff.fingerprint import assemble
-from nsysdiff.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
-from nsysdiff.progress import Step, silent
-from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
-from nsysdiff.scope import ScopeOptions
+from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
+from nsysdiff.fingerprint.reduce import assemble
+from nsysdiff.fingerprint.scope import ScopeOptions
+from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
+from nsysdiff.trace import inputs
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
+from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import RangeRow, TraceReader, open_trace
 
 FINGERPRINT_MAX_BYTES = 256 << 20
@@ -102,7 +104,7 @@ def load(
 ) -> Fingerprint:
     """A fingerprint from a trace, a saved fingerprint, or an nsys report (exported first).
 
-    What the file is comes from its content (:func:`nsysdiff.inputs.recognise`). ``options``
+    What the file is comes from its content (:func:`nsysdiff.trace.inputs.recognise`). ``options``
     scope a trace; a saved fingerprint is already scoped, so options given with one must
     restate its scope (else :class:`~nsysdiff.errors.UsageError`). A report is exported
     with ``nsys`` into a temporary directory (``keep_export`` keeps it there instead), and
@@ -158,7 +160,7 @@ def load_runs(
     """The runs of one side from any mix of traces, reports, saved fingerprints and saved
     run sets (a run set contributes all its runs), checked alike with each other.
     A side of one trace or one fingerprint reads exactly as :func:`load` reads it."""
-    from nsysdiff import validation  # jsonschema loads only when a fingerprint is read
+    from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
     runs: list[Fingerprint] = []
     sources: list[str] = []
@@ -188,7 +190,7 @@ def load_runs(
 
 
 if TYPE_CHECKING:  # the noise model loads only where a profile is made or read
-    from nsysdiff.noise import NoiseProfile
+    from nsysdiff.fingerprint.noise import NoiseProfile
 
 
 def noise_profile(
@@ -200,14 +202,14 @@ def noise_profile(
     notify: Callable[[str], None] = _quiet,
 ) -> NoiseProfile:
     """The noise profile of A/A runs of one build (any mix of inputs, as :func:`load_runs`)."""
-    from nsysdiff import noise
+    from nsysdiff.fingerprint import noise
 
     return noise.measure(load_runs(paths, options, progress=progress, keep_export=keep_export, notify=notify))
 
 
 def load_noise_profile(path: str | Path) -> NoiseProfile:
     """A saved noise profile (``nsysdiff noise ... -o FILE``), validated like a fingerprint."""
-    from nsysdiff import noise
+    from nsysdiff.fingerprint import noise
 
     src = inputs.recognise(Path(path))
     if src.kind is not inputs.Kind.FINGERPRINT and src.path.is_file():
@@ -228,7 +230,7 @@ def compare_run_sets(
     band: float = 0.02,
 ) -> tuple[runstats.RunComparison, tuple[str, ...]]:
     """Per key of ``kind``, the runs of both sides compared on ``measure``
-    (:mod:`nsysdiff.runstats`), and the keys left out because some run lacks them."""
+    (:mod:`nsysdiff.compare.runstats`), and the keys left out because some run lacks them."""
     b = runset.per_run_values(base, kind, measure)
     c = runset.per_run_values(cand, kind, measure)
     # A key both sides have in every run is compared; any other key is a structural change.
@@ -302,7 +304,7 @@ def load_job(
     notify: Callable[[str], None] = _quiet,
 ) -> tuple[RankStats, ...]:
     """The ranks of one job given as several traces (reports and saved fingerprints too),
-    numbered in the order given (:func:`nsysdiff.ranks.job`). A trace is read for its ranks
+    numbered in the order given (:func:`nsysdiff.compare.ranks.job`). A trace is read for its ranks
     alone: one scan of its kernel table, not a whole fingerprint."""
     parts: list[tuple[str, Sequence[RankStats] | Fingerprint]] = []
     for i, path in enumerate(paths):

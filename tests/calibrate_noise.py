@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import fpspec
 
-from nsysdiff import noise, runset
-from nsysdiff.diff import compare
-from nsysdiff.model import Fingerprint
+from nsysdiff.compare.diff import compare
+from nsysdiff.fingerprint import noise, runset
+from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.rules import RuleSet, evaluate, load_rules
 from nsysdiff.rules.noise_limits import attach
 

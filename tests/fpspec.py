@@ -6,10 +6,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nsysdiff.categories import categorize
-from nsysdiff.families import family
-from nsysdiff.fingerprint import group_by
-from nsysdiff.model import (
+from nsysdiff.fingerprint.categories import categorize
+from nsysdiff.fingerprint.families import family
+from nsysdiff.fingerprint.model import (
     QUANTILE_GRID,
     ApiStats,
     CopyStats,
@@ -23,6 +22,7 @@ from nsysdiff.model import (
     TraceMeta,
     fingerprint_to_json,
 )
+from nsysdiff.fingerprint.reduce import group_by
 
 
 def kernel(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsysdiff.trace.builder import Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Gpu, TraceBuilder, tamper
 
 STEPS = 4
 STEP_NS = 10_000_000

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsysdiff.trace.builder import Gpu, TraceBuilder
+from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 # name: (calls, base ns per call, candidate factor); factor None: base only
 KERNELS: dict[str, tuple[int, int, float]] = {

@@ -10,9 +10,9 @@ from conftest import ROOT, real_traces, traces_dir
 from fpspec import fingerprint, kernel
 
 from nsysdiff.api import load
-from nsysdiff.attribution import Change, Effects, attribute, pair
-from nsysdiff.diff import Diff, compare
-from nsysdiff.model import Scope
+from nsysdiff.compare.attribution import Change, Effects, attribute, pair
+from nsysdiff.compare.diff import Diff, compare
+from nsysdiff.fingerprint.model import Scope
 
 MS = 1_000_000
 

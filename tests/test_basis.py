@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from nsysdiff.api import load
 from nsysdiff.cli import app, route
-from nsysdiff.diff import compare
-from nsysdiff.model import GraphMode, GraphStats, fingerprint_to_json
+from nsysdiff.compare.diff import compare
+from nsysdiff.fingerprint.model import GraphMode, GraphStats, fingerprint_to_json
 
 MS = 1_000_000
 T = traces_dir()

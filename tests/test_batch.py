@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysdiff import api, batch
-from nsysdiff.cli import app
+from nsysdiff import api
+from nsysdiff.cli import app, batch
 from nsysdiff.errors import ExitCode, TraceError, UsageError
-from nsysdiff.model import fingerprint_to_json
-from nsysdiff.scope import ScopeOptions
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.fingerprint.scope import ScopeOptions
+from nsysdiff.synth.builder import TraceBuilder
 
 runner = CliRunner()
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysdiff.categories import OTHER, TAXONOMY, categorize, names
+from nsysdiff.fingerprint.categories import OTHER, TAXONOMY, categorize, names
 
 
 @pytest.mark.parametrize(

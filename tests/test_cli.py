@@ -15,7 +15,7 @@ from fpspec import saved_pair
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
-from nsysdiff.trace.builder import Generation, TraceBuilder
+from nsysdiff.synth.builder import Generation, TraceBuilder
 
 BS1 = str(ROOT / "examples" / "cascade" / "bs1.sqlite")
 BS16 = str(ROOT / "examples" / "cascade" / "bs16.sqlite")

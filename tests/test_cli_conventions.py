@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from nsysdiff import api, cli
 from nsysdiff.errors import TraceError
-from nsysdiff.model import fingerprint_to_json
-from nsysdiff.trace.builder import Generation, TraceBuilder
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.synth.builder import Generation, TraceBuilder
 
 PY = [sys.executable, "-m", "nsysdiff"]
 KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(300)}

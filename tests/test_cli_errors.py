@@ -21,8 +21,8 @@ from nsysdiff import api, cli
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode
-from nsysdiff.model import fingerprint_to_json
-from nsysdiff.trace.builder import Generation, TraceBuilder
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.synth.builder import Generation, TraceBuilder
 
 BAD_INPUT = int(ExitCode.BAD_INPUT)
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from nsysdiff import api, comparability
+from nsysdiff import api
 from nsysdiff.cli import app
-from nsysdiff.model import Fingerprint, GpuInfo, GraphMode, Scope
-from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.compare import comparability
+from nsysdiff.fingerprint.model import Fingerprint, GpuInfo, GraphMode, Scope
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 
 runner = CliRunner()
 

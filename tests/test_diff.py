@@ -10,7 +10,7 @@ from conftest import ROOT, real_traces, traces_dir
 from fpspec import fingerprint
 
 from nsysdiff.api import load
-from nsysdiff.diff import Settings, Verdict, compare
+from nsysdiff.compare.diff import Settings, Verdict, compare
 
 EXAMPLE = ROOT / "examples" / "cascade"
 MS = 1_000_000

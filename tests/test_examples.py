@@ -62,7 +62,7 @@ def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
 
 
 def test_regenerating_the_example_reproduces_the_committed_traces(tmp_path: Path) -> None:
-    from nsysdiff.examples.cascade import write
+    from nsysdiff.synth.cascade import write
 
     for made in write(tmp_path):
         assert made.read_bytes() == (EXAMPLE / made.name).read_bytes()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysdiff.families import family, strip_templates
+from nsysdiff.fingerprint.families import family, strip_templates
 
 
 @pytest.mark.parametrize(

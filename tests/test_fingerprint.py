@@ -6,7 +6,7 @@ import random
 import re
 import time
 
-from nsysdiff.fingerprint import fold_nvtx
+from nsysdiff.fingerprint.reduce import fold_nvtx
 
 # The definition fold_nvtx must keep: the suffix regex as first written (quadratic in the
 # name's length, so only run here on short names).

@@ -9,9 +9,9 @@ from conftest import ROOT
 from fpspec import fingerprint
 
 from nsysdiff.api import load
-from nsysdiff.diff import compare
+from nsysdiff.compare.diff import compare
 from nsysdiff.errors import FingerprintError
-from nsysdiff.model import FORMAT_VERSION, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint.model import FORMAT_VERSION, fingerprint_from_json, fingerprint_to_json
 
 EXAMPLE = ROOT / "examples" / "cascade"
 

@@ -16,15 +16,16 @@ import pytest
 from conftest import real_trace
 from typer.testing import CliRunner
 
-from nsysdiff import api, noise, runset
+from nsysdiff import api
 from nsysdiff.cli import app, route
-from nsysdiff.diff import compare
+from nsysdiff.compare.diff import compare
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
-from nsysdiff.model import Fingerprint, fingerprint_to_json
-from nsysdiff.noise import KeyKind
+from nsysdiff.fingerprint import noise, runset
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_to_json
+from nsysdiff.fingerprint.noise import KeyKind
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.noise_limits import attach
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.synth.builder import TraceBuilder
 
 GEMM = "ampere_sgemm_128x64_nn"
 NORM = "rms_norm_kernel"

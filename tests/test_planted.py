@@ -27,12 +27,12 @@ from pathlib import Path
 import pytest
 from conftest import traces_dir
 
-from nsysdiff import comparability
 from nsysdiff.api import judge, load
-from nsysdiff.diff import Diff, compare
-from nsysdiff.model import Fingerprint, KernelStats
-from nsysdiff.report import Outcome
+from nsysdiff.compare import comparability
+from nsysdiff.compare.diff import Diff, compare
+from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 from nsysdiff.rules import evaluate, load_rules
+from nsysdiff.rules.report import Outcome
 
 BACKGROUND = 1.10
 SPIKE = 3.0

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nsysdiff import api, progress
+from nsysdiff import api
+from nsysdiff.trace import progress
 
 ROOT = Path(__file__).resolve().parent.parent
 CASCADE = ROOT / "examples" / "cascade"

@@ -14,11 +14,12 @@ import pytest
 from jobs import COMPUTE_NS, GATHER_NS, SLOW_NS, STEPS, TRANSFER_NS, allreduce_ns, one_file, per_file
 from typer.testing import CliRunner
 
-from nsysdiff import api, ranks
+from nsysdiff import api
 from nsysdiff.cli import app
+from nsysdiff.compare import ranks
 from nsysdiff.errors import FingerprintError
-from nsysdiff.model import CollectiveShare, RankStats, fingerprint_from_json, fingerprint_to_json
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.fingerprint.model import CollectiveShare, RankStats, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.synth.builder import TraceBuilder
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,12 @@ import pytest
 import runs
 from test_cli_conventions import run_main
 
-from nsysdiff import cli, rundiff, runset
-from nsysdiff.diff import compare
-from nsysdiff.model import Fingerprint, fingerprint_to_json
-from nsysdiff.runstats import RunVerdict
+from nsysdiff import cli
+from nsysdiff.compare import rundiff
+from nsysdiff.compare.diff import compare
+from nsysdiff.compare.runstats import RunVerdict
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_to_json
 
 GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"
 

@@ -10,12 +10,14 @@ import fpspec
 import pytest
 from typer.testing import CliRunner
 
-from nsysdiff import api, runset, runstats
+from nsysdiff import api
 from nsysdiff.cli import app, route
+from nsysdiff.compare import runstats
 from nsysdiff.errors import FingerprintError, UsageError
-from nsysdiff.model import Fingerprint, GraphMode, Scope, fingerprint_to_json
-from nsysdiff.runset import KeyKind, Measure
-from nsysdiff.trace.builder import Gpu, TraceBuilder
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import Fingerprint, GraphMode, Scope, fingerprint_to_json
+from nsysdiff.fingerprint.runset import KeyKind, Measure
+from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 
 def _runs(totals: list[int], **meta: object) -> list[Fingerprint]:

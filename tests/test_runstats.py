@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from nsysdiff import runstats as rs
-from nsysdiff.runstats import RunVerdict
+from nsysdiff.compare import runstats as rs
+from nsysdiff.compare.runstats import RunVerdict
 
 CHANGED, NO_CHANGE, TOO_NOISY = (
     rs.VERDICTS.index(v) for v in (RunVerdict.CHANGED, RunVerdict.NO_CHANGE, RunVerdict.TOO_NOISY)

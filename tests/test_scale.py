@@ -14,8 +14,8 @@ from fpspec import fingerprint, kernel, saved_pair
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
-from nsysdiff.diff import Diff, compare
-from nsysdiff.model import KernelStats
+from nsysdiff.compare.diff import Diff, compare
+from nsysdiff.fingerprint.model import KernelStats
 
 MS = 1_000_000
 

@@ -10,13 +10,14 @@ import pytest
 from conftest import traces_dir
 from typer.testing import CliRunner
 
-from nsysdiff import api, scope
+from nsysdiff import api
 from nsysdiff.cli import app
-from nsysdiff.diff import Verdict, compare
+from nsysdiff.compare.diff import Verdict, compare
 from nsysdiff.errors import UsageError
-from nsysdiff.model import fingerprint_to_json
-from nsysdiff.scope import ScopeOptions, parse_window
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.fingerprint import scope
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.fingerprint.scope import ScopeOptions, parse_window
+from nsysdiff.synth.builder import TraceBuilder
 
 ATTN = "flash_fwd_splitkv_kernel"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32"

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysdiff import sides
 from nsysdiff.cli import app
 from nsysdiff.errors import ExitCode, TraceError
-from nsysdiff.trace import schema
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.trace import schema, sides
 
 runner = CliRunner()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsysdiff import stats
-from nsysdiff.model import QUANTILE_GRID
-from nsysdiff.stats import compare_sketches
+from nsysdiff.compare import stats
+from nsysdiff.compare.stats import compare_sketches
+from nsysdiff.fingerprint.model import QUANTILE_GRID
 
 
 def test_weighted_quantile_matches_the_unweighted_one_with_equal_weights() -> None:
@@ -61,7 +61,7 @@ def test_compare_sketches_does_not_import_scipy() -> None:
     import sys
 
     code = (
-        "import sys; from nsysdiff.stats import compare_sketches; "
+        "import sys; from nsysdiff.compare.stats import compare_sketches; "
         "compare_sketches([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]); "
         "print('scipy' in sys.modules)"
     )

@@ -13,13 +13,14 @@ import pytest
 from conftest import needs_traces, real_traces
 from typer.testing import CliRunner
 
-from nsysdiff import api, model
+from nsysdiff import api
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, FingerprintError
-from nsysdiff.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
-from nsysdiff.trace.builder import Gpu, TraceBuilder
-from nsysdiff.validation import schema_path
+from nsysdiff.fingerprint import model
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint.validation import schema_path
+from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 Doc = dict[str, Any]
 

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app, route
-from nsysdiff.diff import compare
-from nsysdiff.report import Level, Outcome
+from nsysdiff.compare.diff import compare
 from nsysdiff.rules import evaluate, load_rules
+from nsysdiff.rules.report import Level, Outcome
 
 MS = 1_000_000
 T = traces_dir()

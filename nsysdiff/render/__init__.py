@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nsysdiff.errors import UsageError
 from nsysdiff.render.names import Names
-from nsysdiff.report import Report
+from nsysdiff.rules.report import Report
 
 
 class Format(str, enum.Enum):

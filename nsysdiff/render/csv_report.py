@@ -6,7 +6,7 @@ are named as ``nsys stats`` names them where the concept is the same (``Total Ti
 integers in nanoseconds (a per-step diff keeps its fraction); ratios are plain numbers,
 empty where undefined.
 
-Every string from a trace or a rule file goes through :func:`safe.csv_cell`: one line,
+Every string from a trace or a rule file goes through :func:`neutral.csv_cell`: one line,
 and never a cell a spreadsheet would evaluate as a formula.
 """
 
@@ -17,12 +17,12 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from nsysdiff.diff import CopyDelta, Diff, Row
+from nsysdiff.compare.diff import CopyDelta, Diff, Row
 from nsysdiff.errors import NsysdiffError
-from nsysdiff.render import safe
 from nsysdiff.render.devices import device_verdict
 from nsysdiff.render.names import Names, labels, mangled_of
-from nsysdiff.report import Report
+from nsysdiff.rules.report import Report
+from nsysdiff.safe import neutral
 
 Cell = str | int | float | None
 Table = tuple[tuple[str, ...], list[list[Cell]]]
@@ -70,8 +70,8 @@ def kernels(d: Diff, names: Names = Names.short) -> Table:
     label = labels(d.kernels, names, mangled_of(d.base, d.candidate))
     header = ("Name", "Demangled Name", "Category", "Family", *_side_header(), *_CHANGE_COLS)
     rows = [
-        [safe.csv_cell(label.get(r.key, r.name)), safe.csv_cell(r.key),
-         safe.csv_cell(r.category or ""), safe.csv_cell(r.family or ""), *_sides(r), *_change(r)]
+        [neutral.csv_cell(label.get(r.key, r.name)), neutral.csv_cell(r.key),
+         neutral.csv_cell(r.category or ""), neutral.csv_cell(r.family or ""), *_sides(r), *_change(r)]
         for r in d.kernels
     ]  # fmt: skip
     return header, rows
@@ -79,7 +79,7 @@ def kernels(d: Diff, names: Names = Names.short) -> Table:
 
 def _named(rows: Sequence[Row], first: str) -> Table:
     header = (first, *_side_header(), *_CHANGE_COLS)
-    return header, [[safe.csv_cell(r.key), *_sides(r), *_change(r)] for r in rows]
+    return header, [[neutral.csv_cell(r.key), *_sides(r), *_change(r)] for r in rows]
 
 
 def _copies(deltas: Sequence[CopyDelta]) -> Table:
@@ -90,7 +90,7 @@ def _copies(deltas: Sequence[CopyDelta]) -> Table:
     for x in deltas:
         b, c = x.base, x.candidate
         rows.append(
-            [safe.csv_cell(x.kind), _num(b.ops) if b else None, _num(c.ops) if c else None,
+            [neutral.csv_cell(x.kind), _num(b.ops) if b else None, _num(c.ops) if c else None,
              _num(b.bytes) if b else None, _num(c.bytes) if c else None,
              _ns(b.total_ns) if b else None, _ns(c.total_ns) if c else None,
              _num(x.ratio), _num(x.ops_ratio), _num(x.bytes_ratio), x.verdict.value]
@@ -120,8 +120,8 @@ def _findings(report: Report) -> Table:
               "Fails")  # fmt: skip
     failing = set(report.failed)
     rows: list[list[Cell]] = [
-        [f.level.value, safe.csv_cell(f.rule_id), f.kind, safe.csv_cell(f.subject),
-         safe.csv_cell(f.observed), safe.csv_cell(f.limit), safe.csv_cell(f.evidence),
+        [f.level.value, neutral.csv_cell(f.rule_id), f.kind, neutral.csv_cell(f.subject),
+         neutral.csv_cell(f.observed), neutral.csv_cell(f.limit), neutral.csv_cell(f.evidence),
          int(f.waived), int(f in failing)]
         for f in report.findings
     ]  # fmt: skip

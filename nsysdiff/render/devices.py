@@ -6,8 +6,8 @@ renderer pairs them here, with the verdict and noise band the kernel rows use.
 
 from __future__ import annotations
 
-from nsysdiff.diff import Diff, Verdict
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.compare.diff import Diff, Verdict
 
 
 def _n(x: int) -> str:

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nsysdiff.errors import NsysdiffError
-from nsysdiff.render import markdown, safe
-from nsysdiff.report import Finding, Level, Report
+from nsysdiff.render import markdown
+from nsysdiff.rules.report import Finding, Level, Report
+from nsysdiff.safe import neutral
 
 _COMMAND = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "notice"}
 
@@ -54,9 +55,9 @@ def annotation(f: Finding, failing: bool) -> str:
 
 
 def render(report: Report) -> str:
-    # Escaping (escape_data) keeps a name inside its command; safe.text also keeps ESC and
+    # Escaping (escape_data) keeps a name inside its command; neutral.text also keeps ESC and
     # the legacy "##[" prefix out of the log line.
-    report = safe.scrub(report, safe.text)
+    report = neutral.scrub(report, neutral.text)
     failing = set(report.failed)
     lines = [annotation(f, f in failing) for f in report.active]
     lines += [

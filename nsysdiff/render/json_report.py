@@ -15,14 +15,14 @@ import json
 import math
 from typing import Any
 
-from nsysdiff import comparability, stats
-from nsysdiff.attribution import Effects, Part
-from nsysdiff.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
-from nsysdiff.model import CopyStats, Fingerprint, TraceMeta, to_data
-from nsysdiff.render import safe
-from nsysdiff.report import Finding, Report, RuleResult
-from nsysdiff.rundiff import RunsDiff, Spread
-from nsysdiff.runstats import KeyComparison
+from nsysdiff.compare import comparability, stats
+from nsysdiff.compare.attribution import Effects, Part
+from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
+from nsysdiff.compare.rundiff import RunsDiff, Spread
+from nsysdiff.compare.runstats import KeyComparison
+from nsysdiff.fingerprint.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.rules.report import Finding, Report, RuleResult
+from nsysdiff.safe import neutral
 
 FORMAT = "nsysdiff-diff"
 VERSION = 1
@@ -399,7 +399,7 @@ def _runs(d: Diff) -> dict[str, Any]:
 
 def _ranks(d: Diff) -> dict[str, Any]:
     """The rank view of both sides, only when both have several ranks (docs/json.md)."""
-    from nsysdiff.ranks import compare
+    from nsysdiff.compare.ranks import compare
     from nsysdiff.render.ranks import diff_data
 
     rd = compare(d.base.ranks, d.candidate.ranks)
@@ -426,4 +426,4 @@ def finite(obj: Any, key: str = "") -> Any:
 
 def render(report: Report) -> str:
     # Lossless: names keep every character, escaped so that no log line carries a command.
-    return safe.json_document(json.dumps(finite(report_data(report)), indent=1, allow_nan=False)) + "\n"
+    return neutral.json_document(json.dumps(finite(report_data(report)), indent=1, allow_nan=False)) + "\n"

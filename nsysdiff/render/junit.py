@@ -20,12 +20,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from nsysdiff.render import markdown, safe
-from nsysdiff.report import Finding, Outcome, Report
+from nsysdiff.render import markdown
+from nsysdiff.rules.report import Finding, Outcome, Report
+from nsysdiff.safe import neutral
 
 
 def _x(text: str) -> str:
-    return safe.xml(text)
+    return neutral.xml(text)
 
 
 def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
@@ -66,7 +67,7 @@ def render(report: Report) -> str:
         ET.SubElement(props, "property", name=key, value=_x(value))
 
     if report.outcome is Outcome.INCONCLUSIVE:
-        case = _case(suite, "nsysdiff.comparability", "comparability")
+        case = _case(suite, "nsysdiff.compare.comparability", "comparability")
         err = ET.SubElement(
             case, "error", message=_x("; ".join(report.reasons)), type="inconclusive"
         )
@@ -131,4 +132,4 @@ def render(report: Report) -> str:
     root.append(suite)
     ET.indent(root, space="  ")
     body = ET.tostring(root, encoding="unicode")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + safe.xml_document(body) + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + neutral.xml_document(body) + "\n"

@@ -19,14 +19,15 @@ import html
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from nsysdiff import comparability
-from nsysdiff.attribution import Contributor, Effects
-from nsysdiff.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import runs, safe
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.compare import comparability
+from nsysdiff.compare.attribution import Contributor, Effects
+from nsysdiff.compare.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.render import runs
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
-from nsysdiff.report import Finding, Level, Outcome, Report, undecided_reason
+from nsysdiff.rules.report import Finding, Level, Outcome, Report, undecided_reason
+from nsysdiff.safe import neutral
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
 TOP_CHANGES = 10
@@ -397,7 +398,7 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
             finding_mark(f),
             f"<code>{cell(f.rule_id)}</code>",
             # Whole, never shortened: a subject pastes into a waiver.
-            code(f.subject, width=safe.NAME_LIMIT),
+            code(f.subject, width=neutral.NAME_LIMIT),
             cell(f.observed),
             cell(f.limit),
             cell(f.evidence)
@@ -619,10 +620,10 @@ def _details(summary: str, body: list[str]) -> list[str]:
 
 
 def render(report: Report, names: Names = Names.short) -> str:
-    """The report, within GitHub's step-summary limit (see :func:`safe.cap_markdown`)."""
+    """The report, within GitHub's step-summary limit (see :func:`neutral.cap_markdown`)."""
     # Every string from a trace or a rule file becomes one inert line, cut at
-    # safe.NAME_LIMIT characters, before cell() escapes it for Markdown.
-    return safe.cap_markdown(safe.lines(_render(safe.scrub(report, safe.text), names)))
+    # neutral.NAME_LIMIT characters, before cell() escapes it for Markdown.
+    return neutral.cap_markdown(neutral.lines(_render(neutral.scrub(report, neutral.text), names)))
 
 
 def _named_rows(rows: Sequence[Row]) -> list[str]:
@@ -645,7 +646,7 @@ def _devices(diff: Diff) -> list[str]:
 
 
 def _ranks(diff: Diff) -> list[str]:
-    from nsysdiff.ranks import compare
+    from nsysdiff.compare.ranks import compare
     from nsysdiff.render import ranks
 
     rd = compare(diff.base.ranks, diff.candidate.ranks)

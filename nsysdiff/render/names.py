@@ -20,9 +20,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from nsysdiff.diff import Row
-from nsysdiff.model import Fingerprint
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.compare.diff import Row
+from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.trace.launches import LAUNCH_SUFFIX
 
 HINT_WIDTH = 48  # characters of the distinguishing part shown beside a short name

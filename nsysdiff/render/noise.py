@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 import math
 
-from nsysdiff.noise import MIN_RUNS, KeyNoise, NoiseProfile, fmt_width, width
-from nsysdiff.render import safe
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, fmt_width, width
+from nsysdiff.fingerprint.runset import KeyKind
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.summary import gpu_line
-from nsysdiff.runset import KeyKind
+from nsysdiff.safe import neutral
 
 _KIND_WORDS = {
     KeyKind.KERNEL: ("kernel", "kernels"),
@@ -67,7 +67,7 @@ def _title(p: NoiseProfile, shown: int) -> str:
 
 
 def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
-    p = safe.scrub(p, safe.text)
+    p = neutral.scrub(p, neutral.text)
     buf = io.StringIO()
     console = plain_console(buf, width_cols)
     first, *rest = header_lines(p)
@@ -83,13 +83,13 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
         console.print()
         console.print(grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"),
                            rows, width_cols))  # fmt: skip
-    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+    return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
 
 def render_markdown(p: NoiseProfile, top: int = 20) -> str:
     from nsysdiff.render.markdown import cell
 
-    p = safe.scrub(p, safe.text)
+    p = neutral.scrub(p, neutral.text)
     first, *rest = header_lines(p)
     out = [f"### nsysdiff noise: {cell(first)}", ""]
     out += [f"- {cell(line)}" for line in rest]
@@ -108,4 +108,4 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
     if p.partial:
         rows = [[k.key, _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         out += table("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows)
-    return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))
+    return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))

@@ -12,12 +12,12 @@ from typing import Any
 
 from rich.console import Console
 
-from nsysdiff.model import RankStats, to_data
-from nsysdiff.ranks import RankDiff, RankView, Spread
-from nsysdiff.ranks import label as label_of
-from nsysdiff.render import safe
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.compare.ranks import RankDiff, RankView, Spread
+from nsysdiff.compare.ranks import label as label_of
+from nsysdiff.fingerprint.model import RankStats, to_data
 from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.safe import neutral
 
 JOB_FORMAT = "nsysdiff-ranks"
 JOB_VERSION = 1
@@ -161,30 +161,30 @@ def view_data(v: RankView) -> dict[str, Any]:
 def render_job_plain(v: RankView, sources: list[str], width: int) -> str:
     buf = io.StringIO()
     console = plain_console(buf, width)
-    v = safe.scrub(v, safe.text)
-    wrap(console, f"{len(sources):,} traces as the ranks of one job: {', '.join(safe.text(s) for s in sources)}",
+    v = neutral.scrub(v, neutral.text)
+    wrap(console, f"{len(sources):,} traces as the ranks of one job: {', '.join(neutral.text(s) for s in sources)}",
          width, hang="  ")  # fmt: skip
     wrap(console, f"{sum(r.kernels for r in v.ranks):,} kernel launches · kernel time "
          f"{u.ns(sum(r.kernel_ns for r in v.ranks))} over {len(v.ranks):,} ranks", width, hang="  ")  # fmt: skip
     render_text(v, console, "in the order given")
-    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+    return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
 
 def render_job_markdown(v: RankView, sources: list[str]) -> str:
     from nsysdiff.render.markdown import cell
 
-    v = safe.scrub(v, safe.text)
+    v = neutral.scrub(v, neutral.text)
     out = [f"### {len(sources):,} traces as the ranks of one job", ""]
     out += [f"- <code>{cell(s)}</code>" for s in sources]
     out += markdown_lines(v, "in the order given")
-    return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))
+    return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))
 
 
 def render_job_json(v: RankView, sources: list[str]) -> str:
     from nsysdiff.render.json_report import finite
 
     doc = {"format": JOB_FORMAT, "version": JOB_VERSION, "sources": sources, **view_data(v)}
-    return safe.json_document(json.dumps(finite(doc), indent=1, allow_nan=False)) + "\n"
+    return neutral.json_document(json.dumps(finite(doc), indent=1, allow_nan=False)) + "\n"
 
 
 # --- the diff ----------------------------------------------------------------------------

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from nsysdiff.diff import Diff, Row
-from nsysdiff.rundiff import Deviation, KeyRuns, RunsDiff, Spread
-from nsysdiff.runset import KeyKind, Measure
-from nsysdiff.runstats import KeyComparison, RunVerdict
+from nsysdiff.compare.diff import Diff, Row
+from nsysdiff.compare.rundiff import Deviation, KeyRuns, RunsDiff, Spread
+from nsysdiff.compare.runstats import KeyComparison, RunVerdict
+from nsysdiff.fingerprint.runset import KeyKind, Measure
 
 FIRST_SCREEN_KEYS = 5  # keys across runs on the first screen of the text report
 

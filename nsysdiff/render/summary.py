@@ -8,11 +8,11 @@ from typing import Any
 
 from rich.console import Console
 
-from nsysdiff.model import Fingerprint, KernelStats, to_data
-from nsysdiff.render import safe
-from nsysdiff.render import units as u
+from nsysdiff import units as u
+from nsysdiff.fingerprint.model import Fingerprint, KernelStats, to_data
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.names import Names, labels_of, mangled_of
+from nsysdiff.safe import neutral
 
 SUMMARY_FORMAT = "nsysdiff-summary"
 SUMMARY_VERSION = 1
@@ -71,7 +71,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
 
 def _ranks_data(fp: Fingerprint) -> dict[str, Any]:
     """The rank view, only for a trace of several ranks (one-rank output stays as it was)."""
-    from nsysdiff.ranks import view
+    from nsysdiff.compare.ranks import view
     from nsysdiff.render.ranks import view_data
 
     v = view(fp.ranks)
@@ -81,12 +81,12 @@ def _ranks_data(fp: Fingerprint) -> dict[str, Any]:
 def render_json(fp: Fingerprint) -> str:
     from nsysdiff.render.json_report import finite
 
-    return safe.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
+    return neutral.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:
     """What part of the trace the figures cover, when not the whole capture."""
-    from nsysdiff.scope import describe
+    from nsysdiff.fingerprint.scope import describe
 
     s = fp.scope
     if describe(s) == "the whole capture" and not fp.phases:
@@ -190,9 +190,9 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
 
 def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names = Names.short) -> None:
     """The census on ``console``, at its width: names wrap, numbers never do."""
-    # Every string from the trace is neutralised (safe.text) and printed as Text, never
+    # Every string from the trace is neutralised (neutral.text) and printed as Text, never
     # as markup: a name like "{ForeignNode[/ConstantOfShape_3_]}" is data.
-    fp = safe.scrub(fp, safe.text)
+    fp = neutral.scrub(fp, neutral.text)
     width = console.width
     for line in header_lines(fp):
         wrap(console, line, width, hang="  ")
@@ -203,7 +203,7 @@ def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names =
 
 
 def _ranks_text(fp: Fingerprint, console: Console) -> None:
-    from nsysdiff.ranks import view
+    from nsysdiff.compare.ranks import view
     from nsysdiff.render import ranks
 
     v = view(fp.ranks)
@@ -215,14 +215,14 @@ def render_plain(fp: Fingerprint, width: int, top: int = 20, names: Names = Name
     """The census as plain text ``width`` columns wide."""
     buf = io.StringIO()
     render_text(fp, plain_console(buf, width), top=top, names=names)
-    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+    return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
 
 def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) -> str:
     """The census as GitHub Markdown: the header as a list, one table per section."""
     from nsysdiff.render.markdown import cell
 
-    fp = safe.scrub(fp, safe.text)
+    fp = neutral.scrub(fp, neutral.text)
     head = header_lines(fp)
     out = [f"### <code>{cell(head[0])}</code>", ""]
     out += [f"- {cell(line)}" for line in head[1:]]
@@ -232,11 +232,11 @@ def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) 
         out.append("|" + "|".join([":--", *("--:" for _ in header[1:])]) + "|")
         out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
     out += _ranks_markdown(fp)
-    return safe.cap_markdown(safe.lines("\n".join(out) + "\n"))
+    return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))
 
 
 def _ranks_markdown(fp: Fingerprint) -> list[str]:
-    from nsysdiff.ranks import view
+    from nsysdiff.compare.ranks import view
     from nsysdiff.render import ranks
 
     v = view(fp.ranks)

@@ -25,15 +25,16 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from nsysdiff import comparability, stats
-from nsysdiff.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff import units as u
+from nsysdiff.compare import comparability, stats
+from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import markdown as m
-from nsysdiff.render import runs, safe
-from nsysdiff.render import units as u
+from nsysdiff.render import runs
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
 from nsysdiff.render.names import Names, labels, mangled_of
-from nsysdiff.report import Finding, Report
+from nsysdiff.rules.report import Finding, Report
+from nsysdiff.safe import neutral
 
 TOP_CHANGES = 10
 TOP_RANGES = 10  # NVTX ranges and sync calls shown with --details
@@ -405,13 +406,13 @@ def _devices(console: Console, d: Diff, width: int) -> None:
 
 def _rank_count(d: Diff) -> int:
     """Ranks on the larger side, when both sides have several (else no rank section)."""
-    from nsysdiff.ranks import compare
+    from nsysdiff.compare.ranks import compare
 
     return 0 if compare(d.base.ranks, d.candidate.ranks) is None else max(len(d.base.ranks), len(d.candidate.ranks))
 
 
 def _ranks(console: Console, d: Diff) -> None:
-    from nsysdiff.ranks import compare
+    from nsysdiff.compare.ranks import compare
     from nsysdiff.render import ranks
 
     rd = compare(d.base.ranks, d.candidate.ranks)
@@ -476,10 +477,10 @@ def _more(console: Console, report: Report, width: int) -> None:
 
 def render(report: Report, *, width: int = 120, details: bool = False,
            names: Names = Names.short) -> str:  # fmt: skip
-    # Names from traces and rule files arrive as one inert line each (safe.text), and the
-    # finished document is checked once more (safe.lines): no line a GitHub runner would
+    # Names from traces and rule files arrive as one inert line each (neutral.text), and the
+    # finished document is checked once more (neutral.lines): no line a GitHub runner would
     # read as a workflow command, no terminal control sequence.
-    report = safe.scrub(report, safe.text)
+    report = neutral.scrub(report, neutral.text)
     buf = io.StringIO()
     console = plain_console(buf, width)
     d = report.diff
@@ -524,4 +525,4 @@ def render(report: Report, *, width: int = 120, details: bool = False,
         _ranks(console, d)
         _comparability(console, d, width)
         _footer(console, d, width)
-    return safe.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
+    return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")

@@ -1,7 +1,7 @@
 """The rule engine: YAML rule files and shipped packs that turn a diff into findings.
 
 ``load_rules`` validates everything before any trace is read; ``evaluate`` runs the
-rules over a :class:`~nsysdiff.diff.Diff`. The format is documented in ``docs/rules.md``.
+rules over a :class:`~nsysdiff.compare.diff.Diff`. The format is documented in ``docs/rules.md``.
 """
 
 from __future__ import annotations

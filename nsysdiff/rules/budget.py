@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from nsysdiff import categories
-from nsysdiff.diff import Diff
-from nsysdiff.model import QUANTILE_GRID, Fingerprint, KernelStats
-from nsysdiff.noise import NoiseProfile
-from nsysdiff.regex import Regex
-from nsysdiff.report import Finding
+from nsysdiff.compare.diff import Diff
+from nsysdiff.fingerprint import categories
+from nsysdiff.fingerprint.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
+from nsysdiff.rules.report import Finding
+from nsysdiff.safe.regex import Regex
 
 SELECTORS = ("kernel", "family", "category", "memcpy", "memset", "nvtx", "sync", "whole")
 KERNEL_SELECTORS = ("kernel", "family", "category", "whole")

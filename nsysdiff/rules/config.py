@@ -21,13 +21,14 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nsysdiff.errors import RuleError
-from nsysdiff.noise import NoiseProfile
-from nsysdiff.report import Level
-from nsysdiff.rules import noise_limits, yamldoc
+from nsysdiff.fingerprint.noise import NoiseProfile
+from nsysdiff.rules import noise_limits
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import waivers as waiver_section
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
+from nsysdiff.rules.report import Level
+from nsysdiff.safe import yamldoc
 
 VERSION = 1
 if TYPE_CHECKING:

@@ -6,12 +6,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsysdiff.diff import Diff, Row
-from nsysdiff.regex import Regex
-from nsysdiff.report import Finding
+from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.report import Finding
+from nsysdiff.safe.regex import Regex
 
 CONDITIONS = ("present", "appears", "disappears", "count-changes", "time-changes")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from nsysdiff.diff import Diff
-from nsysdiff.report import Finding, RuleResult
+from nsysdiff.compare.diff import Diff
 from nsysdiff.rules import invariance, waivers
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import RuleSet
+from nsysdiff.rules.report import Finding, RuleResult
 
 
 def evaluate(

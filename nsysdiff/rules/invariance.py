@@ -27,13 +27,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nsysdiff.diff import Diff, Row
-from nsysdiff.model import KernelStats, LaunchConfig
-from nsysdiff.regex import Regex
-from nsysdiff.report import Finding, Level
+from nsysdiff.compare.diff import Diff, Row
+from nsysdiff.fingerprint.model import KernelStats, LaunchConfig
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.report import Finding, Level
+from nsysdiff.safe.regex import Regex
 
 CAUSES = ("gemm-selection", "launch-config", "attention-path", "reduction")
 
@@ -54,7 +54,7 @@ OPTIONS = (
     ),
 )
 
-# Categories (nsysdiff.categories) each cause looks at. Element-wise kernels and copies
+# Categories (nsysdiff.fingerprint.categories) each cause looks at. Element-wise kernels and copies
 # compute every output element on its own, so their grid follows the tensor size
 # without changing any summation order: they are left out of launch-config.
 _GEMM = re.compile(r"^gemm")

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from nsysdiff.diff import Diff
-from nsysdiff.noise import NoiseProfile
-from nsysdiff.regex import Regex
-from nsysdiff.report import Finding, Level
+from nsysdiff.compare.diff import Diff
+from nsysdiff.fingerprint.noise import NoiseProfile
+from nsysdiff.rules.report import Finding, Level
+from nsysdiff.safe.regex import Regex
 
 
 class OptionError(Exception):

@@ -1,6 +1,6 @@
 """Budgets against the measured noise: limits in noise widths, and "too small to tell".
 
-A noise profile (:mod:`nsysdiff.noise`) holds A/A runs of the base build. For a budget
+A noise profile (:mod:`nsysdiff.fingerprint.noise`) holds A/A runs of the base build. For a budget
 the noise of exactly what it judges (its selection, metric and per-step division) is
 measured in every run of the profile: the SD of the log value across the runs, and the
 noise width ``sqrt(2) x SD`` of a one-against-one diff.
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff import runset
 from nsysdiff.errors import RuleError, UsageError
-from nsysdiff.model import Fingerprint
-from nsysdiff.noise import PAIR, NoiseProfile, fmt_width, spreads
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.fingerprint.noise import PAIR, NoiseProfile, fmt_width, spreads
 from nsysdiff.rules.model import RuleSet, Section
 
 # A change beyond this many noise widths either way is no coin flip, whatever the limit.

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from nsysdiff.regex import Regex, RegexError
-from nsysdiff.regex import compile as compile_regex
 from nsysdiff.rules import units
+from nsysdiff.safe.regex import Regex, RegexError
+from nsysdiff.safe.regex import compile as compile_regex
 
 
 def type_name(value: Any) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nsysdiff.diff import Diff, Row
-from nsysdiff.report import Finding
+from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.report import Finding
 
 SCOPES = ("kernels", "families", "categories")
 DIRECTIONS = ("both", "slower", "faster")

@@ -6,14 +6,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsysdiff.diff import Diff, Variant
-from nsysdiff.model import KernelStats, LaunchConfig
-from nsysdiff.regex import Regex
-from nsysdiff.report import Finding
+from nsysdiff.compare.diff import Diff, Variant
+from nsysdiff.fingerprint.model import KernelStats, LaunchConfig
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.report import Finding
 from nsysdiff.rules.units import fmt_count
+from nsysdiff.safe.regex import Regex
 
 CHECKS = ("kernel-set", "launch-counts", "variant-drift", "launch-config", "memcpy-bytes")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nsysdiff.render import units as _render
+from nsysdiff import units as _render
 
 # Findings print quantities the way every report does.
 fmt_time = _render.ns

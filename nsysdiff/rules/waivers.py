@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 
-from nsysdiff.report import Finding, Level
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.model import Option, Section, Waiver
+from nsysdiff.rules.report import Finding, Level
 
 OPTIONS = (
     Option(

@@ -12,8 +12,8 @@ that a damaged file fails here with the same one-line messages as everywhere els
 
 from __future__ import annotations
 
-from nsysdiff.model import CollectiveShare, RankStats
-from nsysdiff.ranks import collective_op, label
+from nsysdiff.compare.ranks import collective_op, label
+from nsysdiff.fingerprint.model import CollectiveShare, RankStats
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.reader import TraceReader, name_text, split_checks

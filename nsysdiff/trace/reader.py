@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
-from nsysdiff.model import QUANTILE_GRID, GpuInfo, GraphMode, GraphStats, LaunchConfig
+from nsysdiff.fingerprint.model import QUANTILE_GRID, GpuInfo, GraphMode, GraphStats, LaunchConfig
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine
 from nsysdiff.trace.schema import Schema
@@ -180,7 +180,7 @@ class RangeKey:
 
 @dataclass(frozen=True, slots=True)
 class Attribution:
-    """Which events a scope keeps (the rules are in ``nsysdiff/scope.py``).
+    """Which events a scope keeps (the rules are in ``nsysdiff/fingerprint/scope.py``).
 
     An event is kept when it lies inside a range of every mask in ``within`` (a mask is
     the codes given to :meth:`TraceReader.load_ranges`), starts at or after its process's

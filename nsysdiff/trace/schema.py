@@ -67,7 +67,7 @@ def one_line(text: str) -> str:
 # and a damaged schema puts the file's own bytes into that text.
 DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
-# Reads stop on request: a diff reads its two sides at once (nsysdiff.sides), and when one
+# Reads stop on request: a diff reads its two sides at once (nsysdiff.trace.sides), and when one
 # side fails, the other side's queries stop within milliseconds instead of running on for
 # minutes. SQLite calls the handler every _STOP_EVERY virtual-machine steps (about a
 # thousand times a second); a bound C method (list.__len__) runs no Python frame, so the

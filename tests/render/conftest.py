@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from render.synthetic import build_report
 
-from nsysdiff.report import Report
+from nsysdiff.rules.report import Report
 
 GOLDEN = Path(__file__).parent / "golden"
 

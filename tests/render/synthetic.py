@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from nsysdiff.diff import Settings, compare
+from nsysdiff.compare.diff import Settings, compare
 from nsysdiff.errors import ExitCode
-from nsysdiff.model import (
+from nsysdiff.fingerprint.model import (
     QUANTILE_GRID,
     ApiStats,
     CopyStats,
@@ -29,7 +29,7 @@ from nsysdiff.model import (
     Scope,
     TraceMeta,
 )
-from nsysdiff.report import Finding, Level, Outcome, Report, RuleResult
+from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult
 
 RESHAPE = (
     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "

@@ -13,7 +13,8 @@ from render.test_render import HOSTILE, MakeReport, hostile_specs
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app
-from nsysdiff.render import csv_report, safe
+from nsysdiff.render import csv_report
+from nsysdiff.safe import neutral
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
@@ -26,13 +27,13 @@ def rows_of(text: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("cell", ["=HYPERLINK(1)", "+1+1", "-2+3", "@SUM(A1)"])
 def test_formula_cells_are_neutralised(cell: str) -> None:
-    assert safe.csv_cell(cell) == "'" + cell
-    assert safe.csv_cell("plain_kernel") == "plain_kernel"
+    assert neutral.csv_cell(cell) == "'" + cell
+    assert neutral.csv_cell("plain_kernel") == "plain_kernel"
 
 
 def test_tab_and_carriage_return_become_visible_escapes() -> None:
     # A cell starting with either could be read as a formula; escaped, it starts with "\".
-    assert (safe.csv_cell("\tx"), safe.csv_cell("\rx")) == ("\\x09x", "\\x0dx")
+    assert (neutral.csv_cell("\tx"), neutral.csv_cell("\rx")) == ("\\x09x", "\\x0dx")
 
 
 @pytest.mark.parametrize("name", [HOSTILE, "=cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0"])

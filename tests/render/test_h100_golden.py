@@ -9,11 +9,12 @@ from datetime import date
 import pytest
 from conftest import traces_dir
 
-from nsysdiff import api, comparability
-from nsysdiff.diff import compare
+from nsysdiff import api
+from nsysdiff.compare import comparability
+from nsysdiff.compare.diff import compare
 from nsysdiff.render import Format, render
-from nsysdiff.report import Report
 from nsysdiff.rules import evaluate, load_rules
+from nsysdiff.rules.report import Report
 
 H100 = traces_dir() / "h100"
 CASES = [

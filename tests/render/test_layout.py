@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from nsysdiff import api
 from nsysdiff.cli import app, route
 from nsysdiff.render import layout, summary, text
-from nsysdiff.trace.builder import Gpu, TraceBuilder
+from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"

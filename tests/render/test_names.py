@@ -7,7 +7,7 @@ from conftest import traces_dir
 from fpspec import fingerprint
 
 from nsysdiff import api
-from nsysdiff.diff import compare
+from nsysdiff.compare.diff import compare
 from nsysdiff.render.names import Names, arity, labels, labels_of, mangled_of, unmangled
 
 ADD = "void at::native::elementwise_kernel<128, 4, at::native::CUDAFunctor_add<float>>(int, T3)"

@@ -14,8 +14,9 @@ import pytest
 from render.synthetic import FINDINGS, KERNELS, RULES, Spec
 
 from nsysdiff.errors import ExitCode, NsysdiffError
-from nsysdiff.render import Format, github, json_report, junit, markdown, render, safe, text
-from nsysdiff.report import Finding, Level, Outcome, Report
+from nsysdiff.render import Format, github, json_report, junit, markdown, render, text
+from nsysdiff.rules.report import Finding, Level, Outcome, Report
+from nsysdiff.safe import neutral
 
 ROOT = Path(__file__).resolve().parents[2]
 MakeReport = Callable[..., Report]
@@ -256,7 +257,7 @@ def test_mermaid_labels_are_safe(make_report: MakeReport) -> None:
     axis = next(line for line in chart.splitlines() if "x-axis" in line)
     labels = re.findall(r'"([^"]*)"', axis)
     assert len(labels) == axis.count(",") + 1
-    # The newlines arrive as visible escapes (safe.text); a label keeps only safe characters.
+    # The newlines arrive as visible escapes (neutral.text); a label keeps only safe characters.
     assert "catx0ax0ab" in labels
     assert all(re.fullmatch(r"[0-9A-Za-z_.+/ …-]+", label) for label in labels)
 
@@ -479,9 +480,9 @@ def test_hostile_names_cannot_inject_commands(make_report: MakeReport, name: str
         m for m in parsed if m and m.group(2) and m.group(2).startswith("outlier-kernels")
     )
     # The name stays inside its command, on one line, control characters made visible.
-    assert _unescape(outlier.group(2)) == f"outlier-kernels: {safe.text(name)}"
-    assert safe.text(name) in _unescape(outlier.group(3))
-    verdict = markdown.verdict_line(safe.scrub(report, safe.text))
+    assert _unescape(outlier.group(2)) == f"outlier-kernels: {neutral.text(name)}"
+    assert neutral.text(name) in _unescape(outlier.group(3))
+    verdict = markdown.verdict_line(neutral.scrub(report, neutral.text))
     assert _unescape(parsed[-1].group(3) if parsed[-1] else "") == verdict
 
 
@@ -553,7 +554,7 @@ def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:
 
     from nsysdiff import rules as rule_engine
     from nsysdiff.api import judge
-    from nsysdiff.diff import Settings, compare
+    from nsysdiff.compare.diff import Settings, compare
 
     rules_file = tmp_path / "rules.yaml"
     rules_file.write_text(
@@ -581,7 +582,7 @@ def test_json_findings_of_every_numeric_kind_carry_numbers(tmp_path: Path) -> No
 
     from nsysdiff import rules as rule_engine
     from nsysdiff.api import judge
-    from nsysdiff.diff import Settings, compare
+    from nsysdiff.compare.diff import Settings, compare
 
     rules_file = tmp_path / "rules.yaml"
     rules_file.write_text(
@@ -607,7 +608,7 @@ def test_json_findings_of_every_numeric_kind_carry_numbers(tmp_path: Path) -> No
 
 def test_a_kernel_replaced_by_one_of_the_same_short_name_is_told_apart() -> None:
     """nvFuser's fused kernels share one short name: the headline labels both sides."""
-    from nsysdiff.attribution import Contributor
+    from nsysdiff.compare.attribution import Contributor
     from nsysdiff.render.names import labels_of
 
     new = "nvfuser_none_f0_c0_r0_g0(Tensor<float, 2, 2>, Tensor<float, 2, 2>, Tensor<float, 2, 2>)"

@@ -23,9 +23,10 @@ import pytest
 from conftest import ROOT, traces_dir
 from render.test_render import hostile_findings, hostile_specs
 
-from nsysdiff.render import Format, github, markdown, render, safe
-from nsysdiff.report import Report
-from nsysdiff.trace.builder import Gpu, TraceBuilder
+from nsysdiff.render import Format, github, markdown, render
+from nsysdiff.rules.report import Report
+from nsysdiff.safe import neutral
+from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 MakeReport = Callable[..., Report]
 
@@ -59,15 +60,15 @@ def assert_inert(out: str, *, commands: int = 0) -> None:
 
 
 def test_text_escapes_controls_and_legacy_commands() -> None:
-    assert safe.text("a\nb\x1b[0m\x07") == "a\\x0ab\\x1b[0m\\x07"
-    assert safe.text("x ##[error]y") == "x #\\x23[error]y"
-    assert safe.text("c\x9b\u2028\u202e") == "c\\x9b\\u2028\\u202e"
+    assert neutral.text("a\nb\x1b[0m\x07") == "a\\x0ab\\x1b[0m\\x07"
+    assert neutral.text("x ##[error]y") == "x #\\x23[error]y"
+    assert neutral.text("c\x9b\u2028\u202e") == "c\\x9b\\u2028\\u202e"
     plain = "void at::native::kernel<float>(int)"
-    assert safe.text(plain) is plain
+    assert neutral.text(plain) is plain
 
 
 def test_text_cuts_long_strings_and_says_so() -> None:
-    out = safe.text("a" * 100 + "b" * 10_000 + "c" * 100, limit=200)
+    out = neutral.text("a" * 100 + "b" * 10_000 + "c" * 100, limit=200)
     assert len(out) < 240
     assert out.startswith("a" * 100) and out.endswith("c" * 53)
     assert "characters cut]" in out
@@ -78,35 +79,35 @@ def test_rich_text_is_never_markup() -> None:
 
     console = Console(width=200, color_system=None)
     with console.capture() as cap:
-        console.print(safe.rich_text("{ForeignNode[/ConstantOfShape_3_/ScatterND_23]} [bold]x[/bold]"))
+        console.print(neutral.rich_text("{ForeignNode[/ConstantOfShape_3_/ScatterND_23]} [bold]x[/bold]"))
     assert cap.get() == "{ForeignNode[/ConstantOfShape_3_/ScatterND_23]} [bold]x[/bold]\n"
 
 
 def test_lines_guards_a_whole_document() -> None:
     doc = "ok\n  ::error::x\n::notice::y\nz ##[group]\n\x1b[1m\n"
-    assert safe.lines(doc) == "ok\n  \\x3a:error::x\n\\x3a:notice::y\nz #\\x23[group]\n\\x1b[1m\n"
+    assert neutral.lines(doc) == "ok\n  \\x3a:error::x\n\\x3a:notice::y\nz #\\x23[group]\n\\x1b[1m\n"
 
 
 def test_json_document_is_lossless() -> None:
     data = {"name": "a\x7f\x9b\u2028 ##[error] \x1b"}
-    out = safe.json_document(json.dumps(data, ensure_ascii=False))
+    out = neutral.json_document(json.dumps(data, ensure_ascii=False))
     assert json.loads(out) == data
     assert_inert(out)
 
 
 def test_scrub_reaches_every_string(make_report: MakeReport) -> None:
     report = make_report(specs=hostile_specs("a\nb"), findings=hostile_findings("a\nb"))
-    clean = safe.scrub(report, safe.text)
+    clean = neutral.scrub(report, neutral.text)
     assert [f.subject for f in clean.findings if f.rule_id == "outlier-kernels"] == ["a\\x0ab"]
     assert "a\\x0ab" in [r.name for r in clean.diff.kernels]
     assert not any("\n" in r.name for r in clean.diff.kernels)
     assert clean.outcome is report.outcome
-    assert safe.scrub(clean, safe.text) == clean
+    assert neutral.scrub(clean, neutral.text) == clean
 
 
 def test_cap_markdown_closes_blocks_and_says_what_was_cut() -> None:
     doc = "# t\n\n<details>\n<summary>s</summary>\n\n```mermaid\n" + "x\n" * 100_000 + "```\n</details>\n"
-    out = safe.cap_markdown(doc, limit=10_000)
+    out = neutral.cap_markdown(doc, limit=10_000)
     assert len(out.encode()) <= 10_000
     assert out.count("```") % 2 == 0
     assert out.count("<details>") == out.count("</details>")
@@ -149,14 +150,14 @@ def test_no_format_passes_on_commands_or_controls(
 def test_text_keeps_a_name_on_its_line(make_report: MakeReport, name: str) -> None:
     out = render(make_report(specs=hostile_specs(name), findings=hostile_findings(name)), Format.text)
     assert not any(line.lstrip().startswith(("::", "injected")) for line in out.splitlines())
-    assert safe.text(name) in out
+    assert neutral.text(name) in out
 
 
 def test_markdown_stays_within_the_step_summary_limit(make_report: MakeReport) -> None:
     name = "k" * 10_000_000
     report = make_report(specs=hostile_specs(name), findings=hostile_findings(name))
     out = markdown.render(report)
-    assert len(out.encode()) <= safe.MARKDOWN_LIMIT
+    assert len(out.encode()) <= neutral.MARKDOWN_LIMIT
     assert "characters cut]" in out
     assert out.startswith("**nsysdiff: FAIL**")
 

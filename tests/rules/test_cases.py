@@ -26,10 +26,9 @@ import fpspec
 import pytest
 import yaml
 
-from nsysdiff import noise, runset
-from nsysdiff.diff import compare
-from nsysdiff.fingerprint import group_by
-from nsysdiff.model import (
+from nsysdiff.compare.diff import compare
+from nsysdiff.fingerprint import noise, runset
+from nsysdiff.fingerprint.model import (
     ApiStats,
     CopyStats,
     DeviceStats,
@@ -40,6 +39,7 @@ from nsysdiff.model import (
     Scope,
     TraceMeta,
 )
+from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.rules import evaluate, kinds, load_rules
 from nsysdiff.rules.units import parse_time
 

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from nsysdiff.cli import app
 from nsysdiff.errors import RuleError, UsageError
-from nsysdiff.rules import load_rules, yamldoc
-from nsysdiff.scope import load_phases
+from nsysdiff.fingerprint.scope import load_phases
+from nsysdiff.rules import load_rules
+from nsysdiff.safe import yamldoc
 
 HOSTILE = Path(__file__).parent / "hostile"
 
@@ -155,7 +156,7 @@ def test_limits_are_the_documented_ones() -> None:
 
 
 def test_nvtx_and_phase_patterns_match_in_linear_time() -> None:
-    from nsysdiff.scope import parse_pattern
+    from nsysdiff.fingerprint.scope import parse_pattern
 
     pattern = parse_pattern("(a+)+$@(b+)+$")
     start = time.perf_counter()

@@ -9,10 +9,10 @@ import pytest
 from conftest import traces_dir
 
 from nsysdiff import api
-from nsysdiff.diff import compare
-from nsysdiff.report import Finding, Level
+from nsysdiff.compare.diff import compare
 from nsysdiff.rules import evaluate, load_rules
-from nsysdiff.trace.builder import TraceBuilder
+from nsysdiff.rules.report import Finding, Level
+from nsysdiff.synth.builder import TraceBuilder
 
 H100 = traces_dir() / "h100"
 CASCADE = Path(__file__).resolve().parents[2] / "examples" / "cascade"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from nsysdiff import api
-from nsysdiff.diff import compare
-from nsysdiff.report import Level
+from nsysdiff.compare.diff import compare
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.config import pack_names
+from nsysdiff.rules.report import Level
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
@@ -89,7 +89,7 @@ def _self_diffs() -> list[object]:
 @pytest.mark.parametrize("pack", PACKS)
 @pytest.mark.parametrize("fp", _self_diffs())
 def test_self_diff_has_no_errors(pack: str, fp: object) -> None:
-    from nsysdiff.model import Fingerprint
+    from nsysdiff.fingerprint.model import Fingerprint
 
     assert isinstance(fp, Fingerprint)
     findings, results = evaluate(compare(fp, fp), load_rules([pack]), today=date(2025, 1, 1))

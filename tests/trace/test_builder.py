@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsysdiff.trace.builder import COPY_KINDS, Generation, Gpu, TraceBuilder
+from nsysdiff.synth.builder import COPY_KINDS, Generation, Gpu, TraceBuilder
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"

@@ -26,9 +26,9 @@ from jobs import (
 
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.errors import TraceError
-from nsysdiff.model import CollectiveShare
+from nsysdiff.fingerprint.model import CollectiveShare
+from nsysdiff.synth.builder import Gpu, TraceBuilder, tamper
 from nsysdiff.trace import ranks
-from nsysdiff.trace.builder import Gpu, TraceBuilder, tamper
 from nsysdiff.trace.reader import open_trace
 
 

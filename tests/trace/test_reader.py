@@ -23,8 +23,7 @@ import pytest
 from conftest import real_traces
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.fingerprint import fold_nvtx
-from nsysdiff.model import (
+from nsysdiff.fingerprint.model import (
     QUANTILE_GRID,
     Fingerprint,
     GpuInfo,
@@ -32,8 +31,9 @@ from nsysdiff.model import (
     fingerprint_from_json,
     fingerprint_to_json,
 )
+from nsysdiff.fingerprint.reduce import fold_nvtx
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace import reader
-from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace.reader import open_trace
 
 OLD = (Generation.V2020_3, Generation.V2021)  # no metadata, no ENUM tables

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from nsysdiff.errors import UsageError
-from nsysdiff.fingerprint import assemble, fold_nvtx
-from nsysdiff.model import Fingerprint, Phase, Scope
-from nsysdiff.regex import RegexError
-from nsysdiff.regex import compile as compile_regex
-from nsysdiff.rules import yamldoc
+from nsysdiff.fingerprint.model import Fingerprint, Phase, Scope
+from nsysdiff.fingerprint.reduce import assemble, fold_nvtx
+from nsysdiff.safe import yamldoc
+from nsysdiff.safe.regex import RegexError
+from nsysdiff.safe.regex import compile as compile_regex
 from nsysdiff.trace.reader import Attribution, Selection, TraceReader, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")

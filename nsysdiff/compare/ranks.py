@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from nsysdiff.model import CollectiveShare, Fingerprint, RankStats
+from nsysdiff.fingerprint.model import CollectiveShare, Fingerprint, RankStats
 
 # NCCL device kernels, as every NCCL release since 2.x names them: ncclDevKernel_AllReduce_Sum_f32_RING_LL
 # (2.19 on), ncclKernel_AllReduce_RING_LL_Sum_float (2.5-2.18), ncclAllReduceRingLLKernel_sum_f32 (2.4).

@@ -21,13 +21,18 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from nsysdiff import __version__, api, batch, comparability, progress, rundiff, runset, scope, sides
-from nsysdiff.diff import Settings
+from nsysdiff import __version__, api
+from nsysdiff.cli import batch
+from nsysdiff.compare import comparability, rundiff
+from nsysdiff.compare.diff import Settings
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
-from nsysdiff.model import Fingerprint, fingerprint_to_json
-from nsysdiff.render import Format, format_for, layout, render, safe
+from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_to_json
+from nsysdiff.render import Format, format_for, layout, render
 from nsysdiff.render import summary as summary_render
 from nsysdiff.render.names import Names, unmangled
+from nsysdiff.safe import neutral
+from nsysdiff.trace import progress, sides
 from nsysdiff.trace.launches import Grouping
 
 # -h as well as --help, inherited by every command and group.
@@ -72,7 +77,7 @@ class _Command(typer.core.TyperCommand):
 def one_line(message: str) -> str:
     """One inert line: messages quote SQLite or nsys text with newlines, and name files and
     values from untrusted inputs (no control sequence, no workflow command)."""
-    return safe.text(" ".join(message.split()))
+    return neutral.text(" ".join(message.split()))
 
 
 def _stderr(message: str, level: str = "error") -> None:
@@ -366,7 +371,7 @@ def _job_summary(
     quiet: bool, given: list[str],
 ) -> None:
     """``summary`` of several traces: the ranks of one job side by side."""
-    from nsysdiff.ranks import view
+    from nsysdiff.compare.ranks import view
     from nsysdiff.render import ranks as ranks_render
 
     if given:
@@ -484,7 +489,7 @@ def noise(
     keep_export: KeepExportOpt = None,
 ) -> None:
     """Measure run-to-run noise per key from A/A runs of one build (for noise-relative rules)."""
-    from nsysdiff import noise as noise_model
+    from nsysdiff.fingerprint import noise as noise_model
     from nsysdiff.render import noise as noise_render
 
     opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)

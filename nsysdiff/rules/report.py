@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from nsysdiff.diff import Diff
+from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode
 
 

@@ -1,4 +1,4 @@
-"""Reduce what the reader returns to a :class:`~nsysdiff.model.Fingerprint` (pure numpy).
+"""Reduce what the reader returns to a :class:`~nsysdiff.fingerprint.model.Fingerprint` (pure numpy).
 
 Loops here run per kernel name or per device, never per launch: the reader has aggregated
 the launches in SQLite.
@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from nsysdiff.categories import categorize
-from nsysdiff.families import family
-from nsysdiff.model import (
+from nsysdiff.fingerprint.categories import categorize
+from nsysdiff.fingerprint.families import family
+from nsysdiff.fingerprint.model import (
     ApiStats,
     CopyStats,
     DeviceShare,

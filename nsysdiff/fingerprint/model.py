@@ -359,14 +359,14 @@ def _build(tp: Any, data: Any, where: str) -> Any:
 
 
 def fingerprint_to_json(fp: Fingerprint) -> str:
-    from nsysdiff.render import safe  # the same inert JSON as every report (lossless)
+    from nsysdiff.safe import neutral  # the same inert JSON as every report (lossless)
 
     doc = {"format": FORMAT, "version": FORMAT_VERSION, **to_data(fp)}
-    return safe.json_document(json.dumps(doc, indent=1, sort_keys=False)) + "\n"
+    return neutral.json_document(json.dumps(doc, indent=1, sort_keys=False)) + "\n"
 
 
 def fingerprint_from_json(text: str, source: str) -> Fingerprint:
-    from nsysdiff import validation  # jsonschema loads only when a fingerprint is read
+    from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
     doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

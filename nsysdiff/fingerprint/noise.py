@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nsysdiff import runset
 from nsysdiff.errors import FingerprintError, UsageError
-from nsysdiff.model import FORMAT, FORMAT_VERSION, fingerprint_from_json, to_data
-from nsysdiff.runset import KeyKind, Measure, RunSet
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import FORMAT, FORMAT_VERSION, fingerprint_from_json, to_data
+from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
 
 PROFILE_FORMAT = "nsysdiff-noise-profile"
 PROFILE_VERSION = 1
@@ -184,9 +184,9 @@ def profile_data(p: NoiseProfile) -> dict[str, Any]:
 
 
 def profile_to_json(p: NoiseProfile) -> str:
-    from nsysdiff.render import safe  # the same inert JSON as every report (lossless)
+    from nsysdiff.safe import neutral  # the same inert JSON as every report (lossless)
 
-    return safe.json_document(json.dumps(profile_data(p), indent=1)) + "\n"
+    return neutral.json_document(json.dumps(profile_data(p), indent=1)) + "\n"
 
 
 def _close(a: float, b: float) -> bool:
@@ -213,7 +213,7 @@ def profile_from_json(text: str, source: str) -> NoiseProfile:
     schema, every embedded run validated as a fingerprint, and the per-key figures
     checked against the runs they were derived from. Errors are one line naming the
     file and the JSON path."""
-    from nsysdiff import validation
+    from nsysdiff.fingerprint import validation
 
     doc = validation.parse(text, source, "noise profile")
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:

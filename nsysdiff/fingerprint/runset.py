@@ -1,5 +1,5 @@
 """Several runs of one side: checked comparable with each other, saved as one versioned
-JSON file, and turned into per-run values per key for :mod:`nsysdiff.runstats`.
+JSON file, and turned into per-run values per key for :mod:`nsysdiff.compare.runstats`.
 
 A run set is a list of ordinary fingerprints. The JSON file wraps them as
 ``{"format": "nsysdiff-run-set", "version": 1, "runs": [FINGERPRINT, ...]}``, each run a
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from nsysdiff.errors import FingerprintError, UsageError
-from nsysdiff.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 
 RUN_SET_FORMAT = "nsysdiff-run-set"
 RUN_SET_VERSION = 1
@@ -96,7 +96,7 @@ def is_run_set(doc: object) -> bool:
 def run_set_from_json(text: str, source: str) -> RunSet:
     """A run set from its JSON document, each run validated as a fingerprint of its own
     (errors name the run: ``FILE runs[2]: ...``)."""
-    from nsysdiff import validation
+    from nsysdiff.fingerprint import validation
 
     doc = validation.parse(text, source)
     if not is_run_set(doc):

@@ -7,7 +7,7 @@ What a report shows with N runs per side (``docs/statistics.md``):
   of the two middle runs when N is even). A real run, so every figure is a measured
   integer and the attribution's parts add up exactly to the change, as with one run.
 - **Per key** (kernel, family, category, copy kind, NVTX range; total, calls, per-call
-  mean) the runs are compared by :mod:`nsysdiff.runstats`: the geometric-mean ratio, its
+  mean) the runs are compared by :mod:`nsysdiff.compare.runstats`: the geometric-mean ratio, its
   Welch t interval, a test of "no change" and a verdict, with *one* Benjamini-Hochberg
   correction over every key and measure the diff tests.
 - **The scale**: every run's scale is measured against one common reference, the base
@@ -31,10 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff import runset, runstats
-from nsysdiff.diff import Diff, Row, Settings, compare, row_verdict, scale_of, totals_of
-from nsysdiff.model import Fingerprint
-from nsysdiff.runset import KeyKind, Measure, RunSet
+from nsysdiff.compare import runstats
+from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, scale_of, totals_of
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
 
 # The score is 0.6745 * log deviation / spread (Iglewicz & Hoaglin's modified z).
 Z_FACTOR = 0.6745

@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nsysdiff import attribution, stats
-from nsysdiff.fingerprint import group_by
-from nsysdiff.model import (
+from nsysdiff.compare import attribution, stats
+from nsysdiff.fingerprint.model import (
     ApiStats,
     CopyStats,
     Fingerprint,
@@ -48,9 +47,10 @@ from nsysdiff.model import (
     RangeStats,
     TraceMeta,
 )
+from nsysdiff.fingerprint.reduce import group_by
 
 if TYPE_CHECKING:  # the multi-run statistics import this module
-    from nsysdiff.rundiff import RunsDiff
+    from nsysdiff.compare.rundiff import RunsDiff
 
 
 class Verdict(str, enum.Enum):
@@ -117,7 +117,7 @@ class Row:
     verdict: Verdict
     distribution: Distribution | None = None
     # With several runs per side: the interval of ``deviation`` over the runs (the point
-    # is the runs' geometric mean, see nsysdiff.rundiff); None with one run per side.
+    # is the runs' geometric mean, see nsysdiff.compare.rundiff); None with one run per side.
     deviation_ci: tuple[float, float] | None = None
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from nsysdiff import api
 from nsysdiff.errors import NsysdiffError, UsageError
-from nsysdiff.model import fingerprint_to_json
-from nsysdiff.scope import ScopeOptions
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.fingerprint.scope import ScopeOptions
 
 
 @dataclass(frozen=True, slots=True)

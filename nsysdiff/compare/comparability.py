@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.diff import MIN_COMMON, Diff, basis_of
-from nsysdiff.model import Fingerprint, GraphMode, Scope
-from nsysdiff.render.units import ns as fmt_ns
-from nsysdiff.scope import describe
+from nsysdiff.compare.diff import MIN_COMMON, Diff, basis_of
+from nsysdiff.fingerprint.model import Fingerprint, GraphMode, Scope
+from nsysdiff.fingerprint.scope import describe
+from nsysdiff.units import ns as fmt_ns
 
 # Below this Jaccard overlap of kernel names the two sides mostly ran different code.
 LOW_OVERLAP = 0.5
@@ -242,7 +242,7 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
 
     The scope (window, NVTX, skip-first) and coverage are lines of :func:`fact_lines`;
     steps and the per-step GPU time (the GPU-side TPOT) come from
-    :class:`~nsysdiff.diff.Headline` (``per``, ``*_steps``, ``*_per_step_ns``).
+    :class:`~nsysdiff.compare.diff.Headline` (``per``, ``*_steps``, ``*_per_step_ns``).
     """
     b, c = d.base, d.candidate
     out = []

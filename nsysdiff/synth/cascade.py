@@ -9,7 +9,7 @@ variants (18 ms at bs1) for 7 others (88 ms at bs16); device-to-device copies go
 
 Everything that is not quoted (launch order, per-call jitter, the kernels that make up
 the rest of the time) is made up, deterministically, so the files are reproducible:
-``python -m nsysdiff.examples.cascade OUTDIR`` writes ``bs1.sqlite`` and ``bs16.sqlite``.
+``python -m nsysdiff.synth.cascade OUTDIR`` writes ``bs1.sqlite`` and ``bs16.sqlite``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from nsysdiff.trace.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 
 MS = 1_000_000
 

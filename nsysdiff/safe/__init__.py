@@ -1,0 +1,1 @@
+"""Meeting untrusted input and output safely: linear-time regexes, a bounded YAML reader, neutralised text and JSON."""
