@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from nsysdiff.compare import comparability, ranks, runstats
 from nsysdiff.compare.diff import Diff
-from nsysdiff.errors import ExitCode, FingerprintError, UsageError
+from nsysdiff.errors import ExitCode, UsageError
 from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
 from nsysdiff.fingerprint.reduce import assemble
@@ -21,8 +21,6 @@ from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import RangeRow, TraceReader, open_trace
-
-FINGERPRINT_MAX_BYTES = 256 << 20
 
 
 def fingerprint_trace(
@@ -118,7 +116,7 @@ def load(
     if src.kind is inputs.Kind.SQLITE:
         return fingerprint_trace(p, options, progress=progress, side=side, by=by)
     _check_grouping(p, by)
-    fp = fingerprint_from_json(_saved_text(src), str(p))
+    fp = fingerprint_from_json(inputs.saved_text(src), str(p))
     if options is not None:
         scope.check_saved(fp, options, str(p))
     return fp
@@ -127,24 +125,6 @@ def load(
 def _check_grouping(path: Path, by: Grouping) -> None:
     if by is not Grouping.name:
         raise UsageError(f"{path}: a saved fingerprint groups kernels by name; --by name+launch needs the trace")
-
-
-def _saved_text(src: inputs.Input) -> str:
-    """The text of a saved fingerprint or run set, bounded in size."""
-    p = src.path
-    text = src.text
-    if text is None:
-        if not p.is_file():
-            raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-        try:
-            # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
-            # (and reading it whole would take the memory of the job).
-            if p.stat().st_size > FINGERPRINT_MAX_BYTES:
-                raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise FingerprintError(f"{p}: can't be read ({e})") from None
-    return text
 
 
 def load_runs(
@@ -175,7 +155,7 @@ def load_runs(
             continue
         _check_grouping(src.path, by)
         # Read once: a fingerprint from a pipe can't be read twice.
-        text, where = _saved_text(src), str(src.path)
+        text, where = inputs.saved_text(src), str(src.path)
         saved = (
             runset.run_set_from_json(text, where)
             if runset.is_run_set(validation.parse(text, where))
@@ -211,13 +191,7 @@ def load_noise_profile(path: str | Path) -> NoiseProfile:
     """A saved noise profile (``nsysdiff noise ... -o FILE``), validated like a fingerprint."""
     from nsysdiff.fingerprint import noise
 
-    src = inputs.recognise(Path(path))
-    if src.kind is not inputs.Kind.FINGERPRINT and src.path.is_file():
-        what = "an SQLite export" if src.kind is inputs.Kind.SQLITE else "an nsys report"
-        raise FingerprintError(
-            f"{src.path}: not a noise profile ({what}); make one with `nsysdiff noise RUN... -o FILE`"
-        )
-    return noise.profile_from_json(_saved_text(src), str(src.path))
+    return noise.load(path)
 
 
 def compare_run_sets(
@@ -317,6 +291,6 @@ def load_job(
             with open_trace(src.path) as r:
                 parts.append((src.path.name, trace_ranks.read(r)))
         else:
-            fp = fingerprint_from_json(_saved_text(src), str(src.path))
+            fp = fingerprint_from_json(inputs.saved_text(src), str(src.path))
             parts.append((src.path.name, fp))
     return ranks.job(parts)

@@ -4,7 +4,7 @@
 comparison draws a fresh profile of A/A runs, a base run and a candidate run (one
 kernel, 100 calls, log-normal noise per run, fixed seed), so the width's own sampling
 error counts. Not collected by pytest: the suite checks the same behaviour on 200 pairs
-(``tests/test_noise.py``).
+(``tests/fingerprint/test_noise.py``).
 """
 
 from __future__ import annotations

@@ -32,11 +32,11 @@ import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nsysdiff.compare import attribution, stats
+from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.fingerprint.model import (
     ApiStats,
     CopyStats,
@@ -48,9 +48,6 @@ from nsysdiff.fingerprint.model import (
     TraceMeta,
 )
 from nsysdiff.fingerprint.reduce import group_by
-
-if TYPE_CHECKING:  # the multi-run statistics import this module
-    from nsysdiff.compare.rundiff import RunsDiff
 
 
 class Verdict(str, enum.Enum):

@@ -27,12 +27,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, scale_of, totals_of
+from nsysdiff.compare.runs import Deviation, KeyRuns, RunsDiff, Spread
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
@@ -46,93 +46,6 @@ SCALE_METHOD = (
     "scale and deviations: each run against the base runs' per-key geometric mean, "
     "Welch's t over runs; an outlier's whole interval must clear the thresholds"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class KeyRuns:
-    """One key of one kind across the runs: its total, calls and per-call mean compared."""
-
-    kind: KeyKind
-    key: str
-    total: runstats.KeyComparison
-    calls: runstats.KeyComparison
-    per_call: runstats.KeyComparison
-
-    @property
-    def measures(self) -> tuple[tuple[Measure, runstats.KeyComparison], ...]:
-        return ((Measure.TOTAL, self.total), (Measure.CALLS, self.calls), (Measure.PER_CALL, self.per_call))
-
-
-@dataclass(frozen=True, slots=True)
-class Spread:
-    """A ratio across runs: the runs' values, their geometric-mean ratio and its interval
-    (None with fewer than two runs on a side)."""
-
-    base_values: tuple[float, ...]
-    cand_values: tuple[float, ...]
-    ratio: float
-    low: float | None
-    high: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Deviation:
-    """A key's deviation from the scale across runs, and whether it clears the outlier
-    thresholds over its whole interval."""
-
-    rows: str  # kernels, families, categories, nvtx, graphs: the diff table it belongs to
-    key: str
-    spread: Spread
-    score: float
-    score_low: float
-    score_high: float
-    cleared: bool
-
-
-@dataclass(frozen=True, slots=True)
-class RunsDiff:
-    """The statistics across the runs of both sides (``Diff.runs``)."""
-
-    base_sources: tuple[str, ...]
-    cand_sources: tuple[str, ...]
-    base_shown: int  # index of the median run, whose figures the diff shows
-    cand_shown: int
-    keys: tuple[KeyRuns, ...]  # by kind (KeyKind order), then key
-    partial: tuple[tuple[KeyKind, str], ...]  # keys some run lacks: structural, not tested
-    kernel_time: Spread | None  # total kernel time (graph or NVTX time without kernels); None: none in some run
-    scale: Spread | None  # None: no meaningful scale in some run
-    deviations: tuple[Deviation, ...]  # the outliers of the median runs, most abnormal first
-    alpha: float
-    band: float
-    confidence: float
-    threshold: float  # the deviation an outlier's interval must clear, either way
-
-    @property
-    def base_runs(self) -> int:
-        return len(self.base_sources)
-
-    @property
-    def cand_runs(self) -> int:
-        return len(self.cand_sources)
-
-    @property
-    def intervals(self) -> bool:
-        return self.base_runs >= 2 and self.cand_runs >= 2
-
-    @property
-    def tested(self) -> int:
-        return sum(c.p_value is not None for k in self.keys for _, c in k.measures)
-
-    @property
-    def method(self) -> str:
-        return runstats.RUNS_METHOD.format(
-            confidence=self.confidence, tested=self.tested, alpha=self.alpha,
-            base=self.base_runs, cand=self.cand_runs,
-        )  # fmt: skip
-
-    def count(self, verdict: runstats.RunVerdict) -> int:
-        """Keys with at least one measure of this verdict."""
-        return sum(any(c.verdict is verdict for _, c in k.measures) for k in self.keys)
 
 
 def median_run(rs: RunSet) -> int:

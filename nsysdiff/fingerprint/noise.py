@@ -28,6 +28,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import FORMAT, FORMAT_VERSION, fingerprint_from_json, to_data
 from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
+from nsysdiff.trace import inputs
 
 PROFILE_FORMAT = "nsysdiff-noise-profile"
 PROFILE_VERSION = 1
@@ -257,3 +259,14 @@ def profile_from_json(text: str, source: str) -> NoiseProfile:
             f"{source}: malformed noise profile at $.partial: does not match the runs it was measured from"
         )
     return profile
+
+
+def load(path: str | Path) -> NoiseProfile:
+    """A saved noise profile (``nsysdiff noise ... -o FILE``), validated like a fingerprint."""
+    src = inputs.recognise(Path(path))
+    if src.kind is not inputs.Kind.FINGERPRINT and src.path.is_file():
+        what = "an SQLite export" if src.kind is inputs.Kind.SQLITE else "an nsys report"
+        raise FingerprintError(
+            f"{src.path}: not a noise profile ({what}); make one with `nsysdiff noise RUN... -o FILE`"
+        )
+    return profile_from_json(inputs.saved_text(src), str(src.path))

@@ -12,15 +12,15 @@ non-finite number) are ``null``, never ``NaN`` or ``Infinity``.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from nsysdiff.compare import comparability, stats
 from nsysdiff.compare.attribution import Effects, Part
 from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
-from nsysdiff.compare.rundiff import RunsDiff, Spread
+from nsysdiff.compare.runs import RunsDiff, Spread
 from nsysdiff.compare.runstats import KeyComparison
 from nsysdiff.fingerprint.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.render.cells import finite
 from nsysdiff.rules.report import Finding, Report, RuleResult
 from nsysdiff.safe import neutral
 
@@ -404,24 +404,6 @@ def _ranks(d: Diff) -> dict[str, Any]:
 
     rd = compare(d.base.ranks, d.candidate.ranks)
     return {} if rd is None else {"ranks": diff_data(rd)}
-
-
-def finite(obj: Any, key: str = "") -> Any:
-    """``obj`` with every NaN or infinity replaced by ``None``, no ``-0.0``, and every
-    duration (a key ending in ``_ns``) rounded to the nanosecond: a per-step average or a
-    difference of sums is a float, and ``-6139773464.000001`` claims a precision no trace
-    has."""
-    if isinstance(obj, float):
-        if not math.isfinite(obj):
-            return None
-        if key.endswith("_ns"):
-            return round(obj)
-        return obj + 0.0  # -0.0 + 0.0 is 0.0
-    if isinstance(obj, dict):
-        return {k: finite(v, k if isinstance(k, str) else "") for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [finite(v, key) for v in obj]
-    return obj
 
 
 def render(report: Report) -> str:

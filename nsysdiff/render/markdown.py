@@ -15,7 +15,6 @@ shared with the text, GitHub and JUnit renderers; this module imports nothing he
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -24,6 +23,7 @@ from nsysdiff.compare import comparability
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
+from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.rules.report import Finding, Level, Outcome, Report, undecided_reason
@@ -322,36 +322,6 @@ def finding_mark(f: Finding) -> str:
     if f.inconclusive:
         marks.append("inconclusive")
     return ", ".join(marks)
-
-
-# --- escaping ------------------------------------------------------------------------------
-
-# Underscores open emphasis only at a word boundary; intraword ones stay readable.
-_BOUNDARY_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
-_MD_ENTITIES = {
-    "|": "&#124;",
-    "`": "&#96;",
-    "*": "&#42;",
-    "[": "&#91;",
-    "]": "&#93;",
-    "\\": "&#92;",
-    "~": "&#126;",
-    "@": "&#64;",  # no @mentions from a kernel name in a PR comment
-}
-_MD_TABLE = str.maketrans(_MD_ENTITIES)
-
-
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell (and anywhere in inline Markdown)."""
-    flat = " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
-    escaped = html.escape(flat, quote=True).translate(_MD_TABLE)
-    return _BOUNDARY_UNDERSCORE.sub("&#95;", escaped)
-
-
-def attr(text: str) -> str:
-    """Text safe in a double-quoted HTML attribute inside a table cell."""
-    flat = " ".join(text.splitlines())
-    return html.escape(flat, quote=True).replace("|", "&#124;").replace("`", "&#96;")
 
 
 def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:

@@ -87,7 +87,7 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
 
 
 def render_markdown(p: NoiseProfile, top: int = 20) -> str:
-    from nsysdiff.render.markdown import cell
+    from nsysdiff.render.cells import cell
 
     p = neutral.scrub(p, neutral.text)
     first, *rest = header_lines(p)

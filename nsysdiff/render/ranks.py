@@ -118,7 +118,7 @@ def render_text(v: RankView, console: Console, how_told: str | None = None) -> N
 
 
 def markdown_lines(v: RankView, how_told: str | None = None) -> list[str]:
-    from nsysdiff.render.markdown import cell
+    from nsysdiff.render.cells import cell
 
     out: list[str] = []
     for title, header, rows, _ in tables(v, how_told or how(v)):
@@ -171,7 +171,7 @@ def render_job_plain(v: RankView, sources: list[str], width: int) -> str:
 
 
 def render_job_markdown(v: RankView, sources: list[str]) -> str:
-    from nsysdiff.render.markdown import cell
+    from nsysdiff.render.cells import cell
 
     v = neutral.scrub(v, neutral.text)
     out = [f"### {len(sources):,} traces as the ranks of one job", ""]
@@ -181,7 +181,7 @@ def render_job_markdown(v: RankView, sources: list[str]) -> str:
 
 
 def render_job_json(v: RankView, sources: list[str]) -> str:
-    from nsysdiff.render.json_report import finite
+    from nsysdiff.render.cells import finite
 
     doc = {"format": JOB_FORMAT, "version": JOB_VERSION, "sources": sources, **view_data(v)}
     return neutral.json_document(json.dumps(finite(doc), indent=1, allow_nan=False)) + "\n"
@@ -268,7 +268,7 @@ def render_diff_text(rd: RankDiff, console: Console) -> None:
 
 
 def diff_markdown(rd: RankDiff) -> list[str]:
-    from nsysdiff.render.markdown import cell
+    from nsysdiff.render.cells import cell
 
     out = ["| " + " | ".join(DIFF_HEADER) + " |", "|:--|--:|--:|--:|"]
     out += ["| " + " | ".join(cell(x) for x in r) + " |" for r in diff_rows(rd)]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from nsysdiff.compare.diff import Diff, Row
-from nsysdiff.compare.rundiff import Deviation, KeyRuns, RunsDiff, Spread
+from nsysdiff.compare.runs import Deviation, KeyRuns, RunsDiff, Spread
 from nsysdiff.compare.runstats import KeyComparison, RunVerdict
 from nsysdiff.fingerprint.runset import KeyKind, Measure
 

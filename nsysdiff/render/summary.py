@@ -79,7 +79,7 @@ def _ranks_data(fp: Fingerprint) -> dict[str, Any]:
 
 
 def render_json(fp: Fingerprint) -> str:
-    from nsysdiff.render.json_report import finite
+    from nsysdiff.render.cells import finite
 
     return neutral.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
 
@@ -220,7 +220,7 @@ def render_plain(fp: Fingerprint, width: int, top: int = 20, names: Names = Name
 
 def render_markdown(fp: Fingerprint, top: int = 20, names: Names = Names.short) -> str:
     """The census as GitHub Markdown: the header as a list, one table per section."""
-    from nsysdiff.render.markdown import cell
+    from nsysdiff.render.cells import cell
 
     fp = neutral.scrub(fp, neutral.text)
     head = header_lines(fp)

@@ -299,7 +299,7 @@ class _Loader:
 
     def _noise_profile(self, f: _File, src: Source, node: Node) -> NoiseProfile:
         """The profile a rule file names, read and validated now, before any trace."""
-        from nsysdiff import api
+        from nsysdiff.fingerprint import noise
 
         spec = self._string(f, node, None, "noise_profile")
         if src.directory is None:
@@ -312,7 +312,7 @@ class _Loader:
         if not path.is_file():
             f.fail(node, None, "noise_profile",
                    f"{spec!r}: no such file (make one with `nsysdiff noise RUN... -o FILE`)")  # fmt: skip
-        return api.load_noise_profile(path)
+        return noise.load(path)
 
     def _extends(self, f: _File, node: Node) -> list[tuple[str, Node]]:
         items = node.value if isinstance(node, SequenceNode) else [node]

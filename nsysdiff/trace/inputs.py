@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from nsysdiff.errors import TraceError
+from nsysdiff.errors import FingerprintError, TraceError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # How an Nsight Systems report file (.nsys-rep, .qdrep) starts.
@@ -160,3 +160,25 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
                 f"the command was: {export_command(report, output)}"
             )
         yield output
+
+
+# A 1M-kernel trace's fingerprint is tens of KiB; a saved input past this is not one.
+FINGERPRINT_MAX_BYTES = 256 << 20
+
+
+def saved_text(src: Input) -> str:
+    """The text of a saved fingerprint or run set, bounded in size."""
+    p = src.path
+    text = src.text
+    if text is None:
+        if not p.is_file():
+            raise FingerprintError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+        try:
+            # A 1M-kernel trace's fingerprint is tens of KiB; a file past the limit is not one
+            # (and reading it whole would take the memory of the job).
+            if p.stat().st_size > FINGERPRINT_MAX_BYTES:
+                raise FingerprintError(f"{p}: {p.stat().st_size} bytes, larger than a fingerprint can be (256 MiB)")
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise FingerprintError(f"{p}: can't be read ({e})") from None
+    return text

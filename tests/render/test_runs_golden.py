@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import runs
-from test_cli_conventions import run_main
+from cli.test_cli_conventions import run_main
 
 FORMATS = {
     "screen.80.txt": ("--width", "80"),

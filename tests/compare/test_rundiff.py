@@ -12,7 +12,7 @@ import fpspec
 import numpy as np
 import pytest
 import runs
-from test_cli_conventions import run_main
+from cli.test_cli_conventions import run_main
 
 from nsysdiff import cli
 from nsysdiff.compare import rundiff
@@ -401,7 +401,7 @@ def test_kernels_across_runs_are_named_as_in_the_other_tables(
 ) -> None:
     # The real example: demangled keys are long C++ signatures; the runs section names a
     # kernel by the same label as the headline and the kernel table.
-    h100 = Path(__file__).resolve().parent.parent / "examples" / "h100"
+    h100 = Path(__file__).resolve().parents[2] / "examples" / "h100"
     bs1, bs16 = h100 / "bs1.sqlite", h100 / "bs16.sqlite"
     runs_args = ("--base", bs1, bs1, "--candidate", bs16, bs16, "--no-rules")
     _, text, _ = run_main(monkeypatch, capsys, *runs_args, "--details", "--width", "200")

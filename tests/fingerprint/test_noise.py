@@ -26,6 +26,7 @@ from nsysdiff.fingerprint.noise import KeyKind
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.noise_limits import attach
 from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.trace import inputs
 
 GEMM = "ampere_sgemm_128x64_nn"
 NORM = "rms_norm_kernel"
@@ -304,7 +305,7 @@ def test_mutated_profiles_are_refused_in_one_line_or_read(good: str) -> None:
 
 
 def test_oversized_profile_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "FINGERPRINT_MAX_BYTES", 1000)
+    monkeypatch.setattr(inputs, "FINGERPRINT_MAX_BYTES", 1000)
     path = tmp_path / "big.json"
     path.write_text(" " * 1001, encoding="utf-8")
     with pytest.raises(FingerprintError, match=r"big\.json: 1001 bytes, larger than"):
@@ -509,7 +510,7 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
 def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
     """A profile taken per decode step judges per-step budgets of a diff with that scope;
     a diff of the whole traces is another selection, and the profile is refused for it."""
-    from test_scope import serving
+    from fingerprint.test_scope import serving
 
     runs = [str(serving(tmp_path / f"aa{i}.sqlite", 6, slow=f)) for i, f in enumerate([1.0, 1.02, 0.98])]
     profile = tmp_path / "noise.json"

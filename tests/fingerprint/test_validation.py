@@ -21,6 +21,7 @@ from nsysdiff.fingerprint import model
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.validation import schema_path
 from nsysdiff.synth.builder import Gpu, TraceBuilder
+from nsysdiff.trace import inputs
 
 Doc = dict[str, Any]
 
@@ -157,7 +158,7 @@ def test_cli_exit_2_one_line(tmp_path: Path, good: str) -> None:
 
 
 def test_oversized_file_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "FINGERPRINT_MAX_BYTES", 1000)
+    monkeypatch.setattr(inputs, "FINGERPRINT_MAX_BYTES", 1000)
     path = tmp_path / "big.json"
     path.write_text(" " * 1001, encoding="utf-8")
     with pytest.raises(FingerprintError, match="larger than a fingerprint can be"):
@@ -202,7 +203,7 @@ def test_schema_matches_the_model(name: str) -> None:
 
 
 def test_schema_is_documented() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text(encoding="utf-8")
     assert "schemas/fingerprint.schema.json" in doc
     for rule in ("unique", "add up", "NaN", "4300"):
         assert rule in doc

@@ -12,7 +12,7 @@ from pathlib import Path
 from nsysdiff import api
 from nsysdiff.trace import progress
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
 DIFF = [sys.executable, "-m", "nsysdiff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"),
         "--no-rules"]  # fmt: skip
