@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -81,3 +82,10 @@ def test_loose_and_long_modules_are_counted(tmp_path: Path) -> None:
     layout = _checker().check(_package(tmp_path, files))
     assert any("7 modules loose" in p for p in layout.problems)
     assert any("nsysdiff.compare: 801 lines" in p for p in layout.problems)
+
+
+def test_docs_name_every_package_and_every_package_exists() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    packages = {p.parent.name for p in (ROOT / "nsysdiff").glob("*/__init__.py")}
+    named = set(re.findall(r"^\*\*`(\w+)/`", doc, flags=re.M))
+    assert named == packages
