@@ -65,7 +65,8 @@ from nsysdiff import api, cli
 from nsysdiff.fingerprint import noise, runset
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.render import Format
-from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.synth.writer import tamper
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "PWNED"  # in every injected command's name or properties, so it can be told apart

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsysdiff.synth.builder import Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Gpu, TraceBuilder
+from nsysdiff.synth.writer import tamper
 
 STEPS = 4
 STEP_NS = 10_000_000

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsysdiff.synth.builder import COPY_KINDS, Generation, Gpu, TraceBuilder
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.synth.enums import COPY_KINDS
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, TraceError
-from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.synth.writer import tamper
 from nsysdiff.trace import reader
 from nsysdiff.trace.reader import open_trace
 

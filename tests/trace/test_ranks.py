@@ -27,7 +27,8 @@ from jobs import (
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.errors import TraceError
 from nsysdiff.fingerprint.model import CollectiveShare
-from nsysdiff.synth.builder import Gpu, TraceBuilder, tamper
+from nsysdiff.synth.builder import Gpu, TraceBuilder
+from nsysdiff.synth.writer import tamper
 from nsysdiff.trace import ranks
 from nsysdiff.trace.reader import open_trace
 
