@@ -19,6 +19,7 @@ from fpspec import fingerprint
 from typer.testing import CliRunner
 
 from nsysdiff import api, cli
+from nsysdiff.cli import options
 from nsysdiff.errors import TraceError
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.synth.builder import Generation, TraceBuilder
@@ -155,7 +156,7 @@ def test_shares_and_ratios_as_the_docs_write_them(
 
 @pytest.mark.parametrize(("text", "share"), [("0.1%", 0.001), ("0.001", 0.001), ("5%", 0.05), ("0", 0.0)])
 def test_share_values(text: str, share: float) -> None:
-    assert cli._share(text) == pytest.approx(share)
+    assert options.share(text) == pytest.approx(share)
 
 
 def test_short_help_and_readable_metavars() -> None:

@@ -1,0 +1,271 @@
+"""``nsysdiff diff``: two traces, or several runs per side, compared and judged by the rules;
+the report on stdout and in any ``--output`` files, the verdict as the exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nsysdiff import api
+from nsysdiff.cli.options import (
+    ByOpt,
+    KeepExportOpt,
+    NamesOpt,
+    NvtxOpt,
+    OriginOpt,
+    PerOpt,
+    PhasesOpt,
+    QuietOpt,
+    SkipOpt,
+    WidthOpt,
+    WindowOpt,
+    note_unmangled,
+    ratio,
+    share,
+    write,
+    z_score,
+)
+from nsysdiff.cli.root import Command, app, handled, notify, stderr
+from nsysdiff.compare import comparability, rundiff
+from nsysdiff.compare.diff import Settings
+from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import scope
+from nsysdiff.render import Format, format_for, layout, render
+from nsysdiff.render.names import Names
+from nsysdiff.trace import progress, sides
+from nsysdiff.trace.launches import Grouping
+
+_DEFAULTS = Settings()
+
+
+@app.command(cls=Command)
+@handled
+def diff(
+    base: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="BASE", show_default=False,
+            help="Base: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
+        ),
+    ] = None,
+    candidate: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="CANDIDATE", show_default=False,
+            help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
+        ),
+    ] = None,
+    base_runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--base", metavar="RUN...",
+            help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
+            "option, so a shell glob works; repeatable. Instead of BASE.",
+        ),
+    ] = None,
+    candidate_runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--candidate", metavar="RUN...",
+            help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
+        ),
+    ] = None,
+    rules: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rules",
+            "-r",
+            metavar="PACK|FILE",
+            help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack.",
+        ),
+    ] = None,
+    no_rules: Annotated[
+        bool,
+        typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad)."),
+    ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
+    fmt: Annotated[
+        Format,
+        typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in Format), help="Format printed to stdout."
+        ),
+    ] = Format.text,
+    output: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+            "or one CSV per table into an existing DIR; repeatable.",
+        ),
+    ] = None,
+    z_threshold: Annotated[
+        float,
+        typer.Option(
+            parser=z_score, metavar="Z", help="Outlier: minimum |modified z-score| of a kernel's log ratio."
+        ),
+    ] = _DEFAULTS.z_threshold,
+    min_deviation: Annotated[
+        float,
+        typer.Option(
+            parser=ratio,
+            metavar="RATIO",
+            help="Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
+        ),
+    ] = _DEFAULTS.min_deviation,
+    min_share: Annotated[
+        float,
+        typer.Option(
+            parser=share,
+            metavar="SHARE",
+            help="Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
+        ),
+    ] = _DEFAULTS.min_share,
+    noise: Annotated[
+        float,
+        typer.Option(
+            parser=ratio,
+            metavar="RATIO",
+            help="Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
+        ),
+    ] = _DEFAULTS.noise,
+    width: WidthOpt = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="Text: every section, not only the first screen."),
+    ] = False,
+    names: NamesOpt = Names.short,
+    by: ByOpt = Grouping.name,
+    quiet: QuietOpt = False,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
+    require_same_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--require-same-gpu",
+            help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
+        ),
+    ] = False,
+    noise_profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--noise-profile",
+            metavar="FILE",
+            help="Noise profile of the base build (nsysdiff noise): budgets in noise widths, and a limit "
+            "within the noise is inconclusive. Overrides noise_profile: in rule files.",
+        ),
+    ] = None,
+) -> None:
+    """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
+    outliers, categories, copies, variant drift, top changes."""
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.rules import waivers
+
+    if rules and no_rules:
+        raise UsageError("--rules and --no-rules contradict each other: give one of them")
+    settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
+    for path in (o for o in output or () if not o.is_dir()):
+        format_for(path)  # an unknown extension fails before any trace is read
+    # Rule files are validated before any trace is read: a typo fails in milliseconds.
+    ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
+    if ruleset is not None:
+        ruleset = _with_noise(ruleset, noise_profile)
+    elif noise_profile is not None:
+        raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases, phases=ruleset.phases if ruleset else None,
+        phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+    )  # fmt: skip
+    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
+    with progress.reading(quiet) as report_progress:
+        b_runs, c_runs = sides.read_both(
+            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
+                                  keep_export=keep_export, notify=notify),
+            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                                  keep_export=keep_export, notify=notify),
+        )  # fmt: skip
+    # With several runs, the figures are the median runs' (docs/statistics.md).
+    b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
+    reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
+    d = rundiff.compare_sides(b_runs, c_runs, settings)
+    today = date.today()
+    findings, results = rule_engine.evaluate(d, ruleset, today=today) if ruleset else ((), ())
+    if ruleset is not None:
+        for w in waivers.unmatched(findings, ruleset.waivers, today):
+            stderr(f"{w.source}:{w.line}: waiver for rule {w.rule!r} matches no finding ({w.subject_text})", "warning")
+    report = api.judge(
+        d,
+        findings,
+        results,
+        strict=strict,
+        judged=ruleset is not None,
+        reasons=reasons,
+        notes=notes,
+        packs=ruleset.sources if ruleset else (),
+    )
+    note_unmangled(names, b, c)
+    columns = layout.columns(width, sys.stdout)
+    sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
+    for path in output or ():
+        if path.is_dir():
+            from nsysdiff.render import csv_report
+
+            csv_report.write_dir(report, path, names=names)
+            continue
+        # A file keeps every section: it is read later, not on one screen.
+        write(render(report, format_for(path), width=layout.columns(width, None), details=True,
+                      names=names), path)  # fmt: skip
+    if os.environ.get("GITHUB_ACTIONS") == "true" or fmt is Format.github:
+        from nsysdiff.render import github
+
+        if fmt is not Format.github:
+            sys.stdout.write(github.render(report))
+        github.publish(report, os.environ)
+    raise typer.Exit(int(report.exit_code))
+
+
+def _sides(
+    base: Path | None, candidate: Path | None, base_runs: list[Path] | None, candidate_runs: list[Path] | None
+) -> tuple[list[Path], list[Path]]:
+    """The runs of each side: --base/--candidate where given, else BASE and CANDIDATE in order."""
+    positional = [p for p in (base, candidate) if p is not None]
+    sides = []
+    for runs in (base_runs, candidate_runs):
+        sides.append(list(runs) if runs else positional[:1])
+        positional = positional if runs else positional[1:]
+    if positional:
+        raise UsageError(
+            f"{positional[0]}: one path too many; give BASE CANDIDATE, or --base RUN... --candidate RUN... "
+            "(--base and --candidate take every path up to the next option)"
+        )
+    for name, runs in zip(("BASE", "CANDIDATE"), sides, strict=True):
+        if not runs:
+            # Several runs: name the option; else the usage line, as click words it.
+            option = f" or --{name.lower()} RUN..." if base_runs or candidate_runs else ""
+            raise UsageError(
+                f"missing {name}{option}: the usage is 'nsysdiff diff [OPTIONS] BASE CANDIDATE' "
+                "(see 'nsysdiff diff --help')"
+            )
+    return sides[0], sides[1]
+
+
+def _with_noise(ruleset: Any, profile: Path | None) -> Any:
+    """The rule set judging against ``profile`` (else its files' own), checked before any trace is read."""
+    from nsysdiff.rules import noise_limits
+
+    if profile is not None:
+        ruleset = noise_limits.attach(ruleset, api.load_noise_profile(profile))
+    noise_limits.require(ruleset)
+    return ruleset

@@ -1,0 +1,84 @@
+"""``nsysdiff fingerprint``: traces reduced to saved fingerprints, one file, one per trace
+(see :mod:`nsysdiff.cli.batch`), or one run set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nsysdiff import api
+from nsysdiff.cli import batch
+from nsysdiff.cli.options import KeepExportOpt, NvtxOpt, OriginOpt, PerOpt, PhasesOpt, SkipOpt, WindowOpt, write
+from nsysdiff.cli.root import Command, app, handled, notify
+from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.trace import sides
+
+
+@app.command(cls=Command)
+@handled
+def fingerprint(
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TRACE...",
+            help="nsys SQLite exports or .nsys-rep reports (saved fingerprints and run sets too with --run-set).",
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE|DIR",
+            help="Write to FILE (default: stdout); with several traces and no --run-set, a directory "
+            "that receives DIR/STEM.json for each.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", metavar="N", min=1, help="Fingerprint N traces at once in local processes."),
+    ] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler", metavar="ADDRESS",
+            help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
+        ),
+    ] = None,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
+    run_set: Annotated[
+        bool,
+        typer.Option(
+            "--run-set",
+            help="Write all TRACEs, runs of one build, as one run-set file (a multi-run baseline); "
+            "they must share scope, graph mode and GPU model.",
+        ),
+    ] = False,
+) -> None:
+    """Reduce traces to small versioned JSON fingerprints (CI baseline artifacts)."""
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases,
+    )  # fmt: skip
+    if run_set:
+        runs = sides.read_one(lambda: api.load_runs(traces, opts, keep_export=keep_export, notify=notify))
+        write(runset.run_set_to_json(runs), output)
+        return
+    if len(traces) == 1 and scheduler is None and (output is None or not output.is_dir()):
+        fp = sides.read_one(lambda: api.load(traces[0], opts, keep_export=keep_export, notify=notify))
+        write(fingerprint_to_json(fp), output)
+        return
+    if output is None:
+        raise UsageError(
+            f"{len(traces)} traces given: -o DIR writes one DIR/STEM.json each, --run-set one run-set file"
+        )
+    jobs_planned = batch.plan(traces, output)
+    sides.read_one(lambda: batch.run(jobs_planned, opts, workers=jobs, scheduler=scheduler))

@@ -1,0 +1,65 @@
+"""``nsysdiff rules``: the rule packs and kinds (list, explain) and a check of rule files (validate)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from nsysdiff.cli.root import CONTEXT, Command, app, handled
+from nsysdiff.render import layout
+
+rules_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=CONTEXT,
+    help="Rule packs and kinds: list the shipped packs, explain a rule or a kind, validate files.",
+)
+app.add_typer(rules_app, name="rules")
+
+
+@rules_app.command("list", cls=Command)
+@handled
+def rules_list() -> None:
+    """The shipped rule packs, with their rule counts and descriptions."""
+    from nsysdiff.rules import catalog
+
+    lines = []
+    for p in catalog.packs():
+        extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
+        lines.append(f"{p.name:<17} {p.rules:>3} {'rule ' if p.rules == 1 else 'rules'}{extends}  {p.description}")
+    sys.stdout.write(layout.fit("\n".join(lines) + "\n", layout.columns(None, sys.stdout)))
+
+
+@rules_app.command("explain", cls=Command)
+@handled
+def rules_explain(
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...), waivers or noise_profile.",
+        ),
+    ],
+) -> None:
+    """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
+    from nsysdiff.rules import catalog
+
+    sys.stdout.write(layout.fit(catalog.explain(name), layout.columns(None, sys.stdout)))
+
+
+@rules_app.command("validate", cls=Command)
+@handled
+def rules_validate(
+    files: Annotated[
+        list[str],
+        typer.Argument(metavar="FILE|PACK...", help="Rule files or pack names, loaded together as --rules does."),
+    ],
+) -> None:
+    """Check rule files without reading a trace: exit 0 and 'ok', or exit 2 and the error."""
+    from nsysdiff import rules as rule_engine
+
+    ruleset = rule_engine.load_rules(files)
+    rules, waivers = len(ruleset.rules), len(ruleset.waivers)
+    print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")

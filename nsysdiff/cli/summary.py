@@ -1,0 +1,121 @@
+"""``nsysdiff summary``: the census of one trace, or the ranks of one job side by side."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nsysdiff import api
+from nsysdiff.cli.options import (
+    ByOpt,
+    KeepExportOpt,
+    NamesOpt,
+    NvtxOpt,
+    OriginOpt,
+    PerOpt,
+    PhasesOpt,
+    QuietOpt,
+    SkipOpt,
+    SummaryFormat,
+    WidthOpt,
+    WindowOpt,
+    note_unmangled,
+    rows,
+    write,
+)
+from nsysdiff.cli.root import Command, app, handled, notify
+from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import scope
+from nsysdiff.render import layout
+from nsysdiff.render import summary as summary_render
+from nsysdiff.render.names import Names
+from nsysdiff.trace import progress, sides
+from nsysdiff.trace.launches import Grouping
+
+
+@app.command(cls=Command)
+@handled
+def summary(
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TRACE...",
+            help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint; several: the ranks of one "
+            "job, one per trace (per-rank figures and the collective skew).",
+        ),
+    ],
+    fmt: Annotated[
+        SummaryFormat, typer.Option(
+            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."
+        )
+    ] = SummaryFormat.text,
+    top: Annotated[
+        int, typer.Option(parser=rows, metavar="N", help="Rows in the top-kernels and NVTX tables.")
+    ] = 20,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")] = None,
+    width: WidthOpt = None,
+    quiet: QuietOpt = False,
+    names: NamesOpt = Names.short,
+    by: ByOpt = Grouping.name,
+    window: WindowOpt = None,
+    window_origin: OriginOpt = "kernel",
+    skip_first: SkipOpt = 0,
+    nvtx: NvtxOpt = None,
+    per: PerOpt = None,
+    phases: PhasesOpt = None,
+    keep_export: KeepExportOpt = None,
+) -> None:
+    """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
+    several traces, the ranks of one job: per-rank figures and the collective skew."""
+    if len(traces) > 1:
+        _job_summary(traces, fmt, output, width, keep_export, quiet,
+                     given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),
+                                          ("--phases", phases), ("--skip-first", skip_first),
+                                          ("--by", by is not Grouping.name)) if v])  # fmt: skip
+        return
+    trace = traces[0]
+    opts = scope.options(
+        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        phases_file=phases,
+    )  # fmt: skip
+    with progress.reading(quiet) as report_progress:
+        fp = sides.read_one(
+            lambda: api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=notify)
+        )
+    if fmt is SummaryFormat.json:
+        write(summary_render.render_json(fp), output)  # names every way, no note needed
+        return
+    note_unmangled(names, fp)
+    if fmt is SummaryFormat.markdown:
+        write(summary_render.render_markdown(fp, top=top, names=names), output)
+    else:
+        stream = sys.stdout if output is None else None
+        write(summary_render.render_plain(fp, layout.columns(width, stream), top=top, names=names), output)
+
+
+def _job_summary(
+    traces: list[Path], fmt: SummaryFormat, output: Path | None, width: int | None, keep_export: Path | None,
+    quiet: bool, given: list[str],
+) -> None:
+    """``summary`` of several traces: the ranks of one job side by side."""
+    from nsysdiff.compare.ranks import view
+    from nsysdiff.render import ranks as ranks_render
+
+    if given:
+        raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
+    with progress.reading(quiet) as report_progress:
+        v = view(sides.read_one(
+            lambda: api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=notify)
+        ))  # fmt: skip
+    assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
+    sources = [str(p) for p in traces]
+    if fmt is SummaryFormat.json:
+        write(ranks_render.render_job_json(v, sources), output)
+    elif fmt is SummaryFormat.markdown:
+        write(ranks_render.render_job_markdown(v, sources), output)
+    else:
+        stream = sys.stdout if output is None else None
+        write(ranks_render.render_job_plain(v, sources, layout.columns(width, stream)), output)
