@@ -8,7 +8,7 @@ mutations:
 
 - bytes: random bytes overwritten, a page zeroed, two pages swapped, the file truncated
   (the last 100 bytes, a page, or a random length);
-- values written through SQL (``nsysdiff.synth.builder.tamper``): NULL, REAL, TEXT, BLOB,
+- values written through SQL (``nsysdiff.synth.writer.tamper``): NULL, REAL, TEXT, BLOB,
   negative and int64-overflowing values in times, ids, sizes and GPU / metadata columns;
 - hostile names: newlines followed by ``::error``/``::warning``/``::stop-commands``/...,
   ``##[error]``, ESC, BEL, OSC-8 links, NUL, rich markup ``[/x]``, Unicode line
