@@ -37,17 +37,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nsysdiff.compare import attribution, stats
-from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
-    Fingerprint,
-    GraphStats,
-    GroupStats,
-    KernelStats,
-    RangeStats,
-    TraceMeta,
-)
+from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
+from nsysdiff.trace.records import GraphStats
 
 if TYPE_CHECKING:  # the multi-run statistics import this module
     from nsysdiff.compare.rundiff import RunsDiff
