@@ -12,7 +12,7 @@ from nsysdiff.compare import comparability, ranks, runstats
 from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode, UsageError
 from nsysdiff.fingerprint import runset, scope
-from nsysdiff.fingerprint.model import Fingerprint, GraphMode, RankStats, fingerprint_from_json
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json
 from nsysdiff.fingerprint.reduce import assemble
 from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
@@ -20,7 +20,8 @@ from nsysdiff.trace import inputs
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
-from nsysdiff.trace.reader import RangeRow, TraceReader, open_trace
+from nsysdiff.trace.reader import TraceReader, open_trace
+from nsysdiff.trace.records import GraphMode, RangeRow, RankStats
 
 
 def fingerprint_trace(

@@ -9,20 +9,18 @@ from typing import Any
 from nsysdiff.fingerprint.categories import categorize
 from nsysdiff.fingerprint.families import family
 from nsysdiff.fingerprint.model import (
-    QUANTILE_GRID,
     ApiStats,
     CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
-    GpuInfo,
     KernelStats,
-    LaunchConfig,
     RangeStats,
     TraceMeta,
     fingerprint_to_json,
 )
 from nsysdiff.fingerprint.reduce import group_by
+from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
 
 
 def kernel(

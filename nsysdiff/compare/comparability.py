@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nsysdiff.compare.diff import MIN_COMMON, Diff, basis_of
-from nsysdiff.fingerprint.model import Fingerprint, GraphMode, Scope
+from nsysdiff.fingerprint.model import Fingerprint, Scope
 from nsysdiff.fingerprint.scope import describe
+from nsysdiff.trace.records import GraphMode
 from nsysdiff.units import ns as fmt_ns
 
 # Below this Jaccard overlap of kernel names the two sides mostly ran different code.

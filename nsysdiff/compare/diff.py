@@ -37,17 +37,9 @@ import numpy as np
 
 from nsysdiff.compare import attribution, stats
 from nsysdiff.compare.runs import RunsDiff
-from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
-    Fingerprint,
-    GraphStats,
-    GroupStats,
-    KernelStats,
-    RangeStats,
-    TraceMeta,
-)
+from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
+from nsysdiff.trace.records import GraphStats
 
 
 class Verdict(str, enum.Enum):

@@ -17,30 +17,20 @@ from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
 
+# The records the reader hands on as they are, kept in the trace stage that makes them;
+# imported here because the fields below name them (from_data resolves the hints here).
+from nsysdiff.trace.records import (
+    QUANTILE_GRID,
+    GpuInfo,
+    GraphMode,
+    GraphStats,
+    LaunchConfig,
+    RankStats,
+    idle_pct,
+)
+
 FORMAT = "nsysdiff-fingerprint"
 FORMAT_VERSION = 1
-
-# Percentiles kept per kernel. Enough to give p50/p90/p99 exactly and to compare two
-# per-call distributions without storing every launch (a 1M-kernel trace stays small).
-QUANTILE_GRID: tuple[float, ...] = (
-    0.0, 1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 100.0,
-)  # fmt: skip
-
-
-class GraphMode(str, enum.Enum):
-    """How the capture recorded CUDA graph launches (``--cuda-graph-trace``)."""
-
-    NONE = "none"  # no graph launches seen
-    NODE = "node"  # kernels inside graphs are ordinary kernel rows carrying graphNodeId
-    GRAPH = "graph"  # one GRAPH_TRACE row per launch, no per-kernel rows for replays
-    MIXED = "mixed"  # both: some graphs traced whole, some per node
-
-
-@dataclass(frozen=True, slots=True)
-class GpuInfo:
-    id: int
-    name: str
-    sm_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +51,6 @@ class TraceMeta:
         if self.capture_start_ns is None or self.capture_end_ns is None:
             return None
         return self.capture_end_ns - self.capture_start_ns
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchConfig:
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    registers: int
-    static_smem: int
-    dynamic_smem: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,70 +149,12 @@ class RangeStats:
 
 
 @dataclass(frozen=True, slots=True)
-class GraphStats:
-    """Whole-graph launches of one CUDA graph (graph-mode capture: one row per launch)."""
-
-    graph_id: int
-    launches: int
-    total_ns: int
-
-
-def idle_pct(busy_ns: int, span_ns: int) -> float:
-    """The share of a kernel span (first start to last end) with no kernel running."""
-    return 100.0 * (1.0 - busy_ns / span_ns) if span_ns else 0.0
-
-
-@dataclass(frozen=True, slots=True)
 class DeviceStats:
     device: int
     kernels: int
     kernel_ns: int
     busy_ns: int  # union of kernel intervals
     span_ns: int  # first kernel start to last kernel end on this device
-
-    @property
-    def idle_pct(self) -> float:
-        return idle_pct(self.busy_ns, self.span_ns)
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveShare:
-    """One rank's launches of one collective operation (NCCL kernels by name: ``AllReduce``...)."""
-
-    op: str
-    calls: int
-    total_ns: int
-
-
-@dataclass(frozen=True, slots=True)
-class RankStats:
-    """One rank of a job: a (process, device) pair of a multi-GPU trace, or a trace of its own.
-
-    ``busy_ns`` is the union of the rank's kernel intervals; ``collectives`` its NCCL kernel
-    time per operation, so ``kernel_ns - collective_ns`` is its compute.
-    """
-
-    rank: int  # position in the job: pairs ordered by (device, process), traces as given
-    label: str  # what identifies it: "GPU 1 · pid 145", or the trace's name
-    pid: int | None  # None where the export has no process ids
-    device: int | None  # None for a trace given as a whole rank
-    kernels: int
-    kernel_ns: int
-    busy_ns: int
-    span_ns: int
-    collectives: tuple[CollectiveShare, ...] = ()
-
-    @property
-    def collective_ns(self) -> int:
-        return sum(c.total_ns for c in self.collectives)
-
-    @property
-    def collective_calls(self) -> int:
-        return sum(c.calls for c in self.collectives)
-
-    @property
-    def compute_ns(self) -> int:
-        return self.kernel_ns - self.collective_ns
 
     @property
     def idle_pct(self) -> float:

@@ -21,18 +21,11 @@ from nsysdiff.fingerprint.model import (
     Fingerprint,
     GroupStats,
     KernelStats,
-    LaunchConfig,
     RangeStats,
     Scope,
     TraceMeta,
 )
-from nsysdiff.trace.reader import (
-    ApiRow,
-    CopyRow,
-    KernelGroups,
-    Metadata,
-    RangeRow,
-)
+from nsysdiff.trace.records import ApiRow, CopyRow, KernelGroups, LaunchConfig, Metadata, RangeRow
 
 # PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
 # op_id = 345, sizes = [...]"); without folding every call is its own range name.

@@ -39,7 +39,8 @@ from nsysdiff.fingerprint.reduce import assemble, fold_nvtx
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
-from nsysdiff.trace.reader import Attribution, Selection, TraceReader, Window
+from nsysdiff.trace.reader import TraceReader
+from nsysdiff.trace.records import Attribution, Selection, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

@@ -14,10 +14,11 @@ from rich.console import Console
 
 from nsysdiff import units as u
 from nsysdiff.compare.ranks import RankDiff, RankView, Spread
-from nsysdiff.compare.ranks import label as label_of
-from nsysdiff.fingerprint.model import RankStats, to_data
+from nsysdiff.fingerprint.model import to_data
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.safe import neutral
+from nsysdiff.trace.collectives import label as label_of
+from nsysdiff.trace.records import RankStats
 
 JOB_FORMAT = "nsysdiff-ranks"
 JOB_VERSION = 1

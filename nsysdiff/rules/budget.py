@@ -12,13 +12,14 @@ import numpy as np
 
 from nsysdiff.compare.diff import Diff
 from nsysdiff.fingerprint import categories
-from nsysdiff.fingerprint.model import QUANTILE_GRID, Fingerprint, KernelStats
+from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.safe.regex import Regex
+from nsysdiff.trace.records import QUANTILE_GRID
 
 SELECTORS = ("kernel", "family", "category", "memcpy", "memset", "nvtx", "sync", "whole")
 KERNEL_SELECTORS = ("kernel", "family", "category", "whole")

@@ -28,12 +28,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row
-from nsysdiff.fingerprint.model import KernelStats, LaunchConfig
+from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding, Level
 from nsysdiff.safe.regex import Regex
+from nsysdiff.trace.records import LaunchConfig
 
 CAUSES = ("gemm-selection", "launch-config", "attention-path", "reduction")
 

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsysdiff.compare.diff import Diff, Variant
-from nsysdiff.fingerprint.model import KernelStats, LaunchConfig
+from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.rules.units import fmt_count
 from nsysdiff.safe.regex import Regex
+from nsysdiff.trace.records import LaunchConfig
 
 CHECKS = ("kernel-set", "launch-counts", "variant-drift", "launch-config", "memcpy-bytes")
 

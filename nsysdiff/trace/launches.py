@@ -5,7 +5,7 @@
 own, its key the demangled name followed by ``[grid X,Y,Z, block X,Y,Z]``, so a diff shows
 a kernel that kept its name but changed its launch (a split-K factor, a batch dimension in
 the grid) as one shape gone and one new. The reader's kernel scan does the grouping
-(:meth:`nsysdiff.trace.reader.TraceReader.kernels` with ``shapes=True``).
+(:meth:`nsysdiff.trace.kernels.KernelReader.kernels` with ``shapes=True``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import re
 
-from nsysdiff.trace.reader import suffix
+from nsysdiff.trace.names import suffix
 
 __all__ = ["LAUNCH_SUFFIX", "Grouping", "suffix"]
 

@@ -12,11 +12,13 @@ that a damaged file fails here with the same one-line messages as everywhere els
 
 from __future__ import annotations
 
-from nsysdiff.compare.ranks import collective_op, label
-from nsysdiff.fingerprint.model import CollectiveShare, RankStats
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
-from nsysdiff.trace.reader import TraceReader, name_text, split_checks
+from nsysdiff.trace.collectives import collective_op, label
+from nsysdiff.trace.connection import split_checks
+from nsysdiff.trace.names import name_text
+from nsysdiff.trace.reader import TraceReader
+from nsysdiff.trace.records import CollectiveShare, RankStats
 
 _COLL = "nsysdiff_coll"
 

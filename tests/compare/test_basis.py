@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from nsysdiff.api import load
 from nsysdiff.cli import app, route
 from nsysdiff.compare.diff import compare
-from nsysdiff.fingerprint.model import GraphMode, GraphStats, fingerprint_to_json
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.trace.records import GraphMode, GraphStats
 
 MS = 1_000_000
 T = traces_dir()

@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 from nsysdiff import api
 from nsysdiff.cli import app
 from nsysdiff.compare import comparability
-from nsysdiff.fingerprint.model import Fingerprint, GpuInfo, GraphMode, Scope
+from nsysdiff.fingerprint.model import Fingerprint, Scope
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
+from nsysdiff.trace.records import GpuInfo, GraphMode
 
 runner = CliRunner()
 

@@ -18,8 +18,10 @@ from nsysdiff import api
 from nsysdiff.cli import app
 from nsysdiff.compare import ranks
 from nsysdiff.errors import FingerprintError
-from nsysdiff.fingerprint.model import CollectiveShare, RankStats, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.trace import collectives
+from nsysdiff.trace.records import CollectiveShare, RankStats
 
 
 @pytest.mark.parametrize(
@@ -32,13 +34,13 @@ from nsysdiff.synth.builder import TraceBuilder
         ("ncclKernel_Reduce_RING_LL_Sum_float", "Reduce"),
         ("ncclDevKernel_Broadcast_RING_LL", "Broadcast"),
         ("void ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", "AllGather"),
-        ("ncclDevKernel_Generic", ranks.OTHER),
+        ("ncclDevKernel_Generic", collectives.OTHER),
         ("sm90_xmma_gemm_bf16bf16_bf16f32", None),
         ("all_reduce_kernel", None),  # not NCCL: not told by name
     ],
 )
 def test_collective_op(name: str, op: str | None) -> None:
-    assert ranks.collective_op(name) == op
+    assert collectives.collective_op(name) == op
 
 
 def _rank(n: int, compute: int, coll: int) -> RankStats:

@@ -7,7 +7,7 @@ import pytest
 
 from nsysdiff.compare import stats
 from nsysdiff.compare.stats import compare_sketches
-from nsysdiff.fingerprint.model import QUANTILE_GRID
+from nsysdiff.trace.records import QUANTILE_GRID
 
 
 def test_weighted_quantile_matches_the_unweighted_one_with_equal_weights() -> None:

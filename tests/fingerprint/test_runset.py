@@ -15,9 +15,10 @@ from nsysdiff.cli import app, route
 from nsysdiff.compare import runstats
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint import runset
-from nsysdiff.fingerprint.model import Fingerprint, GraphMode, Scope, fingerprint_to_json
+from nsysdiff.fingerprint.model import Fingerprint, Scope, fingerprint_to_json
 from nsysdiff.fingerprint.runset import KeyKind, Measure
 from nsysdiff.synth.builder import Gpu, TraceBuilder
+from nsysdiff.trace.records import GraphMode
 
 
 def _runs(totals: list[int], **meta: object) -> list[Fingerprint]:

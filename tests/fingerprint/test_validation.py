@@ -21,7 +21,7 @@ from nsysdiff.fingerprint import model
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.validation import schema_path
 from nsysdiff.synth.builder import Gpu, TraceBuilder
-from nsysdiff.trace import inputs
+from nsysdiff.trace import inputs, records
 
 Doc = dict[str, Any]
 
@@ -175,8 +175,8 @@ def _schema() -> Doc:
 SCHEMA_DEFS: dict[str, type] = {
     "body": Fingerprint,
     "meta": model.TraceMeta,
-    "gpu": model.GpuInfo,
-    "config": model.LaunchConfig,
+    "gpu": records.GpuInfo,
+    "config": records.LaunchConfig,
     "device_share": model.DeviceShare,
     "kernel": model.KernelStats,
     "group": model.GroupStats,

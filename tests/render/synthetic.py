@@ -15,21 +15,19 @@ from collections.abc import Sequence
 from nsysdiff.compare.diff import Settings, compare
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint.model import (
-    QUANTILE_GRID,
     ApiStats,
     CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
-    GpuInfo,
     GroupStats,
     KernelStats,
-    LaunchConfig,
     RangeStats,
     Scope,
     TraceMeta,
 )
 from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult
+from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
 
 RESHAPE = (
     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "

@@ -33,7 +33,6 @@ from nsysdiff.fingerprint.model import (
     CopyStats,
     DeviceStats,
     Fingerprint,
-    GpuInfo,
     KernelStats,
     RangeStats,
     Scope,
@@ -42,6 +41,7 @@ from nsysdiff.fingerprint.model import (
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.rules import evaluate, kinds, load_rules
 from nsysdiff.rules.units import parse_time
+from nsysdiff.trace.records import GpuInfo
 
 CASES = Path(__file__).parent / "cases"
 

@@ -20,7 +20,7 @@ from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, TraceError
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.synth.writer import tamper
-from nsysdiff.trace import reader
+from nsysdiff.trace import names, reader
 from nsysdiff.trace.reader import open_trace
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -314,12 +314,12 @@ def _long_ranges(path: Path) -> tuple[Path, dict[str, tuple[int, int]]]:
     for i, (text, dur) in enumerate(texts):
         b.nvtx_range(text, 1_000 * i, 1_000 * i + dur)
     want = {
-        reader.name_text(plain + "x"): (1, 10),
-        reader.name_text(plain + "y"): (1, 20),
-        reader.name_text(tail): (2, 70),
+        names.name_text(plain + "x"): (1, 10),
+        names.name_text(plain + "y"): (1, 20),
+        names.name_text(tail): (2, 70),
         "aten::mm": (2, 110),
         "é" * 40_000: (1, 70),
-        reader.name_text("é" * 70_000): (1, 80),
+        names.name_text("é" * 70_000): (1, 80),
     }
     return b.write(path), want
 
@@ -337,10 +337,10 @@ def _watched(r: reader.TraceReader) -> tuple[list[int], list[int]]:
 
     def long_name(raw: bytes) -> str:
         handed.append(len(raw))
-        return reader._long_name(raw)
+        return names.long_name(raw)
 
     r.con.create_function("instr", 2, instr)
-    r.con.create_function(reader._LONG_NAME, 1, long_name)
+    r.con.create_function(names.LONG_NAME, 1, long_name)
     return searched, handed
 
 
@@ -353,7 +353,7 @@ def test_long_range_texts_are_read_once_per_range(tmp_path: Path) -> None:
         searched, handed = _watched(r)
         rows = r.nvtx_summary()
     assert {x.name: (x.count, x.total_ns) for x in rows} == want
-    assert max(searched) <= reader.NAME_LIMIT  # the SQL fold never meets a long text
+    assert max(searched) <= names.NAME_LIMIT  # the SQL fold never meets a long text
     assert len(handed) == 7  # every long range handed over once, the short ones never
 
 
@@ -366,7 +366,7 @@ def test_scoped_reading_of_long_range_texts(tmp_path: Path) -> None:
         r.load_ranges([(k, i) for i, k in enumerate(keys)])
         ((copied,),) = r.con.execute("SELECT count(*) FROM temp.nsysdiff_r").fetchall()
     assert copied == 8  # every range found its key again
-    assert max(searched) <= reader.NAME_LIMIT
+    assert max(searched) <= names.NAME_LIMIT
     assert len(handed) == 2 * 7
 
 
@@ -381,8 +381,8 @@ def test_scoped_reading_of_long_range_texts(tmp_path: Path) -> None:
 def test_long_name_fold_is_the_sql_fold(text: str) -> None:
     # A name takes one of two ways by its length; both must give the same key.
     con = sqlite3.connect(":memory:")
-    ((folded,),) = con.execute(f"SELECT {reader._fold_sql('?1')}", (text,)).fetchall()
-    assert reader._long_name(text.encode()) == folded
+    ((folded,),) = con.execute(f"SELECT {names.fold_sql('?1')}", (text,)).fetchall()
+    assert names.long_name(text.encode()) == folded
 
 
 def test_blob_names_are_text(tmp_path: Path) -> None:

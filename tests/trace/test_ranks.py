@@ -26,11 +26,11 @@ from jobs import (
 
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.errors import TraceError
-from nsysdiff.fingerprint.model import CollectiveShare
 from nsysdiff.synth.builder import Gpu, TraceBuilder
 from nsysdiff.synth.writer import tamper
 from nsysdiff.trace import ranks
 from nsysdiff.trace.reader import open_trace
+from nsysdiff.trace.records import CollectiveShare
 
 
 def _read(path: Path) -> tuple[ranks.RankStats, ...]:

@@ -23,18 +23,12 @@ import pytest
 from conftest import real_traces
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.fingerprint.model import (
-    QUANTILE_GRID,
-    Fingerprint,
-    GpuInfo,
-    LaunchConfig,
-    fingerprint_from_json,
-    fingerprint_to_json,
-)
+from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.reduce import fold_nvtx
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
-from nsysdiff.trace import reader
+from nsysdiff.trace import kernels, names
 from nsysdiff.trace.reader import open_trace
+from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
 
 OLD = (Generation.V2020_3, Generation.V2021)  # no metadata, no ENUM tables
 VERSIONS = {
@@ -383,7 +377,7 @@ def test_quantiles_equal_numpy_percentile(tmp_path: Path, chunk: int, monkeypatc
         "single": np.array([12_345]),
         "pair": np.array([10, 11]),
     }
-    monkeypatch.setattr(reader, "_CHUNK", chunk)
+    monkeypatch.setattr(kernels, "_CHUNK", chunk)
 
     def fill(b: TraceBuilder) -> None:
         t = 0
@@ -715,7 +709,7 @@ def test_range_copy_keeps_exactly_the_ranges_of_its_keys(tmp_path: Path, wanted:
         keys = sorted(r.nvtx_keys(), key=lambda k: (k.sql_name != "aten::linear", k.sql_name))[:wanted]
         r.load_ranges([(k, 0) for k in keys])
         ((copied,),) = r.con.execute("SELECT count(*) FROM temp.nsysdiff_r").fetchall()
-    folded = [reader._long_name(t.encode()) for t in _NEAR]  # the SQL fold, as its tests prove
+    folded = [names.long_name(t.encode()) for t in _NEAR]  # the SQL fold, as its tests prove
     assert copied == sum(f in {k.sql_name for k in keys} for f in folded)
     assert keys[0].sql_name == "aten::linear" and keys[0].count == 3
 

@@ -1,0 +1,328 @@
+"""The kernel table and the graph launches: per-kernel groups with exact quantiles, the busy
+union per device, launch configurations, totals, and how the capture recorded graphs.
+
+Everything is aggregated in SQLite or moved into numpy arrays in bulk, so no Python object
+is made per launch and a million-kernel trace reads in about the time of a bare
+``GROUP BY`` scan.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from nsysdiff.errors import TraceError
+from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.connection import TraceConnection, split_checks, tune
+from nsysdiff.trace.names import SHAPE_COLS, shape_suffix, suffix
+from nsysdiff.trace.records import (
+    QUANTILE_GRID,
+    WHOLE,
+    DeviceRow,
+    FloatArray,
+    GraphMode,
+    GraphStats,
+    IntArray,
+    KernelGroups,
+    LaunchConfig,
+    Selection,
+)
+from nsysdiff.trace.schema import Schema
+
+# Rows per fetch when a result is streamed into numpy: a few MB, whatever the trace size.
+_CHUNK = 1 << 16
+
+
+def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ...]]]:
+    """Run queries on a connection of their own (for a worker thread)."""
+    con = s.connect(path)
+    try:
+        tune(con, path)
+        return [con.execute(sql).fetchall() for sql in sqls]
+    except s.DB_ERRORS as e:
+        if "integer overflow" in str(e):
+            raise TraceError(s.one_line(f"{path}: a sum of durations overflows int64")) from None
+        raise s.db_error(path, e) from None
+    finally:
+        con.close()
+
+
+def percentile_ranks(n: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """For samples of sizes ``n``: the 0-based ranks of the order statistics that
+    ``np.percentile`` (linear) interpolates between at each QUANTILE_GRID point, and the
+    weight of the upper one: arrays of shape (len(n), len(QUANTILE_GRID))."""
+    q = np.true_divide(np.array(QUANTILE_GRID), 100)
+    virtual = (n[:, None] - 1) * q[None, :]
+    lo = np.floor(virtual)
+    gamma = virtual - lo
+    lo = lo.astype(np.int64)
+    hi = np.minimum(lo + 1, n[:, None] - 1)
+    return np.minimum(lo, n[:, None] - 1), hi, gamma
+
+
+def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
+    """numpy's own interpolation (``numpy.lib._function_base_impl._lerp``), to the bit."""
+    diff = b - a
+    out: FloatArray = a + diff * t
+    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
+    return out
+
+
+class KernelReader(TraceConnection):
+    """Kernel launches (``CUPTI_ACTIVITY_KIND_KERNEL``) and whole-graph launches (``GRAPH_TRACE``)."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection, schema: Schema) -> None:
+        super().__init__(path, con, schema)
+        self._node_mode: bool | None = None  # learnt while reading configs, when it was
+
+    def has_kernels(self) -> bool:
+        return self.schema.has(s.KERNEL, "start", "end")
+
+    def kernels(self, sel: Selection = WHOLE, *, shapes: bool = False) -> KernelGroups:
+        """Kernel launches of ``sel``, aggregated without holding one value per launch.
+
+        With ``shapes``, each (name, grid, block) is a kernel of its own, as ``nsys stats``'
+        ``gpukernsum`` groups them: its name gets ``[grid X,Y,Z, block X,Y,Z]`` appended.
+
+        Three scans, each bounded in memory whatever the row count: a histogram of the
+        distinct durations per (name, device) in a temporary table (counts, totals and exact
+        quantiles come from it), a window query for the busy union per device, and the
+        distinct launch configurations.
+        """
+        if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
+            e = np.empty(0, dtype=np.int64)
+            return KernelGroups((), (), (), e, e, e, np.empty((0, len(QUANTILE_GRID))), (), ())
+        cols = self.schema.tables[s.KERNEL]
+        name_col = "demangledName" if "demangledName" in cols else "shortName"
+        short_col = "shortName" if "shortName" in cols else name_col
+        # Exports from nsys 2022.1 on carry the mangled name; one per demangled name is
+        # taken in the histogram scan itself (the least id), never in a scan of its own.
+        mangled_col = "mangledName" if "mangledName" in cols else "NULL"
+        source, where = s.KERNEL, self._where(s.KERNEL, sel)
+        checked = where  # the rows' own conditions, for the diagnosis of impossible rows
+        rules = RowRules(s.KERNEL, ids=("deviceId",), nullable=(name_col, short_col))
+        if sel.launches_table is not None:
+            # Filter once into a temporary table rather than probing the selection in
+            # each of the three scans below.
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_k")
+            self.execute(f"CREATE TEMP TABLE nsysdiff_k AS SELECT * FROM {s.KERNEL} WHERE {where}")
+            source, where = "temp.nsysdiff_k", "1"
+        # The launch shape as one text key ('' when launches of a name are one kernel).
+        shape = "''"
+        if shapes:
+            shape = " || ',' || ".join(f'coalesce("{c}", 0)' if c in cols else "0" for c in SHAPE_COLS)
+        busy_sql = self._busy_sql(source, where, name_col, short_col, rules)
+        configs_sql = self._configs_sql(name_col, where, source)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The busy and configuration scans run beside the histogram on a second
+            # read-only connection (SQLite releases the GIL while it scans); a temporary
+            # table lives on this connection only, so a selection runs them in turn.
+            beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (busy_sql, configs_sql))
+            if beside is None:
+                scans = (busy_sql, configs_sql)
+                busy_rows, config_rows = self._named(rules, checked, lambda: [self.query(q) for q in scans])
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_hist")
+            # An upsert per launch into the (small) histogram instead of GROUP BY, which
+            # would sort every launch.
+            self.execute(
+                "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, shape TEXT, dev INTEGER, dur INTEGER, "
+                "n INTEGER, short INTEGER, mangled INTEGER, PRIMARY KEY (name, shape, dev, dur))"
+            )
+            self.execute(
+                f"INSERT INTO temp.nsysdiff_hist SELECT coalesce({name_col}, -1), {shape}, coalesce(deviceId, -1), "
+                f'"end" - start, 1, coalesce({short_col}, -1), {mangled_col} FROM {source} WHERE {where} '
+                "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + 1, short = min(short, excluded.short), "
+                # Scalar min() is NULL when either side is: a launch without one keeps the other's.
+                "mangled = coalesce(min(mangled, excluded.mangled), mangled, excluded.mangled)"
+            )
+            if beside is not None:
+                busy_rows, config_rows = self._named(rules, checked, beside.result)
+            # The busy scan checked every row; nothing below may meet an impossible one.
+            busy_rows, checks = split_checks(busy_rows)
+            self.verify(rules, checked, checks)
+            groups = self.query(
+                "SELECT name, shape, dev, min(short), sum(n), sum(n * dur), min(mangled) FROM temp.nsysdiff_hist "
+                "GROUP BY name, shape, dev ORDER BY name, shape, dev"
+            )
+            quantiles = self._quantiles()
+        keys = [(int(g[0]), str(g[1])) for g in groups]  # type: ignore[call-overload]
+        shorts = [int(g[3]) for g in groups]  # type: ignore[call-overload]
+        mangled_ids = [None if g[6] is None else int(g[6]) for g in groups]  # type: ignore[call-overload]
+        strings = self.strings([k[0] for k in keys] + shorts + [i for i in mangled_ids if i is not None])
+        demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
+        configs = self._configs(config_rows, whole=sel == Selection())
+        if shapes:
+            # A configuration belongs to the kernel of its own shape.
+            known = set(demangled)
+            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
+            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
+        return KernelGroups(
+            short=tuple(strings[i] for i in shorts),
+            demangled=demangled,
+            mangled=tuple(None if i is None else strings[i] for i in mangled_ids),
+            device=np.array([g[2] for g in groups], dtype=np.int64),
+            calls=np.array([g[4] for g in groups], dtype=np.int64),
+            total_ns=np.array([g[5] for g in groups], dtype=np.int64),
+            quantiles=np.array([quantiles[k] for k in keys]).reshape(len(keys), len(QUANTILE_GRID)),
+            devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
+            configs=configs,
+        )
+
+    def _quantiles(self) -> dict[tuple[int, str], FloatArray]:
+        """Exact per-name percentiles from the duration histogram, streamed in chunks.
+
+        Rows arrive sorted by (name, duration); the order statistics that ``np.percentile``
+        interpolates between are picked by their global rank as the stream passes them,
+        so memory holds one chunk, however many distinct durations there are.
+        """
+        counts = self.query(
+            "SELECT name, shape, sum(n) FROM temp.nsysdiff_hist GROUP BY name, shape ORDER BY name, shape"
+        )
+        if not counts:
+            return {}
+        names = [(int(c[0]), str(c[1])) for c in counts]  # type: ignore[call-overload]
+        n = np.array([c[2] for c in counts], dtype=np.int64)
+        first = np.concatenate(([0], np.cumsum(n)[:-1]))
+        lo, hi, gamma = percentile_ranks(n)
+        want = np.concatenate(((first[:, None] + lo).ravel(), (first[:, None] + hi).ravel()))
+        order = np.argsort(want, kind="stable")
+        got = np.empty(len(want), dtype=np.int64)
+        done, seen = 0, 0
+        cur = self.con.execute(
+            "SELECT dur, sum(n) FROM temp.nsysdiff_hist GROUP BY name, shape, dur ORDER BY name, shape, dur"
+        )
+        try:
+            while done < len(order):
+                chunk = cur.fetchmany(_CHUNK)
+                if not chunk:
+                    break
+                arr = np.array(chunk, dtype=np.int64)
+                ends = seen + np.cumsum(arr[:, 1])
+                stop = done + int(np.searchsorted(want[order[done:]], ends[-1], side="left"))
+                idx = order[done:stop]
+                got[idx] = arr[np.searchsorted(ends, want[idx], side="right"), 0]
+                done, seen = stop, int(ends[-1])
+        except s.DB_ERRORS as e:
+            raise s.db_error(self.path, e) from None
+        finally:
+            cur.close()
+        k = len(QUANTILE_GRID)
+        a = got[: len(want) // 2].reshape(-1, k).astype(np.float64)
+        b = got[len(want) // 2 :].reshape(-1, k).astype(np.float64)
+        values = _lerp(a, b, gamma)
+        return {key: values[i] for i, key in enumerate(names)}
+
+    def _busy_sql(self, source: str, where: str, name_col: str, short_col: str, rules: RowRules) -> str:
+        # Launches in start order: each adds what reaches past the furthest end before it
+        # (the union of intervals, computed in order by SQLite with bounded memory). The
+        # same pass checks the rows (RowRules), on the columns under their own names.
+        reach = (
+            'max("end") OVER (PARTITION BY deviceId ORDER BY start '
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        )
+        names = ", ".join(dict.fromkeys((name_col, short_col)))
+        return (
+            'SELECT coalesce(deviceId, -1) AS dev, count(*), sum("end" - start), sum(max(0, gain)), '
+            f'min(start), max("end"), {rules.sql()} FROM ('
+            f'SELECT deviceId, start, "end", {names}, '
+            f'"end" - max(start, coalesce({reach}, start)) AS gain FROM {source} WHERE {where}'
+            ") GROUP BY dev ORDER BY dev"
+        )
+
+    def _configs_sql(self, name_col: str, where: str, source: str = s.KERNEL) -> str:
+        cols = self.schema.tables[s.KERNEL]
+        wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                  "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
+        exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in wanted]
+        # The same pass answers "are any kernels graph nodes?", which would otherwise
+        # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
+        node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
+        # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
+        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
+
+    def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
+        if whole:
+            self._node_mode = any(r[-1] for r in rows)
+        strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
+        out = set()
+        for r in rows:
+            # A handful of distinct rows: checking them here costs nothing per launch.
+            if not all(type(x) is int for x in r[1:-1]):
+                raise TraceError(
+                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:-1]!r}")
+                )
+            v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
+            out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
+        return tuple(out)
+
+    def kernel_time_ns(self, sel: Selection = WHOLE) -> int:
+        """Summed kernel duration of the selection (the denominator of coverage)."""
+        if not self.schema.has(s.KERNEL, "start", "end"):
+            return 0
+        rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
+        (v, *checks), = self.query(
+            f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
+        )
+        self.verify(rules, where, [checks])
+        return int(v)  # type: ignore[call-overload, no-any-return]
+
+    def graph_totals(self, sel: Selection = WHOLE) -> tuple[int, int]:
+        """(launches, total ns) of whole-graph GRAPH_TRACE rows in the selection.
+
+        A graph launch's runtime row shares its correlationId with the GRAPH_TRACE row;
+        counting rows of this table alone counts every launch once.
+        """
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
+            return 0, 0
+        rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
+        (n, total, *checks), = self.query(
+            f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
+        )
+        self.verify(rules, where, [checks])
+        return int(n), int(total)  # type: ignore[call-overload]
+
+    def graph_launches(self) -> tuple[GraphStats, ...]:
+        """Whole-graph launches per graph id (GRAPH_TRACE), by id: the only timing a
+        graph-mode capture has of the work inside its graphs."""
+        if not self.schema.has(s.GRAPH_TRACE, "start", "end", "graphId"):
+            return ()
+        rules = RowRules(s.GRAPH_TRACE, ids=("graphId",))
+        where = self._where(s.GRAPH_TRACE, Selection())
+        rows, checks = split_checks(
+            self.query(
+                f'SELECT graphId, count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} '
+                f"WHERE {where} GROUP BY graphId ORDER BY graphId"
+            )
+        )
+        self.verify(rules, where, checks)
+        return tuple(GraphStats(int(g), int(n), int(t)) for g, n, t in rows)  # type: ignore[call-overload]
+
+    def _graph_mode(self) -> tuple[GraphMode, int, int]:
+        """How the capture recorded graph launches, with their count and time (for the metadata)."""
+        launches = total = 0
+        if self.schema.has(s.GRAPH_TRACE, "start", "end"):
+            launches, total = self.graph_totals()
+        node = bool(self._node_mode)
+        if self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId"):
+            # Before 2022 the column is NOT NULL with default 0, so 0 means "not a graph node".
+            node = bool(
+                self.query(f"SELECT 1 FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 LIMIT 1")
+            )
+        if launches and node:
+            return GraphMode.MIXED, launches, total
+        if launches:
+            return GraphMode.GRAPH, launches, total
+        return (GraphMode.NODE if node else GraphMode.NONE), launches, total
+
+    def first_kernel_ns(self) -> int | None:
+        if not self.has_kernels():
+            return None
+        rules = RowRules(s.KERNEL)
+        (v, *checks), = self.query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
+        self.verify(rules, "1", [checks])
+        return None if v is None else int(v)  # type: ignore[call-overload]

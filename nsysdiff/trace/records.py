@@ -1,0 +1,220 @@
+"""The frozen records the trace stage hands on: the reader's rows, and the few that a
+fingerprint keeps as they are (GPUs, launch configurations, graphs, ranks).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+# Percentiles kept per kernel. Enough to give p50/p90/p99 exactly and to compare two
+# per-call distributions without storing every launch (a 1M-kernel trace stays small).
+QUANTILE_GRID: tuple[float, ...] = (
+    0.0, 1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 100.0,
+)  # fmt: skip
+
+
+class GraphMode(str, enum.Enum):
+    """How the capture recorded CUDA graph launches (``--cuda-graph-trace``)."""
+
+    NONE = "none"  # no graph launches seen
+    NODE = "node"  # kernels inside graphs are ordinary kernel rows carrying graphNodeId
+    GRAPH = "graph"  # one GRAPH_TRACE row per launch, no per-kernel rows for replays
+    MIXED = "mixed"  # both: some graphs traced whole, some per node
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    id: int
+    name: str
+    sm_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers: int
+    static_smem: int
+    dynamic_smem: int
+
+
+@dataclass(frozen=True, slots=True)
+class GraphStats:
+    """Whole-graph launches of one CUDA graph (graph-mode capture: one row per launch)."""
+
+    graph_id: int
+    launches: int
+    total_ns: int
+
+
+def idle_pct(busy_ns: int, span_ns: int) -> float:
+    """The share of a kernel span (first start to last end) with no kernel running."""
+    return 100.0 * (1.0 - busy_ns / span_ns) if span_ns else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveShare:
+    """One rank's launches of one collective operation (NCCL kernels by name: ``AllReduce``...)."""
+
+    op: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RankStats:
+    """One rank of a job: a (process, device) pair of a multi-GPU trace, or a trace of its own.
+
+    ``busy_ns`` is the union of the rank's kernel intervals; ``collectives`` its NCCL kernel
+    time per operation, so ``kernel_ns - collective_ns`` is its compute.
+    """
+
+    rank: int  # position in the job: pairs ordered by (device, process), traces as given
+    label: str  # what identifies it: "GPU 1 · pid 145", or the trace's name
+    pid: int | None  # None where the export has no process ids
+    device: int | None  # None for a trace given as a whole rank
+    kernels: int
+    kernel_ns: int
+    busy_ns: int
+    span_ns: int
+    collectives: tuple[CollectiveShare, ...] = ()
+
+    @property
+    def collective_ns(self) -> int:
+        return sum(c.total_ns for c in self.collectives)
+
+    @property
+    def collective_calls(self) -> int:
+        return sum(c.calls for c in self.collectives)
+
+    @property
+    def compute_ns(self) -> int:
+        return self.kernel_ns - self.collective_ns
+
+    @property
+    def idle_pct(self) -> float:
+        return idle_pct(self.busy_ns, self.span_ns)
+
+
+# --- what the reader returns ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Absolute session-clock bounds: keep GPU work that starts in ``[start, end)``."""
+
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What part of a trace to read. Empty: everything."""
+
+    window: Window | None = None
+    # A temp table ``(pid INTEGER, corr INTEGER)`` of the launches to keep, made by
+    # :meth:`TraceReader.select_launches`; correlation ids are unique only per process.
+    launches_table: str | None = None
+
+
+# The default selection, the whole trace: frozen, so one instance serves every default.
+WHOLE = Selection()
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGroups:
+    """Kernel launches aggregated by (demangled name, device), all in SQLite.
+
+    Group ``i`` is ``calls[i]`` launches of ``demangled[i]`` on ``device[i]`` taking
+    ``total_ns[i]``; ``quantiles[i]`` are the per-call percentiles (on ``QUANTILE_GRID``)
+    of that name over all its devices, exact, as ``np.percentile`` of every duration.
+    """
+
+    short: tuple[str, ...]
+    demangled: tuple[str, ...]
+    mangled: tuple[str | None, ...]  # None where the export has no mangledName (before 2022.1)
+    device: IntArray
+    calls: IntArray
+    total_ns: IntArray
+    quantiles: FloatArray  # shape (groups, len(QUANTILE_GRID))
+    devices: tuple[DeviceRow, ...]
+    configs: tuple[tuple[str, LaunchConfig], ...]  # distinct (demangled, config) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRow:
+    """One device's launches: count, summed time, the union of their intervals, the span."""
+
+    device: int
+    kernels: int
+    kernel_ns: int
+    busy_ns: int
+    first_ns: int
+    last_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRow:
+    kind: str
+    ops: int
+    bytes: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRow:
+    name: str
+    calls: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRow:
+    name: str
+    domain: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    nsys_version: str | None
+    schema_version: str | None
+    gpus: tuple[GpuInfo, ...]
+    capture_start_ns: int | None
+    capture_end_ns: int | None
+    graph_mode: GraphMode
+    graph_launches: int
+    graph_total_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RangeKey:
+    """A distinct NVTX range name (cut at PyTorch's suffixes by SQL) in one domain."""
+
+    sql_name: str
+    domain_id: int
+    domain: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Which events a scope keeps (the rules are in ``nsysdiff/fingerprint/scope.py``).
+
+    An event is kept when it lies inside a range of every mask in ``within`` (a mask is
+    the codes given to :meth:`TraceReader.load_ranges`), starts at or after its process's
+    cut (made by :meth:`TraceReader.make_cuts`) when ``cut``, and, for the events a window
+    applies to, starts inside ``window``.
+    """
+
+    within: tuple[tuple[int, ...], ...] = ()
+    window: Window | None = None
+    cut: bool = False

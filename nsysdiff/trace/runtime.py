@@ -1,0 +1,189 @@
+"""The CUDA runtime side of an export: its metadata and GPUs, memcpy and memset activity,
+and the runtime and driver calls that wait for the GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from nsysdiff.errors import TraceError
+from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.connection import TraceConnection, split_checks
+from nsysdiff.trace.names import name_text
+from nsysdiff.trace.records import WHOLE, ApiRow, CopyRow, GpuInfo, GraphMode, Metadata, Selection, Window
+
+# copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
+_COPY_KINDS_BUILTIN = {
+    0: "CUDA_MEMCPY_KIND_UNKNOWN",
+    1: "CUDA_MEMCPY_KIND_HTOD",
+    2: "CUDA_MEMCPY_KIND_DTOH",
+    3: "CUDA_MEMCPY_KIND_HTOA",
+    4: "CUDA_MEMCPY_KIND_ATOH",
+    5: "CUDA_MEMCPY_KIND_ATOA",
+    6: "CUDA_MEMCPY_KIND_ATOD",
+    7: "CUDA_MEMCPY_KIND_DTOA",
+    8: "CUDA_MEMCPY_KIND_DTOD",
+    9: "CUDA_MEMCPY_KIND_HTOH",
+    10: "CUDA_MEMCPY_KIND_PTOP",
+    11: "CUDA_MEMCPY_KIND_UVM_HTOD",
+    12: "CUDA_MEMCPY_KIND_UVM_DTOH",
+    13: "CUDA_MEMCPY_KIND_UVM_DTOD",
+}
+# The labels nsys stats prints ("[CUDA memcpy DtoH]").
+_COPY_LABELS = {
+    "UNKNOWN": "Unknown",
+    "HTOD": "HtoD",
+    "DTOH": "DtoH",
+    "HTOA": "HtoA",
+    "ATOH": "AtoH",
+    "ATOA": "AtoA",
+    "ATOD": "AtoD",
+    "DTOA": "DtoA",
+    "DTOD": "DtoD",
+    "HTOH": "HtoH",
+    "PTOP": "PtoP",
+    "UVM_HTOD": "Unified HtoD",
+    "UVM_DTOH": "Unified DtoH",
+    "UVM_DTOD": "Unified DtoD",
+}
+
+# Runtime and driver calls that make the CPU (or a stream) wait for the GPU.
+_SYNC_API = re.compile(
+    r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cudaStreamWaitEvent|cudaStreamQuery|"
+    r"cu(Ctx|Stream|Event)Synchronize|cuStreamWaitEvent)(_v\d+|_ptsz|_ptds)*$"
+)
+_VERSION_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
+
+
+class RuntimeReader(TraceConnection):
+    """Metadata, GPUs, memory copies and sets, synchronising calls."""
+
+    if TYPE_CHECKING:
+        # The graph mode is learnt from the kernel table (KernelReader).
+        def _graph_mode(self) -> tuple[GraphMode, int, int]: ...
+
+    def metadata(self) -> Metadata:
+        meta: dict[str, str] = {}
+        for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+            if self.schema.has(table, "name", "value"):
+                meta.update({name_text(k): name_text(v) for k, v in self.query(f"SELECT name, value FROM {table}")})
+                break
+        start = end = None
+        if self.schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
+            rules = RowRules("ANALYSIS_DETAILS", ids=("startTime", "stopTime"), times=False)
+            ((lo, hi, *checks),) = self.query(
+                f"SELECT min(startTime), max(stopTime), {rules.sql()} FROM ANALYSIS_DETAILS"
+            )
+            self.verify(rules, "1", [checks])
+            if lo is not None:
+                start, end = int(lo), int(hi)  # type: ignore[call-overload]
+                if start < 0 or end < start:
+                    raise TraceError(
+                        s.one_line(f"{self.path}: ANALYSIS_DETAILS: capture window [{start}, {end}] is impossible")
+                    )
+        mode, launches, total = self._graph_mode()
+        return Metadata(
+            nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
+            schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+            gpus=self._gpus(),
+            capture_start_ns=start,
+            capture_end_ns=end,
+            graph_mode=mode,
+            graph_launches=launches,
+            graph_total_ns=total,
+        )
+
+    def _gpus(self) -> tuple[GpuInfo, ...]:
+        for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
+            cols = self.schema.tables.get(table)
+            if not cols or "name" not in cols:
+                continue
+            key = next((c for c in ("id", "deviceId", "cudaId") if c in cols), None)
+            sms = next((c for c in ("smCount", "numMultiprocessors", "multiProcessorCount") if c in cols), None)
+            if key is None:
+                continue
+            sm_sql = sms if sms else "NULL"
+            rules = RowRules(table, ids=(key,), nullable=(sms,) if sms else (), times=False)
+            ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {table}")
+            self.verify(rules, "1", [checks])
+            rows = self.query(f"SELECT DISTINCT {key}, name, {sm_sql} FROM {table} ORDER BY {key}")
+            seen: dict[int, GpuInfo] = {}
+            for gid, name, sm in rows:
+                seen.setdefault(int(gid), GpuInfo(int(gid), name_text(name), None if sm is None else int(sm)))  # type: ignore[call-overload]
+            return tuple(seen.values())
+        return ()
+
+    def memcpy(self, sel: Selection = WHOLE) -> tuple[CopyRow, ...]:
+        if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
+            return ()
+        enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
+        rules = RowRules(s.MEMCPY, ids=("copyKind",), sizes=("bytes",))
+        where = self._where(s.MEMCPY, sel)
+        rows, checks = split_checks(
+            self.query(
+                f'SELECT copyKind, count(*), coalesce(sum(bytes), 0), sum("end" - start), {rules.sql()} '
+                f"FROM {s.MEMCPY} WHERE {where} GROUP BY copyKind"
+            )
+        )
+        self.verify(rules, where, checks)
+        out: dict[str, CopyRow] = {}
+        for kind, ops, nbytes, total in rows:
+            name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
+            label = _COPY_LABELS.get(name.removeprefix("CUDA_MEMCPY_KIND_"), name)
+            prev = out.get(label, CopyRow(label, 0, 0, 0))
+            out[label] = CopyRow(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
+        return tuple(sorted(out.values(), key=lambda r: r.kind))
+
+    def memset(self, sel: Selection = WHOLE) -> tuple[CopyRow, ...]:
+        if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
+            return ()
+        rules = RowRules(s.MEMSET, sizes=("bytes",))
+        where = self._where(s.MEMSET, sel)
+        (ops, nbytes, total, *checks), = self.query(
+            f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
+            f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
+        )
+        self.verify(rules, where, [checks])
+        if not ops:
+            return ()
+        return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
+
+    def _sync_ids(self) -> dict[int, str]:
+        if not self.schema.has("StringIds", "id", "value"):
+            return {}
+        return {
+            int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
+            for i, v in self.query(
+                "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
+            )
+            if _SYNC_API.match(str(v))
+        }
+
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+        ids = self._sync_ids()
+        if not ids:
+            return ()
+        totals: dict[str, tuple[int, int]] = {}
+        marks = ",".join(str(i) for i in ids)
+        cond = ""
+        if window is not None:
+            cond = f" AND start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
+        for table in (s.RUNTIME, s.DRIVER):
+            if not self.schema.has(table, "nameId", "start", "end"):
+                continue
+            rules = RowRules(table)
+            where = f"nameId IN ({marks}){cond}"
+            rows, checks = split_checks(
+                self.query(
+                    f'SELECT nameId, count(*), sum("end" - start), {rules.sql()} FROM {table} '
+                    f"WHERE {where} GROUP BY nameId"
+                )
+            )
+            self.verify(rules, where, checks)
+            for nid, calls, total in rows:
+                name = ids[int(nid)]  # type: ignore[call-overload]
+                c, t = totals.get(name, (0, 0))
+                totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
+        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
