@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nsysdiff.compare import attribution, stats
+from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
@@ -239,6 +240,9 @@ class Diff:
     # Several runs on a side: the statistics across runs (the figures above are the
     # median runs'); None with one run per side.
     runs: RunsDiff | None = None
+    # The steps of both sides compared (time per step, its parts, host calls per step);
+    # None unless both fingerprints carry steps.
+    steps: step_diff.StepsDiff | None = None
 
     @property
     def intervals(self) -> bool:
@@ -749,4 +753,5 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         graphs=graphs,
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,
+        steps=step_diff.compare(base.steps, cand.steps) if base.steps and cand.steps else None,
     )

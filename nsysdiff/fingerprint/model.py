@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
+from nsysdiff.fingerprint.steps import Steps
 
 # The records the reader hands on as they are, kept in the trace stage that makes them;
 # imported here because the fields below name them (from_data resolves the hints here).
@@ -190,6 +191,8 @@ class Fingerprint:
     # Per rank, when the trace holds several (process, device) pairs; () otherwise and in
     # fingerprints saved before ranks were kept.
     ranks: tuple[RankStats, ...] = ()
+    # The steps of the --per range (docs/steps.md); None where none were read.
+    steps: Steps | None = None
 
     @property
     def kernel_calls(self) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nsysdiff.compare.diff import CopyDelta, Diff, Row
 from nsysdiff.errors import NsysdiffError
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.devices import device_verdict
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.rules.report import Report
@@ -139,7 +140,14 @@ def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
         "sync": _named(d.sync, "Call"),
         "devices": _devices(d),
         "findings": _findings(report),
+        **({"steps": _steps(d)} if d.steps is not None else {}),
     }
+
+
+def _steps(d: Diff) -> Table:
+    assert d.steps is not None
+    rows = [[r[0], r[1], *(_num(x) for x in r[2:])] for r in step_lines.csv_rows(d.steps)]
+    return step_lines.CSV_HEADER, rows  # type: ignore[return-value]
 
 
 def _document(table: Table) -> str:

@@ -20,6 +20,7 @@ from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Sid
 from nsysdiff.compare.runs import RunsDiff, Spread
 from nsysdiff.compare.runstats import KeyComparison
 from nsysdiff.fingerprint.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import finite
 from nsysdiff.rules.report import Finding, Report, RuleResult
 from nsysdiff.safe import neutral
@@ -319,6 +320,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "scope": {"base": _scope(d.base), "candidate": _scope(d.candidate)},
         **_ranks(d),
         **_runs(d),
+        **({"steps": step_lines.data(d.steps)} if d.steps is not None else {}),
     }
 
 

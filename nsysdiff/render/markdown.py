@@ -23,6 +23,7 @@ from nsysdiff.compare import comparability
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
@@ -254,6 +255,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     else:
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
+    if report.diff.steps is not None:
+        parts.append(step_lines.verdict_phrase(report.diff.steps))
     parts.append(kernel_time_phrase(report.diff))
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
@@ -611,6 +614,18 @@ def _named_rows(rows: Sequence[Row]) -> list[str]:
     return _table(header, out, "lrrrrrrl")
 
 
+def _steps(diff: Diff) -> list[str]:
+    sd = diff.steps
+    if sd is None:
+        return []
+    body = _table(step_lines.STAT_HEADER, [[cell(c) for c in r] for r in step_lines.stat_rows(sd)], "lrrrrr")
+    body += ["", *_table(step_lines.PART_HEADER, step_lines.part_rows(sd), "lrrr")]
+    if sd.families:
+        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd), "lrrrrr")]
+    body += ["", f"<sub>{cell(step_lines.METHOD)}</sub>"]
+    return _details(cell(step_lines.title(sd)), body)
+
+
 def _devices(diff: Diff) -> list[str]:
     return _table(DEVICE_HEADER, device_rows(diff), "lrrrrrl")
 
@@ -658,6 +673,10 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
+    if d.steps is not None:
+        out += [f"**Time per step** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
+                for i, line in enumerate(step_lines.first_lines(d.steps))]  # fmt: skip
+        out.append("")
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
@@ -690,6 +709,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out.append("")
         out += _chart(d)
         out.append("")
+    out += _steps(d)
     if d.phases:
         out += ["### Phases", ""]
         out += _phases(d)
