@@ -31,7 +31,9 @@ from nsysdiff.trace.records import (
 )
 
 FORMAT = "nsysdiff-fingerprint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 1 is version 2 without ``steps``: it still reads, with steps absent.
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,8 @@ class Fingerprint:
     # Per rank, when the trace holds several (process, device) pairs; () otherwise and in
     # fingerprints saved before ranks were kept.
     ranks: tuple[RankStats, ...] = ()
-    # The steps of the --per range (docs/steps.md); None where none were read.
+    # The steps (docs/steps.md), when made with a step range; None otherwise and in
+    # version-1 fingerprints.
     steps: Steps | None = None
 
     @property
@@ -297,11 +300,15 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
     doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}")')
-    if doc.get("version") != FORMAT_VERSION:
+    version = doc.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FingerprintError(
-            f"{source}: fingerprint format version {doc.get('version')!r} is not supported "
-            f"(this nsysdiff reads version {FORMAT_VERSION}); re-create it with `nsysdiff fingerprint`"
+            f"{source}: fingerprint format version {version!r} is not supported "
+            f"(this nsysdiff reads versions {', '.join(map(str, READABLE_VERSIONS))}); "
+            "re-create it with `nsysdiff fingerprint`"
         )
+    if version == 1 and doc.get("steps") is not None:
+        raise FingerprintError(f"{source}: malformed fingerprint at $.steps: version 1 has no steps")
     validation.check_schema(doc, source)
     validation.check_semantics(doc, source)
     body = {k: v for k, v in doc.items() if k not in ("format", "version")}

@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import step_figures
 from nsysdiff.fingerprint.model import Fingerprint, Phase, Scope
 from nsysdiff.fingerprint.reduce import assemble, fold_nvtx
+from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
@@ -303,7 +305,9 @@ class _Scoper:
     # -- fingerprints -----------------------------------------------------------------
 
     def fingerprint(self) -> Fingerprint:
-        within = [self.nvtx] if self.nvtx is not None else []
+        # Per-step figures divide only what runs inside the steps: --per keeps the GPU
+        # work launched inside its ranges, as --nvtx does.
+        within = [m for m in (self.nvtx, self.per) if m is not None]
         total = self.r.kernel_time_ns(Selection(window=self.window))
         filtered = bool(within) or self.cut
         fp = self._build(within, "nsysdiff_scope", total, filtered=filtered, phase=False)
@@ -314,7 +318,18 @@ class _Scoper:
                 [*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
             )
             phases.append(Phase(name, instances, sub, patterns))
-        return replace(fp, phases=tuple(phases))
+        return replace(fp, phases=tuple(phases), steps=self._steps())
+
+    def _steps(self) -> Steps | None:
+        if self.per is None or self.o.per is None:
+            return None
+        rows = self.r.steps(self.per, self._att([self.nvtx] if self.nvtx is not None else []))
+        if rows is None:
+            return None
+        names = [k for i, k in enumerate(self._unique) if i in self.per]
+        pattern = parse_pattern(self.o.per, "--per")
+        name, domain = names[0] if len(names) == 1 else (pattern.name, pattern.domain or "")
+        return step_figures.build(name, domain, rows, self.o.skip_first)
 
     def _build(
         self, within: list[tuple[int, ...]], table: str, total: int, *, filtered: bool, phase: bool

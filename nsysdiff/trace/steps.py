@@ -1,0 +1,352 @@
+"""The steps of one trace: where each step's time goes, and the host calls it makes.
+
+A step is one instance of an NVTX range (the rules are in ``docs/steps.md``). This scan
+returns, per step, its range, the parts its in-range time splits into by what the GPU and
+the host were doing, the kernel time it launched, and its host calls per family, with the
+per-call tail of each family across the steps.
+
+It runs in SQLite with bounded memory, whatever the trace size. The time split is one
+sweep: every GPU interval (kernels, whole-graph launches, copies, memsets), every launch
+and sync call, and every step boundary become start/end events in a temporary table; a
+window function over them in time order carries the running count of each class, and the
+length up to the next event is summed per step and per class, the class chosen by the
+precedence compute > communication > copies > launch > sync > host. Calls find their step
+with one index lookup among the step starts. Only the per-step sums (a few per step) and
+the step ranges reach Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.collectives import collective_op
+from nsysdiff.trace.connection import TraceConnection
+from nsysdiff.trace.records import Attribution
+
+# The host families, by the numbers the SQL below uses; their names are the
+# fingerprint's HostFamily values.
+FAMILIES = ("launch", "sync", "copy_h2d", "copy_d2h", "copy_d2d", "alloc")
+_LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC = range(6)
+_COPY = -1  # a copy call until its copy's direction is known
+
+_SUFFIX = r"(_v\d+|_ptsz|_ptds)*$"
+# Runtime and driver entry points that enqueue a kernel or a graph.
+_LAUNCH_API = re.compile(
+    r"^(cudaLaunch(Cooperative)?Kernel\w*|cuLaunch(Cooperative)?Kernel\w*|cudaGraphLaunch|cuGraphLaunch)" + _SUFFIX
+)
+# Calls that block the calling thread until the GPU catches up (stream waits and queries
+# don't block the host, so they are not here).
+_SYNC_API = re.compile(r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cu(Ctx|Stream|Event)Synchronize)" + _SUFFIX)
+_COPY_API = re.compile(r"^(cudaMemcpy\w*|cuMemcpy\w*)" + _SUFFIX)
+_ALLOC_API = re.compile(r"^(cudaMalloc\w*|cudaFree\w*|cuMemAlloc\w*|cuMemFree\w*)" + _SUFFIX)
+# copyKind names (ENUM_CUDA_MEMCPY_OPER, without the CUDA_MEMCPY_KIND_ prefix) per family.
+_DIRECTIONS = {"HTOD": _H2D, "DTOH": _D2H, "DTOD": _D2D, "PTOP": _D2D}
+_DIRECTIONS_BUILTIN = {1: _H2D, 2: _D2H, 8: _D2D, 10: _D2D}  # before ENUM_CUDA_MEMCPY_OPER
+
+# Classes of the sweep, in precedence order; 6 and 7 are the step counter and the
+# in-range flag.
+_COMPUTE, _COMM, _COPIES, _LAUNCHING, _SYNCING, _HOST, _STEP, _IN = range(8)
+PARTS = 6  # compute, communication, copies, launch_bound, sync, host
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyTimes:
+    """One family's calls over every step: totals, and the per-call tail (nearest rank)."""
+
+    family: str
+    calls: int
+    total_ns: int
+    bytes: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepRows:
+    """The steps of one thread's instances of a range, in start order (absolute times)."""
+
+    start_ns: tuple[int, ...]
+    end_ns: tuple[int, ...]
+    # Per step: compute, communication, copies, launch-bound, sync, host, over the step's
+    # in-range time [start, min(end, next start)).
+    parts: tuple[tuple[int, ...], ...]
+    kernel_ns: tuple[int, ...]
+    # Per step: (family, calls, total ns, bytes) for each family with calls, in family order.
+    calls: tuple[tuple[tuple[str, int, int, int], ...], ...]
+    times: tuple[FamilyTimes, ...]
+    threads: int  # threads (or processes, for start/end ranges) that had instances
+
+
+def _list(values: object) -> str:
+    return ",".join(str(int(v)) for v in values) or "NULL"  # type: ignore[attr-defined]
+
+
+class StepReader(TraceConnection):
+    """The steps scan (``docs/steps.md``)."""
+
+    if TYPE_CHECKING:
+        # From NvtxReader: which events an attribution keeps, and the loaded ranges.
+        def _kept(self, events: str, payload: tuple[str, ...], att: Attribution, windowed: bool) -> str: ...
+        def _has_ranges_table(self) -> bool: ...
+
+    def steps(self, mask: tuple[int, ...], att: Attribution) -> StepRows | None:
+        """The steps made by the mask's ranges that ``att`` keeps (None: no instance)."""
+        if not self._has_ranges_table():
+            return None
+        events = f'SELECT start, "end", tid, pid, pp FROM temp.nsysdiff_r WHERE code IN ({_list(mask)})'
+        kept = self._kept(events, ("pp",), att, windowed=True)
+        owners = self.query(
+            f"SELECT CASE WHEN pp THEN tid ELSE pid END AS who, pp, pid, count(*) AS n FROM ({kept}) "
+            "GROUP BY who, pp ORDER BY n DESC, pp DESC, who"
+        )
+        if not owners:
+            return None
+        who, pp, pid, _ = (int(v) for v in owners[0])  # type: ignore[call-overload]
+        key = "tid" if pp else "pid"
+        ranges = self.query(
+            f'SELECT start, "end" FROM ({kept}) WHERE pp = {pp} AND {key} = {who} ORDER BY start, "end"'
+        )
+        starts = [int(a) for a, _ in ranges]  # type: ignore[call-overload]
+        ends = [int(b) for _, b in ranges]  # type: ignore[call-overload]
+        # A step's time inside its range stops at the next step's start (docs/steps.md).
+        limits = [min(e, n) for e, n in zip(ends, starts[1:], strict=False)] + [ends[-1]]
+        self._steps_table(starts, ends, limits)
+        lo, hi = starts[0], max(limits)
+        families = self._family_ids()
+        self._sweep_events(pid, lo, hi, families)
+        parts = self._sweep(len(starts))
+        calls_end = ends[-1]  # the last step's period is its duration
+        self._calls_table(pid, lo, calls_end, families)
+        kernel_ns = self._kernel_ns(len(starts), pid, who if pp else None)
+        per_step, times = self._call_sums(len(starts))
+        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times, len(owners))
+
+    # -- tables -------------------------------------------------------------------------
+
+    def _steps_table(self, starts: list[int], ends: list[int], limits: list[int]) -> None:
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_steps")
+        self.execute(
+            'CREATE TEMP TABLE nsysdiff_steps (i INTEGER PRIMARY KEY, start INTEGER, "end" INTEGER, lim INTEGER)'
+        )
+        self.con.executemany(
+            "INSERT INTO temp.nsysdiff_steps VALUES (?, ?, ?, ?)",
+            [(i, a, b, c) for i, (a, b, c) in enumerate(zip(starts, ends, limits, strict=True))],
+        )
+        self.execute("CREATE INDEX temp.nsysdiff_steps_start ON nsysdiff_steps (start, i)")
+
+    def _family_ids(self) -> dict[int, int]:
+        """StringIds id -> family (``_COPY`` for copies) of the API names in a family."""
+        if not self.schema.has("StringIds", "id", "value"):
+            return {}
+        out: dict[int, int] = {}
+        rows = self.query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'")
+        for i, v in rows:
+            name = str(v)
+            for family, pattern in (
+                (_LAUNCH, _LAUNCH_API),
+                (_SYNC, _SYNC_API),
+                (_COPY, _COPY_API),
+                (_ALLOC, _ALLOC_API),
+            ):
+                if pattern.match(name):
+                    out[int(i)] = family  # type: ignore[call-overload]
+                    break
+        return out
+
+    def _call_tables(self) -> list[str]:
+        return [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "nameId")]
+
+    def _pid_of(self, table: str, column: str) -> str:
+        return f"(({column} >> 24) & 16777215)" if self.schema.has(table, column) else ""
+
+    def _check(self, table: str, where: str, ids: tuple[str, ...] = ()) -> None:
+        rules = RowRules(table, ids=ids)
+        ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
+        self.verify(rules, where, [checks])
+
+    def _collective_ids(self) -> str:
+        if not self.schema.has("StringIds", "id", "value"):
+            return "NULL"
+        rows = self.query("SELECT id, value FROM StringIds WHERE (value LIKE 'nccl%' OR value LIKE 'void nccl%')")
+        return _list(int(i) for i, v in rows if collective_op(str(v)) is not None)  # type: ignore[call-overload]
+
+    def _sweep_events(self, pid: int, lo: int, hi: int, families: dict[int, int]) -> None:
+        """Start/end events of every interval the split needs, clipped to [lo, hi]."""
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_ev")
+        self.execute("CREATE TEMP TABLE nsysdiff_step_ev (t INTEGER, k INTEGER, d INTEGER)")
+        overlap = f'"end" > {lo} AND start < {hi}'
+        sources: list[tuple[str, str]] = []  # (SELECT start, end, class ..., its table)
+        if self.schema.has(s.KERNEL, "start", "end"):
+            name = next((c for c in ("shortName", "demangledName") if self.schema.has(s.KERNEL, c)), None)
+            cls = (
+                f"CASE WHEN {name} IN ({self._collective_ids()}) THEN {_COMM} ELSE {_COMPUTE} END"
+                if name
+                else str(_COMPUTE)
+            )
+            sources.append(
+                (
+                    f'SELECT start, "end", {cls} AS k FROM {s.KERNEL} WHERE {overlap}{self._and_pid(s.KERNEL, pid)}',
+                    s.KERNEL,
+                )
+            )
+        if self.schema.has(s.GRAPH_TRACE, "start", "end"):
+            sources.append(
+                (
+                    f'SELECT start, "end", {_COMPUTE} AS k FROM {s.GRAPH_TRACE} '
+                    f"WHERE {overlap}{self._and_pid(s.GRAPH_TRACE, pid)}",
+                    s.GRAPH_TRACE,
+                )
+            )
+        for table in (s.MEMCPY, s.MEMSET):
+            if self.schema.has(table, "start", "end"):
+                sources.append(
+                    (
+                        f'SELECT start, "end", {_COPIES} AS k FROM {table} WHERE {overlap}{self._and_pid(table, pid)}',
+                        table,
+                    )
+                )
+        waits = {i: f for i, f in families.items() if f in (_LAUNCH, _SYNC)}
+        for table in self._call_tables():
+            if not waits:
+                break
+            syncs = _list(i for i, f in waits.items() if f == _SYNC)
+            cls = f"CASE WHEN nameId IN ({syncs}) THEN {_SYNCING} ELSE {_LAUNCHING} END"
+            sources.append((
+                f'SELECT start, "end", {cls} AS k FROM {table} WHERE {overlap} AND nameId IN ({_list(waits)}) '
+                f"AND ((globalTid >> 24) & 16777215) = {pid}",
+                table,
+            ))  # fmt: skip
+        for sql, table in sources:
+            self._check(table, sql.split(" WHERE ", 1)[1])
+            self.execute(
+                f"INSERT INTO temp.nsysdiff_step_ev SELECT max(start, {lo}), k, 1 FROM ({sql}) "
+                f'UNION ALL SELECT min("end", {hi}), k, -1 FROM ({sql})'
+            )
+        self.execute(
+            f"INSERT INTO temp.nsysdiff_step_ev SELECT start, {_STEP}, 1 FROM temp.nsysdiff_steps "
+            f"UNION ALL SELECT start, {_IN}, 1 FROM temp.nsysdiff_steps "
+            f"UNION ALL SELECT lim, {_IN}, -1 FROM temp.nsysdiff_steps"
+        )
+
+    def _and_pid(self, table: str, pid: int) -> str:
+        col = self._pid_of(table, "globalPid")
+        return f" AND {col} = {pid}" if col else ""
+
+    def _sweep(self, n: int) -> tuple[tuple[int, ...], ...]:
+        """Per step, the in-range time of each class (precedence in class order)."""
+        running = {k: f"sum(CASE WHEN k = {k} THEN d ELSE 0 END) OVER w" for k in range(8)}
+        cls = " ".join(f"WHEN {running[k]} > 0 THEN {k}" for k in (_COMPUTE, _COMM, _COPIES, _LAUNCHING, _SYNCING))
+        rows = self.query(
+            "SELECT step, cls, sum(len) FROM ("
+            f"SELECT lead(t) OVER w - t AS len, {running[_STEP]} - 1 AS step, {running[_IN]} AS inside, "
+            f"CASE {cls} ELSE {_HOST} END AS cls FROM temp.nsysdiff_step_ev WINDOW w AS (ORDER BY t)"
+            ") WHERE inside > 0 AND len > 0 GROUP BY step, cls"
+        )
+        parts = [[0] * PARTS for _ in range(n)]
+        for step, c, total in rows:
+            parts[int(step)][int(c)] += int(total)  # type: ignore[call-overload]
+        self.execute("DROP TABLE temp.nsysdiff_step_ev")
+        return tuple(tuple(p) for p in parts)
+
+    def _calls_table(self, pid: int, lo: int, hi: int, families: dict[int, int]) -> None:
+        """The process's family calls issued in [lo, hi), each with its step."""
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_fam")
+        self.execute("CREATE TEMP TABLE nsysdiff_step_fam (nid INTEGER PRIMARY KEY, fam INTEGER)")
+        self.con.executemany("INSERT INTO temp.nsysdiff_step_fam VALUES (?, ?)", sorted(families.items()))
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_calls")
+        self.execute(
+            "CREATE TEMP TABLE nsysdiff_step_calls (step INTEGER, fam INTEGER, dur INTEGER, bytes INTEGER, "
+            'corr INTEGER, tid INTEGER, "end" INTEGER)'
+        )
+        for table in self._call_tables():
+            where = f"c.start >= {lo} AND c.start < {hi} AND ((c.globalTid >> 24) & 16777215) = {pid}"
+            self._check(table, where.replace("c.", ""), ("nameId", "globalTid"))
+            corr = "c.correlationId" if self.schema.has(table, "correlationId") else "NULL"
+            self.execute(
+                "INSERT INTO temp.nsysdiff_step_calls SELECT (SELECT x.i FROM temp.nsysdiff_steps x "
+                "WHERE x.start <= c.start ORDER BY x.start DESC, x.i DESC LIMIT 1), "
+                f'f.fam, c."end" - c.start, 0, {corr}, c.globalTid, c."end" '
+                f"FROM {table} c JOIN temp.nsysdiff_step_fam f ON f.nid = c.nameId WHERE {where}"
+            )
+        self.execute("CREATE INDEX temp.nsysdiff_step_calls_corr ON nsysdiff_step_calls (corr)")
+        self._copy_directions(pid)
+
+    def _copy_directions(self, pid: int) -> None:
+        """A copy call's family is the direction of the copy it made; its bytes, the bytes
+        moved. Copy calls without a copy row of a counted direction are dropped."""
+        if self.schema.has(s.MEMCPY, "correlationId", "copyKind", "bytes"):
+            enum = self._enum("ENUM_CUDA_MEMCPY_OPER")
+            kinds = _DIRECTIONS_BUILTIN
+            if enum:
+                named = {k.removeprefix("CUDA_MEMCPY_KIND_"): v for k, v in enum.items()}
+                kinds = {v: _DIRECTIONS[k] for k, v in named.items() if k in _DIRECTIONS}
+            direction = " ".join(f"WHEN {k} THEN {f}" for k, f in sorted(kinds.items())) or "WHEN NULL THEN NULL"
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_dir")
+            self.execute(
+                "CREATE TEMP TABLE nsysdiff_step_dir AS SELECT correlationId AS corr, "
+                f"min(CASE copyKind {direction} END) AS fam, sum(bytes) AS b FROM {s.MEMCPY} "
+                f"WHERE correlationId IN (SELECT corr FROM temp.nsysdiff_step_calls WHERE fam = {_COPY})"
+                f"{self._and_pid(s.MEMCPY, pid)} GROUP BY correlationId"
+            )
+            self.execute("CREATE INDEX temp.nsysdiff_step_dir_corr ON nsysdiff_step_dir (corr)")
+            self.execute(
+                "UPDATE temp.nsysdiff_step_calls SET "
+                "bytes = coalesce((SELECT d.b FROM temp.nsysdiff_step_dir d "
+                "WHERE d.corr = nsysdiff_step_calls.corr), 0), "
+                "fam = (SELECT d.fam FROM temp.nsysdiff_step_dir d WHERE d.corr = nsysdiff_step_calls.corr) "
+                f"WHERE fam = {_COPY}"
+            )
+        self.execute(f"DELETE FROM temp.nsysdiff_step_calls WHERE fam IS NULL OR fam = {_COPY}")
+
+    def _kernel_ns(self, n: int, pid: int, tid: int | None) -> tuple[int, ...]:
+        """Per step, the GPU time of the kernels (and whole-graph launches) launched from
+        inside its range: the attribution of ``--nvtx`` (docs/scopes.md)."""
+        out = [0] * n
+        inside = (
+            "SELECT c.step, c.corr FROM temp.nsysdiff_step_calls c JOIN temp.nsysdiff_steps x ON x.i = c.step "
+            f'WHERE c.fam = {_LAUNCH} AND c."end" <= x."end"' + ("" if tid is None else f" AND c.tid = {tid}")
+        )
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_launch")
+        self.execute(f"CREATE TEMP TABLE nsysdiff_step_launch AS {inside}")
+        self.execute("CREATE INDEX temp.nsysdiff_step_launch_corr ON nsysdiff_step_launch (corr)")
+        for table in (s.KERNEL, s.GRAPH_TRACE):
+            if not self.schema.has(table, "start", "end", "correlationId"):
+                continue
+            rows = self.query(
+                f'SELECT l.step, sum(k."end" - k.start) FROM {table} k JOIN temp.nsysdiff_step_launch l '
+                f"ON l.corr = k.correlationId WHERE 1{self._and_pid(table, pid).replace('globalPid', 'k.globalPid')} "
+                "GROUP BY l.step"
+            )
+            for step, total in rows:
+                out[int(step)] += int(total)  # type: ignore[call-overload]
+        return tuple(out)
+
+    def _call_sums(self, n: int) -> tuple[tuple[tuple[tuple[str, int, int, int], ...], ...], tuple[FamilyTimes, ...]]:
+        per_step: list[list[tuple[str, int, int, int]]] = [[] for _ in range(n)]
+        for step, fam, calls, total, nbytes in self.query(
+            "SELECT step, fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls "
+            "GROUP BY step, fam ORDER BY step, fam"
+        ):
+            per_step[int(step)].append((FAMILIES[int(fam)], int(calls), int(total), int(nbytes)))  # type: ignore[call-overload]
+        # Nearest rank: the p-th percentile is the ceil(p * m / 100)-th smallest of m calls.
+        ranks = "m, (50 * m + 99) / 100, (90 * m + 99) / 100, (99 * m + 99) / 100"
+        at: dict[tuple[int, int], int] = {}
+        for fam, rn, dur in self.query(
+            "SELECT fam, rn, dur FROM (SELECT fam, dur, row_number() OVER (PARTITION BY fam ORDER BY dur) AS rn, "
+            f"count(*) OVER (PARTITION BY fam) AS m FROM temp.nsysdiff_step_calls) WHERE rn IN ({ranks})"
+        ):
+            at[(int(fam), int(rn))] = int(dur)  # type: ignore[call-overload]
+        times = []
+        for fam, calls, total, nbytes in self.query(
+            "SELECT fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls GROUP BY fam ORDER BY fam"
+        ):
+            f, m = int(fam), int(calls)  # type: ignore[call-overload]
+            p50, p90, p99 = (at[(f, (p * m + 99) // 100)] for p in (50, 90, 99))
+            times.append(FamilyTimes(FAMILIES[f], m, int(total), int(nbytes), p50, p90, p99, at[(f, m)]))  # type: ignore[call-overload]
+        return tuple(tuple(p) for p in per_step), tuple(times)
