@@ -10,6 +10,7 @@ The first lines (every format's first screen, whenever both sides have steps):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nsysdiff import units as u
@@ -35,6 +36,9 @@ FAMILY_WORDS = {
     HostFamily.COPY_D2D: ("D2D copy", "D2D copies"),
     HostFamily.ALLOC: ("alloc/free call", "alloc/free calls"),
 }
+
+# A time per call that moved by this ratio either way is named on the first screen.
+CALL_TIME_SHOWN = 1.25
 
 STAT_HEADER = ("", "mean", "p50", "p90", "p99", "max")
 PART_HEADER = ("part", "base", "candidate", "Δ")
@@ -83,11 +87,29 @@ def tail_phrase(s: StepSide) -> str:
     return f"p50 {u.ns(s.period.p50)}, p99 {u.ns(s.period.p99)}, max {u.ns(s.period.max)}; p99/p50 {u.ratio(t)}{word}"
 
 
+def call_time_phrase(sd: StepsDiff) -> str | None:
+    """``launch calls 8.05 us → 18.05 us each (2.24x)``: families of at least one call per
+    step whose mean time per call moved beyond :data:`CALL_TIME_SHOWN` either way."""
+    moved = [
+        f for f in sd.families
+        if f.mean_ratio is not None and min(f.base_calls, f.candidate_calls) >= 1
+        and abs(math.log(f.mean_ratio)) >= math.log(CALL_TIME_SHOWN)
+    ]  # fmt: skip
+    if not moved:
+        return None
+    return ", ".join(
+        f"{FAMILY_WORDS[f.family][0]} calls {u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)} each "
+        f"({u.ratio(f.mean_ratio)})"
+        for f in moved
+    )
+
+
 def first_lines(sd: StepsDiff) -> list[str]:
     """The step lines of a report's first screen."""
     lines = [period_line(sd)]
-    counts = counts_phrase(sd.count_changes())
-    lines.append(counts if counts else "host calls per step unchanged (" + _launches(sd) + ")")
+    counts = counts_phrase(sd.count_changes()) or "host calls per step unchanged (" + _launches(sd) + ")"
+    slower = call_time_phrase(sd)
+    lines.append(counts + ("; " + slower if slower else ""))
     for name, s in (("base", sd.base), ("candidate", sd.candidate)):
         if s.systematic_tail:
             lines.append(f"{name} tail: {tail_phrase(s)} > {TAIL_RATIO:g}x")

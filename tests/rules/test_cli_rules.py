@@ -72,9 +72,9 @@ def test_explain_a_pack() -> None:
     r = runner.invoke(app, ["rules", "explain", "tpot"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert lines[0] == "pack tpot: 9 rules (rules/tpot.yaml)"
+    assert lines[0] == "pack tpot: 21 rules (rules/tpot.yaml)"
     assert lines[1] == ""
-    assert "  decode-step-time             budget       error" in lines
+    assert "  decode-step-time             budget       warning" in lines
 
 
 def test_validate_ok(tmp_path: Path) -> None:
