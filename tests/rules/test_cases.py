@@ -100,6 +100,19 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
         ),
         devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
         scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
+        steps=_steps(spec["steps"]) if "steps" in spec else None,
+    )
+
+
+def _steps(spec: dict[str, Any]) -> Any:
+    """``steps: {count, period, duration, parts: {part: time}, calls: {family: [calls, time]},
+    bytes: {family: size}, slow_every, slow}``: see :func:`fpspec.steps`."""
+    return fpspec.steps(
+        int(spec.get("count", 8)), _ns(spec["period"]), _ns(spec.get("duration", spec["period"])),
+        parts={k: _ns(v) for k, v in spec.get("parts", {}).items()},
+        calls={k: (int(v[0]), _ns(v[1])) for k, v in spec.get("calls", {}).items()},
+        nbytes={k: int(v) for k, v in spec.get("bytes", {}).items()},
+        slow_every=int(spec.get("slow_every", 0)), slow_ns=_ns(spec.get("slow", 0)),
     )
 
 

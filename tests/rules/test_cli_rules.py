@@ -54,7 +54,7 @@ def test_explain_unknown() -> None:
     assert r.stdout == ""
     assert r.stderr == (
         "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
-        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, structure, noise_profile, waivers)\n"
+        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, step, structure, noise_profile, waivers)\n"
     )
 
 
@@ -64,7 +64,7 @@ def test_explain_suggests_a_close_name() -> None:
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
         "batch-invariance, default, strict, tpot; kinds: budget, danger-zone, invariance, outlier, "
-        "structure, noise_profile, waivers)\n"
+        "step, structure, noise_profile, waivers)\n"
     )
 
 
@@ -86,7 +86,7 @@ def test_validate_ok(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["rules", "validate", str(path)])
     assert r.exit_code == 0, r.output
-    assert r.stdout == f"ok: {path} (9 rules, 1 waiver)\n"
+    assert r.stdout == f"ok: {path} (21 rules, 1 waiver)\n"
 
 
 def test_validate_error(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_validate_error(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert r.stderr == (
         f"nsysdiff: error: {path}:4: rule 't': key 'kind': unknown kind 'nope' "
-        "(kinds: budget, danger-zone, invariance, outlier, structure)\n"
+        "(kinds: budget, danger-zone, invariance, outlier, step, structure)\n"
     )
 
 

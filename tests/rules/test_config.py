@@ -36,7 +36,7 @@ ERRORS = {
     "unknown kind": (
         "version: 1\nrules:\n  - id: t\n    kind: budgte\n",
         "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, danger-zone, "
-        "invariance, outlier, structure)",
+        "invariance, outlier, step, structure)",
     ),
     "duplicate id": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n  - id: t\n    kind: outlier\n",
