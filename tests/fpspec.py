@@ -140,5 +140,6 @@ def steps(
     for f in HostFamily:
         if f.value in calls and calls[f.value][0]:
             n, each = calls[f.value]
-            times.append(CallTimes(f, n * count, n * each * count, nbytes.get(f.value, 0) * count, each, each, each, each))
+            moved = nbytes.get(f.value, 0) * count
+            times.append(CallTimes(f, n * count, n * each * count, moved, each, each, each, each))
     return Steps(name, "", tuple(out), tuple(times))

@@ -146,8 +146,11 @@ def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
 
 def _steps(d: Diff) -> Table:
     assert d.steps is not None
-    rows = [[r[0], r[1], *(_num(x) for x in r[2:])] for r in step_lines.csv_rows(d.steps)]
-    return step_lines.CSV_HEADER, rows  # type: ignore[return-value]
+    rows: list[list[Cell]] = [
+        [section, item, _num(b), _num(c), _num(delta), _num(ratio)]
+        for section, item, b, c, delta, ratio in step_lines.csv_rows(d.steps)
+    ]
+    return step_lines.CSV_HEADER, rows
 
 
 def _document(table: Table) -> str:

@@ -219,7 +219,7 @@ def data(sd: StepsDiff) -> dict[str, Any]:
                 "base_bytes_per_step": f.base_bytes, "candidate_bytes_per_step": f.candidate_bytes,
             }
             for f in sd.families
-        ],  # fmt: skip
+        ],
         "first_lines": first_lines(sd),
         "method": METHOD,
     }
@@ -228,20 +228,19 @@ def data(sd: StepsDiff) -> dict[str, Any]:
 CSV_HEADER = ("Section", "Item", "Base", "Candidate", "Delta", "Ratio")
 
 
-def csv_rows(sd: StepsDiff) -> list[list[object]]:
+def csv_rows(sd: StepsDiff) -> list[tuple[str, str, float | None, float | None, float | None, float | None]]:
     """One row per figure: period and range statistics, parts, host calls per family."""
-    rows: list[list[object]] = []
+    rows: list[tuple[str, str, float | None, float | None, float | None, float | None]] = []
     for what in ("period", "duration"):
         for st in ("mean", "p50", "p90", "p99", "max"):
             b, c = getattr(sd.base, what).of(st), getattr(sd.candidate, what).of(st)
-            rows.append([f"{what} (ns)", st, b, c, c - b, sd.ratio(what, st)])
+            rows.append((f"{what} (ns)", st, b, c, c - b, sd.ratio(what, st)))
     for p in sd.parts:
         r = p.candidate_ns / p.base_ns if p.base_ns else None
-        rows.append(["part per step (ns)", p.part.value, p.base_ns, p.candidate_ns, p.delta_ns, r])
+        rows.append(("part per step (ns)", p.part.value, p.base_ns, p.candidate_ns, p.delta_ns, r))
     for f in sd.families:
         r = f.candidate_calls / f.base_calls if f.base_calls else None
-        rows.append(["calls per step", f.family.value, f.base_calls, f.candidate_calls, f.delta_calls, r])
-        rows.append(["time per call (ns)", f.family.value, f.base_mean_ns, f.candidate_mean_ns,
-                     (f.candidate_mean_ns or 0) - (f.base_mean_ns or 0) if f.base_mean_ns and f.candidate_mean_ns
-                     else None, f.mean_ratio])  # fmt: skip
+        rows.append(("calls per step", f.family.value, f.base_calls, f.candidate_calls, f.delta_calls, r))
+        b, c = f.base_mean_ns, f.candidate_mean_ns
+        rows.append(("time per call (ns)", f.family.value, b, c, c - b if b and c else None, f.mean_ratio))
     return rows

@@ -16,7 +16,6 @@ measured when it can be and assumed when it can't (docs/steps.md, "Judging a ste
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,7 +121,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
         raise OptionError("family", f"a family goes with calls, bytes or call_time, not {metric!r}")
     if "stat" in given and metric not in ("period", "duration"):
         raise OptionError("stat", f"a statistic across steps goes with period or duration, not {metric!r}")
-    if "max_increase_of_step" in given and metric not in PARTS + ("period", "duration"):
+    if "max_increase_of_step" in given and metric not in (*PARTS, "period", "duration"):
         raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {metric!r}")
     parse = _parser(metric)
     bounds: dict[str, float | None] = {}
@@ -146,7 +145,7 @@ def value(s: StepSide, o: StepOptions) -> float | None:
     """The metric on one side's steps; None where it has no value (no calls of the family)."""
     m = o.metric
     if m in ("period", "duration"):
-        return getattr(s, m).of(o.stat)
+        return float(getattr(s, m).of(o.stat))
     if m == "tail":
         return s.tail
     if m in PARTS:
@@ -255,7 +254,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
     if interval is not None:
-        evidence += f"; over runs {units.fmt_ratio(interval[0])} [{units.fmt_ratio(interval[1])}, {units.fmt_ratio(interval[2])}]"
+        r, low, high = (units.fmt_ratio(x) for x in interval)
+        evidence += f"; over runs {r} [{low}, {high}]"
     judged = _profile_noise(o) if not o.counted else None
     if judged is not None and judged.width is not None:
         evidence += "; " + noise_limits.evidence(judged)
