@@ -143,7 +143,7 @@ def test_repeats_of_one_build_never_fail(order: tuple[str, str]) -> None:
     assert code in (0, 3), out
 
 
-def main() -> None:
+def main() -> None:  # pragma: no cover (a report for people)
     """Recall and false flags of ``--rules tpot`` on the planted copies and the real pairs."""
     import tempfile
 
@@ -180,3 +180,13 @@ def main() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
     main()
+
+
+def test_the_first_lines_docs_show_are_what_the_planted_copies_print(bs1: Path, planted: dict[str, Path]) -> None:
+    import json
+
+    docs = (Path(__file__).parents[1] / "docs" / "diff.md").read_text(encoding="utf-8")
+    for name, line in (("gap", 0), ("item", 1), ("slow_launches", 1)):
+        _, out = nsysdiff(bs1, planted[name], "--rules", "tpot", "--per", ps.STEP, "--format", "json")
+        shown = json.loads(out)["steps"]["first_lines"][line]
+        assert shown in docs, shown

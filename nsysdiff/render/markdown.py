@@ -674,7 +674,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
     if d.steps is not None:
-        out += [f"**Time per step** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
+        out += [f"**Steps** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
                 for i, line in enumerate(step_lines.first_lines(d.steps))]  # fmt: skip
         out.append("")
     change = attribution_line(d, lambda n: code(n), named)

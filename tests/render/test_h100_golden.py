@@ -12,6 +12,7 @@ from conftest import traces_dir
 from nsysdiff import api
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import compare
+from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.render import Format, render
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.report import Report
@@ -23,12 +24,17 @@ CASES = [
     ("llm_bs1", "llm_bs1_compile", "default"),
     ("example_bs1", "example_bs16", "batch-invariance"),
     ("graph_mode", "graph_mode", "default"),
+    # Per decode step: the Steps section, and time per step on the first screen.
+    ("llm_bs1", "llm_bs1_compile", "tpot"),
+    ("llm_bs16", "llm_bs16_r2", "tpot"),
 ]
-FORMATS = {Format.text: "txt", Format.markdown: "md", Format.json: "json"}
+PER = {"tpot": ScopeOptions(per="decode_step")}
+FORMATS = {Format.text: "txt", Format.markdown: "md", Format.json: "json", Format.csv: "csv"}
 
 
 def _report(base: str, cand: str, pack: str) -> Report:
-    b, c = api.load(H100 / f"{base}.sqlite"), api.load(H100 / f"{cand}.sqlite")
+    opts = PER.get(pack)
+    b, c = api.load(H100 / f"{base}.sqlite", opts), api.load(H100 / f"{cand}.sqlite", opts)
     reasons, notes = comparability.assess(b, c)
     d = compare(b, c)
     findings, results = evaluate(d, load_rules([pack]), today=date(2026, 1, 1))
