@@ -26,7 +26,7 @@ from nsysdiff import units as u
 from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff
 from nsysdiff.compare.steps import STATS, StepSide, side
-from nsysdiff.fingerprint.noise import NoiseProfile
+from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
 from nsysdiff.fingerprint.steps import HostFamily, StepPart
 from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
@@ -291,7 +291,7 @@ def _undecided(
         change = noise_limits.log_change(bv, cv)
         if noise_limits.too_small(allowed, change, judged):
             assert allowed is not None
-            return f"within the measured noise {noise_limits.fmt_change(judged.width)} over {judged.runs} runs"
+            return f"within the measured noise {fmt_width(judged.width)} over {judged.runs} runs"
         return None
     # One run per side, nothing measured: the assumed noise of one run.
     scale = base.period.mean if o.metric in PARTS else bv

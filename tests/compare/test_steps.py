@@ -10,6 +10,7 @@ import pytest
 
 from nsysdiff.compare import steps as sd
 from nsysdiff.compare.diff import compare
+from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.steps import HostCalls, HostFamily, Step, StepPart, StepParts, Steps
 
 
@@ -84,3 +85,41 @@ def test_the_diff_carries_steps_only_when_both_sides_have_them() -> None:
     assert compare(fp, with_steps).steps is None
     d = compare(with_steps, with_steps)
     assert d.steps is not None and d.steps.delta_ns == 0 and d.steps.ratio() == 1.0
+
+
+def _run(period_ns: int, launch_ns: int) -> Fingerprint:
+    fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
+    steps = fpspec.steps(8, period_ns, period_ns - 200_000, parts={"compute": 1_000_000},
+                         calls={"launch": (100, launch_ns), "sync": (1, 10_000)})  # fmt: skip
+    return dataclasses.replace(fp, steps=steps)
+
+
+def test_several_runs_compare_step_figures_with_the_other_keys() -> None:
+    from nsysdiff.compare.rundiff import compare_sides
+    from nsysdiff.fingerprint import runset
+    from nsysdiff.fingerprint.runset import KeyKind
+
+    base = runset.run_set([_run(10_000_000 + k * 100_000, 8_000) for k in range(3)], ["b0", "b1", "b2"])
+    cand = runset.run_set([_run(20_000_000 + k * 100_000, 8_000) for k in range(3)], ["c0", "c1", "c2"])
+    d = compare_sides(base, cand)
+    assert d.runs is not None and d.runs.steps is not None
+    assert [len(x) for x in d.runs.steps] == [3, 3]
+    keys = {k.key: k for k in d.runs.keys if k.kind is KeyKind.STEP}
+    assert {"period", "duration", "part:between", "part:compute", "part:host", "calls:launch", "calls:sync"} <= set(keys)
+    period = keys["period"].total
+    assert period.ci_low is not None and period.ci_low > 1.8  # the period doubled in every run
+    assert keys["calls:launch"].calls.ratio == 1.0  # counts per step: exact, unchanged
+    # One correction over every key: the step keys are among those counted.
+    assert d.runs.tested >= len(keys)
+
+
+def test_the_noise_profile_measures_step_figures() -> None:
+    from nsysdiff.fingerprint import noise, runset
+    from nsysdiff.fingerprint.runset import KeyKind
+
+    rs = runset.run_set([_run(10_000_000 + k * 300_000, 8_000 + 100 * k) for k in range(3)], ["a", "b", "c"])
+    profile = noise.measure(rs)
+    steps = {k.key: k for k in profile.keys if k.kind is KeyKind.STEP}
+    assert steps["period"].total.width > 0 and steps["calls:launch"].mean.width > 0
+    again = noise.profile_from_json(noise.profile_to_json(profile), "p.json")
+    assert [k.key for k in again.keys if k.kind is KeyKind.STEP] == list(steps)
