@@ -54,7 +54,8 @@ def test_counts_per_step_are_exact_and_the_first_line_names_them() -> None:
                         calls={"launch": (696, 8_000), "sync": (2, 11_000), "copy_d2h": (2, 75_000)})  # fmt: skip
     d = sd.compare(base, cand)
     assert d is not None
-    assert [(f.family, f.delta_calls) for f in d.count_changes()] == [(HostFamily.SYNC, 1.0), (HostFamily.COPY_D2H, 1.0)]
+    changes = [(f.family, f.delta_calls) for f in d.count_changes()]
+    assert changes == [(HostFamily.SYNC, 1.0), (HostFamily.COPY_D2H, 1.0)]
     assert lines.first_lines(d)[1] == "+1 sync call and +1 D2H copy per step"
 
 
@@ -105,7 +106,8 @@ def test_several_runs_compare_step_figures_with_the_other_keys() -> None:
     assert d.runs is not None and d.runs.steps is not None
     assert [len(x) for x in d.runs.steps] == [3, 3]
     keys = {k.key: k for k in d.runs.keys if k.kind is KeyKind.STEP}
-    assert {"period", "duration", "part:between", "part:compute", "part:host", "calls:launch", "calls:sync"} <= set(keys)
+    wanted = {"period", "duration", "part:between", "part:compute", "part:host", "calls:launch", "calls:sync"}
+    assert wanted <= set(keys)
     period = keys["period"].total
     assert period.ci_low is not None and period.ci_low > 1.8  # the period doubled in every run
     assert keys["calls:launch"].calls.ratio == 1.0  # counts per step: exact, unchanged
