@@ -118,7 +118,7 @@ def first_lines(sd: StepsDiff) -> list[str]:
 
 def _launches(sd: StepsDiff) -> str:
     f = sd.family(HostFamily.LAUNCH)
-    return f"{count(f.base_calls)} launches per step" if f else "no launches"
+    return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step" if f else "no launches"
 
 
 def verdict_phrase(sd: StepsDiff) -> str:
