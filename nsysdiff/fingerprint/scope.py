@@ -307,15 +307,18 @@ class _Scoper:
     def fingerprint(self) -> Fingerprint:
         # Per-step figures divide only what runs inside the steps: --per keeps the GPU
         # work launched inside its ranges, as --nvtx does.
-        within = [m for m in (self.nvtx, self.per) if m is not None]
+        # The NVTX ranges listed are those of the --nvtx scope: a range that encloses the
+        # steps (the whole decode loop) stays listed.
+        ranges = [self.nvtx] if self.nvtx is not None else []
+        within = [*ranges, self.per] if self.per is not None else ranges
         total = self.r.kernel_time_ns(Selection(window=self.window))
         filtered = bool(within) or self.cut
-        fp = self._build(within, "nsysdiff_scope", total, filtered=filtered, phase=False)
+        fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=filtered, phase=False)
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
-            instances = self.r.count_ranges(mask, self._att(within)) if mask else 0
+            instances = self.r.count_ranges(mask, self._att(ranges)) if mask else 0
             sub = self._build(
-                [*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
+                [*ranges, mask], [*ranges, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
             )
             phases.append(Phase(name, instances, sub, patterns))
         return replace(fp, phases=tuple(phases), steps=self._steps())
@@ -323,6 +326,7 @@ class _Scoper:
     def _steps(self) -> Steps | None:
         if self.per is None or self.o.per is None:
             return None
+        # The steps of the --nvtx scope (its window, warm-up cut and ranges).
         rows = self.r.steps(self.per, self._att([self.nvtx] if self.nvtx is not None else []))
         if rows is None:
             return None
@@ -332,7 +336,14 @@ class _Scoper:
         return step_figures.build(name, domain, rows, self.o.skip_first)
 
     def _build(
-        self, within: list[tuple[int, ...]], table: str, total: int, *, filtered: bool, phase: bool
+        self,
+        within: list[tuple[int, ...]],
+        ranges: list[tuple[int, ...]],
+        table: str,
+        total: int,
+        *,
+        filtered: bool,
+        phase: bool,
     ) -> Fingerprint:
         r, o = self.r, self.o
         att = self._att(within)
@@ -359,7 +370,7 @@ class _Scoper:
             r.memcpy(sel),
             r.memset(sel),
             r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
-            r.nvtx_summary_in(att) if filtered else r.nvtx_summary(self.window),
+            r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
         )
 
