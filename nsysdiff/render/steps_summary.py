@@ -137,6 +137,6 @@ def steps_data(steps: Steps) -> dict[str, Any]:
                 "mean_ns": x.times.mean_ns,
             }
             for x in f.families(steps)
-        ],  # fmt: skip
+        ],
         "steps": to_data(steps.steps),
     }

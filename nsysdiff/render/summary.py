@@ -10,8 +10,8 @@ from rich.console import Console
 
 from nsysdiff import units as u
 from nsysdiff.fingerprint.model import Fingerprint, KernelStats, to_data
-from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render import steps_summary
+from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.names import Names, labels_of, mangled_of
 from nsysdiff.safe import neutral
 
