@@ -35,10 +35,12 @@ def fingerprint_trace(
     """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
     ``progress`` hears ``(side, table)`` before each table is read; ``by`` says what makes
     two launches the same kernel."""
-    scoped = options is not None and options.active
-    if scoped and by is not Grouping.name:
-        raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
     with open_trace(path) as r:
+        if options is not None and options.step_ranges and by is Grouping.name:
+            # A rule pack's step range: the trace's own --per, when it has the range.
+            options = scope.find_steps(r, options)
+        if options is not None and options.active and by is not Grouping.name:
+            raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)

@@ -143,6 +143,9 @@ class ScopeOptions:
     nvtx: str | None = None
     per: str | None = None
     phases: PhaseMap = ()  # (phase name, NVTX patterns), in file order
+    # Without --per: step ranges a rule pack names (`steps: range:`), tried in order; the
+    # first the trace has becomes its --per (find_steps).
+    step_ranges: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.window is not None:
@@ -165,6 +168,8 @@ class ScopeOptions:
         for name, patterns in self.phases:
             for p in patterns:
                 parse_pattern(p, f"phase {name!r}:")
+        for p in self.step_ranges:
+            parse_pattern(p, "steps: range:")
 
     @property
     def active(self) -> bool:
@@ -375,6 +380,19 @@ class _Scoper:
         )
 
 
+def find_steps(r: TraceReader, options: ScopeOptions) -> ScopeOptions:
+    """``options`` with the first of its step ranges that the trace has as ``--per``
+    (docs/steps.md); unchanged when ``--per`` is given or the trace has none of them."""
+    if options.per is not None or not options.step_ranges:
+        return options
+    present = {(fold_nvtx(k.sql_name), k.domain) for k in r.nvtx_keys()}
+    for text in options.step_ranges:
+        pattern = parse_pattern(text, "steps: range:")
+        if any(pattern.matches(n, d) for n, d in present):
+            return replace(options, per=text, step_ranges=())
+    return replace(options, step_ranges=())
+
+
 def fingerprint(r: TraceReader, options: ScopeOptions) -> Fingerprint:
     """The fingerprint of the part of an open trace that ``options`` selects."""
     return _Scoper(r, options).fingerprint()
@@ -426,6 +444,7 @@ def options(
     phases_file: str | Path | None = None,
     phases: Any = None,
     phases_source: str = "rules",
+    step_ranges: Sequence[str] = (),
 ) -> ScopeOptions:
     """:class:`ScopeOptions` from command-line values; ``phases_file`` wins over ``phases``
     (a ``phases:`` mapping found elsewhere, e.g. in the rule files)."""
@@ -434,4 +453,4 @@ def options(
         phase_map = load_phases(phases_file)
     elif phases:
         phase_map = parse_phases(dict(phases), phases_source)
-    return ScopeOptions(window, window_origin, skip_first, nvtx, per, phase_map)
+    return ScopeOptions(window, window_origin, skip_first, nvtx, per, phase_map, tuple(step_ranges))

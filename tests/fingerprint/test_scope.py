@@ -436,3 +436,24 @@ def test_per_step_kernel_time_of_real_decode_steps(base: str, cand: str, per_ste
     assert d.headline.base_per_step_ns is not None and d.headline.candidate_per_step_ns is not None
     got = (round(d.headline.base_per_step_ns), round(d.headline.candidate_per_step_ns))
     assert got == per_step
+
+
+def test_a_rule_packs_step_range_is_the_per_of_a_trace_that_has_it(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 10)
+    fp = api.load(path, scope.options(step_ranges=("no_such_range", "decode_step")))
+    assert fp.scope.per == "decode_step" and fp.steps is not None and len(fp.steps.steps) == 10
+    assert fp == api.load(path, ScopeOptions(per="decode_step"))
+    # Fallback: a trace without any of the ranges is read whole, without steps.
+    assert api.load(path, scope.options(step_ranges=("no_such_range",))) == api.load(path)
+    # An explicit --per wins.
+    fp = api.load(path, scope.options(per="sample", step_ranges=("decode_step",)))
+    assert fp.scope.per == "sample"
+
+
+def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
+    a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 20)
+    result = CliRunner().invoke(app, ["diff", str(a), str(b), "--rules", "tpot", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    overall = json.loads(result.stdout)["overall"]
+    assert (overall["per"], overall["base_steps"], overall["candidate_steps"]) == ("decode_step", 10, 20)
+    assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
