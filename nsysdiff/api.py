@@ -315,6 +315,18 @@ def compare(
     return rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
 
 
+def check(diff: Diff, rules: Sequence[str] = ("default",), *, strict: bool = False) -> Report:
+    """A diff judged by rule packs or rule files (as ``nsysdiff diff --rules``), today's waivers applied."""
+    from datetime import date
+
+    from nsysdiff import rules as rule_engine
+
+    ruleset = rule_engine.load_rules(list(rules))
+    findings, results = rule_engine.evaluate(diff, ruleset, today=date.today())
+    reasons, notes = comparability.assess(diff.base, diff.candidate)
+    return judge(diff, findings, results, strict=strict, reasons=reasons, notes=notes, packs=tuple(rules))
+
+
 def kernels_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel: ``Name``, ``Demangled Name``, ``Total Time (ns)``, ``Instances``..."""
     from nsysdiff.frames import fingerprint as frames
@@ -391,3 +403,10 @@ def run_values_frame(diff: Diff) -> pd.DataFrame:
     from nsysdiff.frames import runs as frames
 
     return frames.values(diff)
+
+
+def findings_frame(report: Report) -> pd.DataFrame:
+    """One row per finding of a judged diff: level, rule, subject, observed and limit values."""
+    from nsysdiff.frames import diff as frames
+
+    return frames.findings(report)

@@ -15,6 +15,7 @@ import pandas as pd
 from nsysdiff.compare.attribution import Part
 from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, Row, Side
 from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, ratio
+from nsysdiff.rules.report import Report
 
 TABLES = ("kernels", "families", "categories", "nvtx", "sync", "graphs")
 _FIRST = {"kernels": "Demangled Name", "families": "Family", "categories": "Category",
@@ -93,11 +94,32 @@ def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
     total change (``Diff.attribution.delta_ns``)."""
     parts: tuple[Part, ...] = getattr(d.attribution, by)
     first = {"kernels": "Demangled Name", "families": "Family", "categories": "Category", "phases": "Phase"}[by]
+    names: dict[str, tuple[str, Sequence[object]]] = {first: (TEXT, [p.key for p in parts])}
+    if by == "kernels":
+        short = {r.key: r.name for r in d.kernels}
+        names = {"Name": (TEXT, [short.get(p.key, p.key) for p in parts]), **names}
     return frame({
-        first: (TEXT, [p.key for p in parts]),
+        **names,
         "Delta (ns)": (NS, [ns(p.effects.total_ns) for p in parts]),
         "Count Effect (ns)": (NS, [ns(p.effects.count_ns) for p in parts]),
         "Per-call Effect (ns)": (NS, [ns(p.effects.per_call_ns) for p in parts]),
         "New (ns)": (NS, [ns(p.effects.new_ns) for p in parts]),
         "Removed (ns)": (NS, [ns(p.effects.removed_ns) for p in parts]),
+    })  # fmt: skip
+
+
+def findings(report: Report) -> pd.DataFrame:
+    """One row per finding, in the report's order (errors first), as ``--format csv``'s findings."""
+    fs = report.findings
+    failing = set(report.failed)
+    return frame({
+        "Level": (TEXT, [f.level.value for f in fs]),
+        "Rule": (TEXT, [f.rule_id for f in fs]),
+        "Kind": (TEXT, [f.kind for f in fs]),
+        "Subject": (TEXT, [f.subject for f in fs]),
+        "Observed": (TEXT, [f.observed for f in fs]),
+        "Limit": (TEXT, [f.limit for f in fs]),
+        "Evidence": (TEXT, [f.evidence for f in fs]),
+        "Waived": (FLAG, [f.waived for f in fs]),
+        "Fails": (FLAG, [f in failing for f in fs]),
     })  # fmt: skip
