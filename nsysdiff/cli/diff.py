@@ -187,6 +187,7 @@ def diff(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+        step_ranges=ruleset.steps if ruleset else (),
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
