@@ -298,7 +298,7 @@ def _undecided(
     if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
         return None
     what = "the base time per step" if o.metric in PARTS else "the base value"
-    return (f"within the assumed run-to-run noise of one run per side ({units.fmt_percent(o.assumed - 1.0)} of "
+    return (f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of "
             f"{what}); give several runs per side or a noise profile to decide")  # fmt: skip
 
 
