@@ -222,13 +222,19 @@ def _profile_noise(o: StepOptions) -> noise_limits.SubjectNoise | None:
     return noise_limits.subjects(per_run).get(o.subject)
 
 
+_CALL_WORDS = {
+    HostFamily.LAUNCH: "launch", HostFamily.SYNC: "sync", HostFamily.COPY_H2D: "H2D copy",
+    HostFamily.COPY_D2H: "D2H copy", HostFamily.COPY_D2D: "D2D copy", HostFamily.ALLOC: "alloc/free",
+}  # fmt: skip
+
+
 def _cause(o: StepOptions, bv: float, cv: float) -> str:
     """The cause as the first lines name it: what moved, in the rule's terms."""
     fmt = _fmt(o)
     if o.metric == "calls":
         assert o.family is not None
-        word = o.family.value.replace("_", " ")
-        return f"{cv - bv:+,.2f}".rstrip("0").rstrip(".") + f" {word} calls per step"
+        delta = f"{cv - bv:+,.2f}".rstrip("0").rstrip(".")
+        return f"{delta} {_CALL_WORDS[o.family]} call{'' if abs(cv - bv) == 1 else 's'} per step"
     if o.metric in PARTS:
         return f"{u.signed_ns(cv - bv)} {o.metric.replace('_', ' ')} per step"
     return f"{o.subject} {fmt(bv)} -> {fmt(cv)}"
