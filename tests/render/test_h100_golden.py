@@ -48,3 +48,16 @@ def test_h100_reports_match_golden(base: str, cand: str, pack: str, golden: Call
     report = _report(base, cand, pack)
     for fmt, ext in FORMATS.items():
         golden(f"h100/{base}-{cand}-{pack}.{ext}", render(report, fmt, width=120, details=True))
+
+
+@pytest.mark.parametrize(("base", "cand", "pack"), [c for c in CASES if c[2] in PER], ids=lambda c: str(c))
+def test_h100_steps_csv_matches_golden(base: str, cand: str, pack: str, golden: Callable[[str, str], None]) -> None:
+    """``-o DIR`` writes the Steps table as steps.csv beside the kernel table."""
+    from nsysdiff.render import csv_report
+
+    if not (H100 / f"{base}.sqlite").exists() or not (H100 / f"{cand}.sqlite").exists():
+        pytest.skip("h100 traces not found")
+    tables = csv_report.tables(_report(base, cand, pack))
+    header, rows = tables["steps"]
+    text = ",".join(header) + "\n" + "".join(",".join("" if c is None else str(c) for c in r) + "\n" for r in rows)
+    golden(f"h100/{base}-{cand}-{pack}.steps.csv", text)
