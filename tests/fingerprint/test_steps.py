@@ -112,3 +112,16 @@ def test_real_step_figures(name: str) -> None:
     assert round(int(durations.max()), -4) == top
     assert round(sum(s.kernel_ns for s in fp.steps.steps) / len(durations)) == kernel
     assert [s.calls_of(HostFamily.LAUNCH).calls for s in fp.steps.steps[:-1]] == [launches] * (len(durations) - 1)
+
+
+def test_fingerprint_command_saves_the_steps(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nsysdiff.cli import app, route
+
+    trace, out = two_steps(tmp_path / "t.sqlite"), tmp_path / "t.json"
+    result = CliRunner().invoke(app, route(["fingerprint", str(trace), "--per", "decode_step", "-o", str(out)]))
+    assert result.exit_code == 0, result.output
+    saved = api.load(out)
+    assert saved == api.load(trace, ScopeOptions(per="decode_step"))
+    assert saved.steps is not None and [s.period_ns for s in saved.steps.steps] == [120 * US, 80 * US]
