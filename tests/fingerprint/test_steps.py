@@ -125,3 +125,17 @@ def test_fingerprint_command_saves_the_steps(tmp_path: Path) -> None:
     saved = api.load(out)
     assert saved == api.load(trace, ScopeOptions(per="decode_step"))
     assert saved.steps is not None and [s.period_ns for s in saved.steps.steps] == [120 * US, 80 * US]
+
+
+def test_the_thread_with_the_most_instances_has_the_steps(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(2):  # a second thread's two ranges
+        b.nvtx_range("step", T + i * 100 * US, T + i * 100 * US + 50 * US, tid=2002)
+    for i in range(3):
+        b.launch("k", T + i * 100 * US + 10 * US, T + i * 100 * US + 20 * US, 5 * US, api_duration=1 * US)
+        b.nvtx_range("step", T + i * 100 * US + 10 * US, T + i * 100 * US + 40 * US)
+    fp = api.load(b.write(tmp_path / "m.sqlite"), ScopeOptions(per="step"))
+    assert fp.steps is not None and fp.scope.steps == 5  # every thread's instances count
+    assert [s.duration_ns for s in fp.steps.steps] == [30 * US] * 3
+    assert [s.kernel_ns for s in fp.steps.steps] == [5 * US] * 3
+    assert all(s.parts.compute_ns == 5 * US and s.parts.launch_bound_ns == 1 * US for s in fp.steps.steps)
