@@ -184,7 +184,9 @@ class StepReader(TraceConnection):
 
         The kernel and runtime rows were checked by the scope's own scans (coverage and
         launch selection read every row), so only the small tables are checked here."""
-        overlap = f'"end" > {lo} AND start < {hi}'
+        # Impossible rows (an end before the start) are left out of the sweep; the calls
+        # among them are diagnosed by the calls scan, the rest by the scope's own scans.
+        overlap = f'"end" > {lo} AND start < {hi} AND "end" >= start'
         out = []
         if self.schema.has(s.KERNEL, "start", "end"):
             name = next((c for c in ("shortName", "demangledName") if self.schema.has(s.KERNEL, c)), None)
@@ -287,6 +289,13 @@ class StepReader(TraceConnection):
                 f'f.fam, c."end" - c.start, 0, {corr}, c.globalTid, c."end" '
                 f"FROM {table} c JOIN temp.nsysdiff_step_fam f ON f.nid = c.nameId WHERE {where}"
             )
+            # The scope's scans checked the calls that launched something; a family call
+            # without a correlation id is checked here, named by the table's own diagnosis.
+            ((bad,),) = self.query(
+                "SELECT count(*) FROM temp.nsysdiff_step_calls WHERE typeof(dur) != 'integer' OR dur < 0"
+            )
+            if bad:
+                raise self.diagnose(RowRules(table, ids=("nameId", "globalTid")), where.replace("c.", ""))
         self.execute("CREATE INDEX temp.nsysdiff_step_calls_corr ON nsysdiff_step_calls (corr)")
         self._copy_directions(pid)
 

@@ -139,3 +139,21 @@ def test_the_thread_with_the_most_instances_has_the_steps(tmp_path: Path) -> Non
     assert [s.duration_ns for s in fp.steps.steps] == [30 * US] * 3
     assert [s.kernel_ns for s in fp.steps.steps] == [5 * US] * 3
     assert all(s.parts.compute_ns == 5 * US and s.parts.launch_bound_ns == 1 * US for s in fp.steps.steps)
+
+
+def test_an_impossible_call_in_a_step_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from nsysdiff.errors import TraceError
+
+    path = two_steps(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path)
+    # The cudaMalloc launched nothing (no correlation id for the scope's checks to see).
+    con.execute(
+        'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = NULL, "end" = start - 5 WHERE nameId = '
+        "(SELECT id FROM StringIds WHERE value = 'cudaMalloc_v3020')"
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(TraceError, match=r"CUPTI_ACTIVITY_KIND_RUNTIME: 1 row\(s\) ending before they start"):
+        api.load(path, ScopeOptions(per="decode_step"))
