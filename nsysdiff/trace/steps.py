@@ -21,6 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.collectives import collective_op
@@ -51,6 +54,7 @@ _DIRECTIONS_BUILTIN = {1: _H2D, 2: _D2H, 8: _D2D, 10: _D2D}  # before ENUM_CUDA_
 # in-range flag.
 _COMPUTE, _COMM, _COPIES, _LAUNCHING, _SYNCING, _HOST, _STEP, _IN = range(8)
 PARTS = 6  # compute, communication, copies, launch_bound, sync, host
+_CHUNK = 1 << 16  # events per fetch: a few MB of numpy whatever the trace size
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +123,7 @@ class StepReader(TraceConnection):
         self._steps_table(starts, ends, limits)
         lo, hi = starts[0], max(limits)
         families = self._family_ids()
-        self._sweep_events(pid, lo, hi, families)
-        parts = self._sweep(len(starts))
+        parts = self._sweep(len(starts), pid, lo, hi, families)
         calls_end = ends[-1]  # the last step's period is its duration
         self._calls_table(pid, lo, calls_end, families)
         kernel_ns = self._kernel_ns(len(starts), pid, who if pp else None)
@@ -176,83 +179,96 @@ class StepReader(TraceConnection):
         rows = self.query("SELECT id, value FROM StringIds WHERE (value LIKE 'nccl%' OR value LIKE 'void nccl%')")
         return _list(int(i) for i, v in rows if collective_op(str(v)) is not None)  # type: ignore[call-overload]
 
-    def _sweep_events(self, pid: int, lo: int, hi: int, families: dict[int, int]) -> None:
-        """Start/end events of every interval the split needs, clipped to [lo, hi]."""
-        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_ev")
-        self.execute("CREATE TEMP TABLE nsysdiff_step_ev (t INTEGER, k INTEGER, d INTEGER)")
-        overlap = f'"end" > {lo} AND start < {hi}'
-        sources: list[tuple[str, str]] = []  # (SELECT start, end, class ..., its table)
+    def _sources(self, pid: int, lo: int, hi: int, families: dict[int, int]) -> list[str]:
+        """SQL of (start, end, class) of every interval the split needs that overlaps [lo, hi].
+
+        The kernel and runtime rows were checked by the scope's own scans (coverage and
+        launch selection read every row), so only the small tables are checked here."""
+        # Impossible rows (an end before the start) are left out of the sweep; the calls
+        # among them are diagnosed by the calls scan, the rest by the scope's own scans.
+        overlap = f'"end" > {lo} AND start < {hi} AND "end" >= start'
+        out = []
         if self.schema.has(s.KERNEL, "start", "end"):
             name = next((c for c in ("shortName", "demangledName") if self.schema.has(s.KERNEL, c)), None)
-            cls = (
-                f"CASE WHEN {name} IN ({self._collective_ids()}) THEN {_COMM} ELSE {_COMPUTE} END"
-                if name
-                else str(_COMPUTE)
-            )
-            sources.append(
-                (
-                    f'SELECT start, "end", {cls} AS k FROM {s.KERNEL} WHERE {overlap}{self._and_pid(s.KERNEL, pid)}',
-                    s.KERNEL,
-                )
-            )
-        if self.schema.has(s.GRAPH_TRACE, "start", "end"):
-            sources.append(
-                (
-                    f'SELECT start, "end", {_COMPUTE} AS k FROM {s.GRAPH_TRACE} '
-                    f"WHERE {overlap}{self._and_pid(s.GRAPH_TRACE, pid)}",
-                    s.GRAPH_TRACE,
-                )
-            )
-        for table in (s.MEMCPY, s.MEMSET):
+            cls = str(_COMPUTE)
+            if name:
+                cls = f"CASE WHEN {name} IN ({self._collective_ids()}) THEN {_COMM} ELSE {_COMPUTE} END"
+            out.append(f'SELECT start, "end", {cls} AS k FROM {s.KERNEL} WHERE {overlap}{self._and_pid(s.KERNEL, pid)}')
+        for table, k in ((s.GRAPH_TRACE, _COMPUTE), (s.MEMCPY, _COPIES), (s.MEMSET, _COPIES)):
             if self.schema.has(table, "start", "end"):
-                sources.append(
-                    (
-                        f'SELECT start, "end", {_COPIES} AS k FROM {table} WHERE {overlap}{self._and_pid(table, pid)}',
-                        table,
-                    )
-                )
+                where = f"{overlap}{self._and_pid(table, pid)}"
+                self._check(table, where)
+                out.append(f'SELECT start, "end", {k} AS k FROM {table} WHERE {where}')
         waits = {i: f for i, f in families.items() if f in (_LAUNCH, _SYNC)}
-        for table in self._call_tables():
-            if not waits:
-                break
+        for table in self._call_tables() if waits else ():
             syncs = _list(i for i, f in waits.items() if f == _SYNC)
             cls = f"CASE WHEN nameId IN ({syncs}) THEN {_SYNCING} ELSE {_LAUNCHING} END"
-            sources.append((
+            out.append(
                 f'SELECT start, "end", {cls} AS k FROM {table} WHERE {overlap} AND nameId IN ({_list(waits)}) '
-                f"AND ((globalTid >> 24) & 16777215) = {pid}",
-                table,
-            ))  # fmt: skip
-        for sql, table in sources:
-            self._check(table, sql.split(" WHERE ", 1)[1])
-            self.execute(
-                f"INSERT INTO temp.nsysdiff_step_ev SELECT max(start, {lo}), k, 1 FROM ({sql}) "
-                f'UNION ALL SELECT min("end", {hi}), k, -1 FROM ({sql})'
+                f"AND ((globalTid >> 24) & 16777215) = {pid}"
             )
-        self.execute(
-            f"INSERT INTO temp.nsysdiff_step_ev SELECT start, {_STEP}, 1 FROM temp.nsysdiff_steps "
-            f"UNION ALL SELECT start, {_IN}, 1 FROM temp.nsysdiff_steps "
-            f"UNION ALL SELECT lim, {_IN}, -1 FROM temp.nsysdiff_steps"
-        )
+        return out
 
     def _and_pid(self, table: str, pid: int) -> str:
         col = self._pid_of(table, "globalPid")
         return f" AND {col} = {pid}" if col else ""
 
-    def _sweep(self, n: int) -> tuple[tuple[int, ...], ...]:
-        """Per step, the in-range time of each class (precedence in class order)."""
-        running = {k: f"sum(CASE WHEN k = {k} THEN d ELSE 0 END) OVER w" for k in range(8)}
-        cls = " ".join(f"WHEN {running[k]} > 0 THEN {k}" for k in (_COMPUTE, _COMM, _COPIES, _LAUNCHING, _SYNCING))
-        rows = self.query(
-            "SELECT step, cls, sum(len) FROM ("
-            f"SELECT lead(t) OVER w - t AS len, {running[_STEP]} - 1 AS step, {running[_IN]} AS inside, "
-            f"CASE {cls} ELSE {_HOST} END AS cls FROM temp.nsysdiff_step_ev WINDOW w AS (ORDER BY t)"
-            ") WHERE inside > 0 AND len > 0 GROUP BY step, cls"
-        )
-        parts = [[0] * PARTS for _ in range(n)]
-        for step, c, total in rows:
-            parts[int(step)][int(c)] += int(total)  # type: ignore[call-overload]
+    def _sweep(self, n: int, pid: int, lo: int, hi: int, families: dict[int, int]) -> tuple[tuple[int, ...], ...]:
+        """Per step, the in-range time of each class (precedence in class order).
+
+        Every interval becomes two events, packed into one integer, time first:
+        ``(t - lo) << 4 | class << 1 | is_start``. SQLite sorts them (in its bounded
+        buffers, spilling to its temporary file); numpy walks them a chunk at a time,
+        carrying the running count of each class from one chunk to the next. Between two
+        consecutive events the state is constant: the time up to the next event goes to
+        the step counter's step, in the class the counts give, when the in-range flag is up.
+        """
+        events = []
+        for sql in self._sources(pid, lo, hi, families):
+            events.append(f"SELECT ((max(start, {lo}) - {lo}) << 4) | (k << 1) | 1 AS v FROM ({sql})")
+            events.append(f'SELECT ((min("end", {hi}) - {lo}) << 4) | (k << 1) FROM ({sql})')
+        steps = "temp.nsysdiff_steps"
+        events.append(f"SELECT ((start - {lo}) << 4) | {_STEP << 1 | 1} AS v FROM {steps}")
+        events.append(f"SELECT ((start - {lo}) << 4) | {_IN << 1 | 1} FROM {steps}")
+        events.append(f"SELECT ((lim - {lo}) << 4) | {_IN << 1} FROM {steps}")
+        acc = np.zeros(n * PARTS, dtype=np.int64)
+        state = np.zeros(8, dtype=np.int64)
+        prev_t: int | None = None
+        last: int | None = None
+        # Sorted into a temporary table whose rowids follow the order, then read back in
+        # rowid ranges as text that numpy parses: no Python object per event.
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_step_ev")
+        self.execute(f"CREATE TEMP TABLE nsysdiff_step_ev AS SELECT v FROM ({' UNION ALL '.join(events)}) ORDER BY v")
+        ((count,),) = self.query("SELECT max(rowid) FROM temp.nsysdiff_step_ev")
+        for first in range(1, int(count or 0) + 1, _CHUNK):  # type: ignore[call-overload]
+            ((text,),) = self.query(
+                f"SELECT group_concat(v) FROM temp.nsysdiff_step_ev WHERE rowid >= {first} AND rowid < {first + _CHUNK}"
+            )
+            v = np.fromstring(str(text), dtype=np.int64, sep=",")
+            if np.any(v[1:] < v[:-1]) or (last is not None and v[0] < last):
+                raise RuntimeError("step events out of order")  # SQLite kept no order: a bug, exit 70
+            last = int(v[-1])
+            t = v >> 4
+            delta = np.zeros((len(v), 8), dtype=np.int64)
+            delta[np.arange(len(v)), (v >> 1) & 7] = (v & 1) * 2 - 1
+            after = state + np.cumsum(delta, axis=0)  # the state after each event
+            # Intervals [previous event, this event) carry the state after the previous.
+            begin = np.concatenate(([t[0] if prev_t is None else prev_t], t[:-1]))
+            held = np.vstack((state[None, :], after[:-1]))
+            self._add(acc, t - begin, held)
+            prev_t, state = int(t[-1]), after[-1].copy()
         self.execute("DROP TABLE temp.nsysdiff_step_ev")
-        return tuple(tuple(p) for p in parts)
+        return tuple(tuple(int(x) for x in acc[i * PARTS : (i + 1) * PARTS]) for i in range(n))
+
+    @staticmethod
+    def _add(acc: npt.NDArray[np.int64], length: npt.NDArray[np.int64], held: npt.NDArray[np.int64]) -> None:
+        keep = (held[:, _IN] > 0) & (length > 0)
+        if not keep.any():
+            return
+        busy = held[keep][:, :_HOST] > 0
+        # The first busy class in precedence order, else host.
+        cls = np.where(busy.any(axis=1), busy.argmax(axis=1), _HOST)
+        np.add.at(acc, (held[keep][:, _STEP] - 1) * PARTS + cls, length[keep])
 
     def _calls_table(self, pid: int, lo: int, hi: int, families: dict[int, int]) -> None:
         """The process's family calls issued in [lo, hi), each with its step."""
@@ -266,7 +282,6 @@ class StepReader(TraceConnection):
         )
         for table in self._call_tables():
             where = f"c.start >= {lo} AND c.start < {hi} AND ((c.globalTid >> 24) & 16777215) = {pid}"
-            self._check(table, where.replace("c.", ""), ("nameId", "globalTid"))
             corr = "c.correlationId" if self.schema.has(table, "correlationId") else "NULL"
             self.execute(
                 "INSERT INTO temp.nsysdiff_step_calls SELECT (SELECT x.i FROM temp.nsysdiff_steps x "
@@ -274,6 +289,13 @@ class StepReader(TraceConnection):
                 f'f.fam, c."end" - c.start, 0, {corr}, c.globalTid, c."end" '
                 f"FROM {table} c JOIN temp.nsysdiff_step_fam f ON f.nid = c.nameId WHERE {where}"
             )
+            # The scope's scans checked the calls that launched something; a family call
+            # without a correlation id is checked here, named by the table's own diagnosis.
+            ((bad,),) = self.query(
+                "SELECT count(*) FROM temp.nsysdiff_step_calls WHERE typeof(dur) != 'integer' OR dur < 0"
+            )
+            if bad:
+                raise self.diagnose(RowRules(table, ids=("nameId", "globalTid")), where.replace("c.", ""))
         self.execute("CREATE INDEX temp.nsysdiff_step_calls_corr ON nsysdiff_step_calls (corr)")
         self._copy_directions(pid)
 
@@ -329,24 +351,27 @@ class StepReader(TraceConnection):
 
     def _call_sums(self, n: int) -> tuple[tuple[tuple[tuple[str, int, int, int], ...], ...], tuple[FamilyTimes, ...]]:
         per_step: list[list[tuple[str, int, int, int]]] = [[] for _ in range(n)]
+        totals: dict[int, list[int]] = {}
         for step, fam, calls, total, nbytes in self.query(
             "SELECT step, fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls "
             "GROUP BY step, fam ORDER BY step, fam"
         ):
-            per_step[int(step)].append((FAMILIES[int(fam)], int(calls), int(total), int(nbytes)))  # type: ignore[call-overload]
-        # Nearest rank: the p-th percentile is the ceil(p * m / 100)-th smallest of m calls.
-        ranks = "m, (50 * m + 99) / 100, (90 * m + 99) / 100, (99 * m + 99) / 100"
-        at: dict[tuple[int, int], int] = {}
-        for fam, rn, dur in self.query(
-            "SELECT fam, rn, dur FROM (SELECT fam, dur, row_number() OVER (PARTITION BY fam ORDER BY dur) AS rn, "
-            f"count(*) OVER (PARTITION BY fam) AS m FROM temp.nsysdiff_step_calls) WHERE rn IN ({ranks})"
-        ):
-            at[(int(fam), int(rn))] = int(dur)  # type: ignore[call-overload]
+            row = (int(calls), int(total), int(nbytes))  # type: ignore[call-overload]
+            per_step[int(step)].append((FAMILIES[int(fam)], *row))  # type: ignore[call-overload]
+            t = totals.setdefault(int(fam), [0, 0, 0])  # type: ignore[call-overload]
+            for i, v in enumerate(row):
+                t[i] += v
+        # Nearest rank: the p-th percentile is the ceil(p * m / 100)-th smallest of m
+        # calls, read through an index on (family, duration): one sort, then a walk.
+        self.execute("CREATE INDEX temp.nsysdiff_step_calls_dur ON nsysdiff_step_calls (fam, dur)")
         times = []
-        for fam, calls, total, nbytes in self.query(
-            "SELECT fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls GROUP BY fam ORDER BY fam"
-        ):
-            f, m = int(fam), int(calls)  # type: ignore[call-overload]
-            p50, p90, p99 = (at[(f, (p * m + 99) // 100)] for p in (50, 90, 99))
-            times.append(FamilyTimes(FAMILIES[f], m, int(total), int(nbytes), p50, p90, p99, at[(f, m)]))  # type: ignore[call-overload]
+        for f, (m, total, nbytes) in sorted(totals.items()):
+            at = {}
+            for rank in {m, *((p * m + 99) // 100 for p in (50, 90, 99))}:
+                ((dur,),) = self.query(
+                    f"SELECT dur FROM temp.nsysdiff_step_calls WHERE fam = {f} ORDER BY dur LIMIT 1 OFFSET {rank - 1}"
+                )
+                at[rank] = int(dur)  # type: ignore[call-overload]
+            p50, p90, p99 = (at[(p * m + 99) // 100] for p in (50, 90, 99))
+            times.append(FamilyTimes(FAMILIES[f], m, total, nbytes, p50, p90, p99, at[m]))
         return tuple(tuple(p) for p in per_step), tuple(times)

@@ -112,3 +112,48 @@ def test_real_step_figures(name: str) -> None:
     assert round(int(durations.max()), -4) == top
     assert round(sum(s.kernel_ns for s in fp.steps.steps) / len(durations)) == kernel
     assert [s.calls_of(HostFamily.LAUNCH).calls for s in fp.steps.steps[:-1]] == [launches] * (len(durations) - 1)
+
+
+def test_fingerprint_command_saves_the_steps(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nsysdiff.cli import app, route
+
+    trace, out = two_steps(tmp_path / "t.sqlite"), tmp_path / "t.json"
+    result = CliRunner().invoke(app, route(["fingerprint", str(trace), "--per", "decode_step", "-o", str(out)]))
+    assert result.exit_code == 0, result.output
+    saved = api.load(out)
+    assert saved == api.load(trace, ScopeOptions(per="decode_step"))
+    assert saved.steps is not None and [s.period_ns for s in saved.steps.steps] == [120 * US, 80 * US]
+
+
+def test_the_thread_with_the_most_instances_has_the_steps(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(2):  # a second thread's two ranges
+        b.nvtx_range("step", T + i * 100 * US, T + i * 100 * US + 50 * US, tid=2002)
+    for i in range(3):
+        b.launch("k", T + i * 100 * US + 10 * US, T + i * 100 * US + 20 * US, 5 * US, api_duration=1 * US)
+        b.nvtx_range("step", T + i * 100 * US + 10 * US, T + i * 100 * US + 40 * US)
+    fp = api.load(b.write(tmp_path / "m.sqlite"), ScopeOptions(per="step"))
+    assert fp.steps is not None and fp.scope.steps == 5  # every thread's instances count
+    assert [s.duration_ns for s in fp.steps.steps] == [30 * US] * 3
+    assert [s.kernel_ns for s in fp.steps.steps] == [5 * US] * 3
+    assert all(s.parts.compute_ns == 5 * US and s.parts.launch_bound_ns == 1 * US for s in fp.steps.steps)
+
+
+def test_an_impossible_call_in_a_step_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from nsysdiff.errors import TraceError
+
+    path = two_steps(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path)
+    # The cudaMalloc launched nothing (no correlation id for the scope's checks to see).
+    con.execute(
+        'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = NULL, "end" = start - 5 WHERE nameId = '
+        "(SELECT id FROM StringIds WHERE value = 'cudaMalloc_v3020')"
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(TraceError, match=r"CUPTI_ACTIVITY_KIND_RUNTIME: 1 row\(s\) ending before they start"):
+        api.load(path, ScopeOptions(per="decode_step"))

@@ -42,3 +42,11 @@ def test_h100_steps_summary(golden: Callable[[str, str], None]) -> None:
     golden("steps/llm_bs1.json", json.dumps(doc["steps"], indent=1) + "\n")
     assert round(doc["steps"]["duration"]["p50_ns"], -4) == 27_880_000
     assert doc["steps"]["duration"]["max_ns"] == 33_783_781
+
+
+def test_the_docs_example_is_the_golden_census() -> None:
+    """docs/steps.md shows the census of llm_bs1; every line of its example is the golden's."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "steps.md").read_text(encoding="utf-8")
+    example = doc.split("`nsysdiff summary T --per decode_step` (text;", 1)[1].split("```\n", 2)[1]
+    golden = (Path(__file__).parent / "golden" / "steps" / "llm_bs1.txt").read_text(encoding="utf-8")
+    assert example.strip() and example in golden
