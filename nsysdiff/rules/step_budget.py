@@ -262,6 +262,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     if interval is not None:
         r, low, high = (units.fmt_ratio(x) for x in interval)
         evidence += f"; over runs {r} [{low}, {high}]"
+    if o.noise is not None and not o.counted:
+        noise_limits.check_fits(o.noise, diff.base)  # another build's noise would mislead
     judged = _profile_noise(o) if not o.counted else None
     if judged is not None and judged.width is not None:
         evidence += "; " + noise_limits.evidence(judged)
@@ -309,8 +311,10 @@ def _undecided(
     if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
         return None
     what = "the base time per step" if o.metric in PARTS else "the base value"
+    remedy = ("the noise profile has no steps to measure it: make one from runs with steps"
+              if o.noise is not None else "give several runs per side or a noise profile to decide")
     return (f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of "
-            f"{what}); give several runs per side or a noise profile to decide")  # fmt: skip
+            f"{what}); {remedy}")  # fmt: skip
 
 
 KIND = Kind(
