@@ -111,6 +111,14 @@ def test_gap_between_steps_is_never_a_silent_pass(bs1: Path, planted: dict[str, 
     assert "between steps" in first(out) and "kernels unchanged" in first(out), out
 
 
+def test_a_smaller_gap_within_a_repeats_noise_is_inconclusive_not_a_pass(bs1: Path, tmp_path: Path) -> None:
+    # +30% per step: inside what two runs of one build differ by (1.23x on llm_bs16), so
+    # one run per side can't tell it; the verdict says so instead of passing.
+    code, out = tpot(bs1, ps.gap(bs1, tmp_path / "gap30.sqlite", [int(0.3 * STEP_NS)]))
+    assert code == 3, out
+    assert "inconclusive: rule 'step-time'" in first(out) and "between steps" in out, out
+
+
 def test_gap_between_steps_fails_with_three_runs(bs1: Path, tmp_path: Path) -> None:
     base = jittered(bs1, tmp_path, 0, 3, seed=1)
     cand = jittered(bs1, tmp_path, STEP_NS, 3, seed=2)
