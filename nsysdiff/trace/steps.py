@@ -225,8 +225,12 @@ class StepReader(TraceConnection):
         """
         events = []
         for sql in self._sources(pid, lo, hi, families):
-            events.append(f"SELECT ((max(start, {lo}) - {lo}) << 4) | (k << 1) | 1 AS v FROM ({sql})")
-            events.append(f'SELECT ((min("end", {hi}) - {lo}) << 4) | (k << 1) FROM ({sql})')
+            # One scan per source, two events per row (CROSS JOIN keeps the source outermost).
+            events.append(
+                f"SELECT CASE e WHEN 1 THEN ((max(start, {lo}) - {lo}) << 4) | (k << 1) | 1 "
+                f'ELSE ((min("end", {hi}) - {lo}) << 4) | (k << 1) END AS v '
+                f"FROM ({sql}) CROSS JOIN (SELECT 1 AS e UNION ALL SELECT 0)"
+            )
         steps = "temp.nsysdiff_steps"
         events.append(f"SELECT ((start - {lo}) << 4) | {_STEP << 1 | 1} AS v FROM {steps}")
         events.append(f"SELECT ((start - {lo}) << 4) | {_IN << 1 | 1} FROM {steps}")
