@@ -3,6 +3,7 @@ the report on stdout and in any ``--output`` files, the verdict as the exit code
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from datetime import date
@@ -191,12 +192,20 @@ def diff(
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
-        b_runs, c_runs = sides.read_both(
-            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
-                                  keep_export=keep_export, notify=notify),
-            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
-                                  keep_export=keep_export, notify=notify),
-        )  # fmt: skip
+
+        def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
+            return sides.read_both(
+                lambda: api.load_runs(base_paths, o, progress=report_progress, side="base", by=by,
+                                      keep_export=keep_export, notify=notify),
+                lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
+                                      keep_export=keep_export, notify=notify),
+            )  # fmt: skip
+
+        b_runs, c_runs = read(opts)
+        if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
+            # The pack's step range on one side only (or beside a fingerprint saved without
+            # it): both sides are read whole, the documented fallback (docs/steps.md).
+            b_runs, c_runs = read(dataclasses.replace(opts, step_ranges=()))
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)

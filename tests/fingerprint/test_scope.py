@@ -457,3 +457,13 @@ def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
     overall = json.loads(result.stdout)["overall"]
     assert (overall["per"], overall["base_steps"], overall["candidate_steps"]) == ("decode_step", 10, 20)
     assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
+
+
+def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) -> None:
+    a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 10)
+    saved = tmp_path / "a.json"
+    saved.write_text(fingerprint_to_json(api.load(a)), encoding="utf-8")  # saved without --per
+    result = CliRunner().invoke(app, ["diff", str(saved), str(b), "--rules", "tpot", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
