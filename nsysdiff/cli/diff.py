@@ -188,7 +188,7 @@ def diff(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
-        step_ranges=ruleset.steps if ruleset else (),
+        step_ranges=_step_ranges(ruleset),
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
@@ -269,6 +269,16 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _step_ranges(ruleset: Any) -> tuple[str, ...]:
+    """The rule files' step range, unless their noise profile was made without steps: its
+    runs would not be read alike with sides read per step (docs/steps.md)."""
+    if ruleset is None or not ruleset.steps:
+        return ()
+    if ruleset.noise is not None and any(fp.scope.per is None for fp in ruleset.noise.runs.runs):
+        return ()
+    return tuple(ruleset.steps)
 
 
 def _with_noise(ruleset: Any, profile: Path | None) -> Any:

@@ -467,3 +467,14 @@ def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
+
+
+def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> None:
+    runs = [serving(tmp_path / f"r{i}.sqlite", 10, slow=1.0 + i / 100) for i in range(3)]
+    profile = tmp_path / "noise.json"
+    made = CliRunner().invoke(app, ["noise", *map(str, runs), "-o", str(profile)])
+    assert made.exit_code == 0, made.output
+    args = ["diff", str(runs[0]), str(runs[1]), "--rules", "tpot", "--noise-profile", str(profile), "--format", "json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    assert json.loads(result.stdout)["overall"]["per"] is None
