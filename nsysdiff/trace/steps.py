@@ -84,7 +84,6 @@ class StepRows:
     # Per step: (family, calls, total ns, bytes) for each family with calls, in family order.
     calls: tuple[tuple[tuple[str, int, int, int], ...], ...]
     times: tuple[FamilyTimes, ...]
-    threads: int  # threads (or processes, for start/end ranges) that had instances
 
 
 def _list(values: object) -> str:
@@ -128,7 +127,7 @@ class StepReader(TraceConnection):
         self._calls_table(pid, lo, calls_end, families)
         kernel_ns = self._kernel_ns(len(starts), pid, who if pp else None)
         per_step, times = self._call_sums(len(starts))
-        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times, len(owners))
+        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times)
 
     # -- tables -------------------------------------------------------------------------
 

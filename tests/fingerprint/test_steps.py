@@ -179,3 +179,15 @@ def test_shared_traces_parts_add_up(name: str) -> None:
     for st in fp.steps.steps:
         assert sum(st.parts.of(p) for p in StepPart) == st.period_ns
     assert fingerprint_from_json(fingerprint_to_json(fp), name) == fp
+
+
+def test_a_whole_graph_launch_is_compute(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.graph_launch(T + 10 * US, 30 * US, cpu_start=T + 5 * US)  # launch-bound 5-8, compute 10-40
+    b.nvtx_range("step", T, T + 50 * US)
+    fp = api.load(b.write(tmp_path / "g.sqlite"), ScopeOptions(per="step"))
+    assert fp.steps is not None
+    (only,) = fp.steps.steps
+    assert only.parts == StepParts(30 * US, 0, 0, 3 * US, 0, 17 * US, 0)
+    assert only.kernel_ns == 30 * US
+    assert only.calls == (HostCalls(HostFamily.LAUNCH, 1, 3 * US),)
