@@ -393,6 +393,11 @@ def find_steps(r: TraceReader, options: ScopeOptions) -> ScopeOptions:
     return replace(options, step_ranges=())
 
 
+def same_steps(fps: Sequence[Fingerprint]) -> bool:
+    """Whether every fingerprint was read per the same step range (or none was)."""
+    return len({fp.scope.per for fp in fps}) <= 1
+
+
 def fingerprint(r: TraceReader, options: ScopeOptions) -> Fingerprint:
     """The fingerprint of the part of an open trace that ``options`` selects."""
     return _Scoper(r, options).fingerprint()

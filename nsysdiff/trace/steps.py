@@ -84,7 +84,6 @@ class StepRows:
     # Per step: (family, calls, total ns, bytes) for each family with calls, in family order.
     calls: tuple[tuple[tuple[str, int, int, int], ...], ...]
     times: tuple[FamilyTimes, ...]
-    threads: int  # threads (or processes, for start/end ranges) that had instances
 
 
 def _list(values: object) -> str:
@@ -128,7 +127,7 @@ class StepReader(TraceConnection):
         self._calls_table(pid, lo, calls_end, families)
         kernel_ns = self._kernel_ns(len(starts), pid, who if pp else None)
         per_step, times = self._call_sums(len(starts))
-        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times, len(owners))
+        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times)
 
     # -- tables -------------------------------------------------------------------------
 
@@ -225,8 +224,12 @@ class StepReader(TraceConnection):
         """
         events = []
         for sql in self._sources(pid, lo, hi, families):
-            events.append(f"SELECT ((max(start, {lo}) - {lo}) << 4) | (k << 1) | 1 AS v FROM ({sql})")
-            events.append(f'SELECT ((min("end", {hi}) - {lo}) << 4) | (k << 1) FROM ({sql})')
+            # One scan per source, two events per row (CROSS JOIN keeps the source outermost).
+            events.append(
+                f"SELECT CASE e WHEN 1 THEN ((max(start, {lo}) - {lo}) << 4) | (k << 1) | 1 "
+                f'ELSE ((min("end", {hi}) - {lo}) << 4) | (k << 1) END AS v '
+                f"FROM ({sql}) CROSS JOIN (SELECT 1 AS e UNION ALL SELECT 0)"
+            )
         steps = "temp.nsysdiff_steps"
         events.append(f"SELECT ((start - {lo}) << 4) | {_STEP << 1 | 1} AS v FROM {steps}")
         events.append(f"SELECT ((start - {lo}) << 4) | {_IN << 1 | 1} FROM {steps}")

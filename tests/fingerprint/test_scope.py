@@ -457,3 +457,24 @@ def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
     overall = json.loads(result.stdout)["overall"]
     assert (overall["per"], overall["base_steps"], overall["candidate_steps"]) == ("decode_step", 10, 20)
     assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
+
+
+def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) -> None:
+    a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 10)
+    saved = tmp_path / "a.json"
+    saved.write_text(fingerprint_to_json(api.load(a)), encoding="utf-8")  # saved without --per
+    result = CliRunner().invoke(app, ["diff", str(saved), str(b), "--rules", "tpot", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
+
+
+def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> None:
+    runs = [serving(tmp_path / f"r{i}.sqlite", 10, slow=1.0 + i / 100) for i in range(3)]
+    profile = tmp_path / "noise.json"
+    made = CliRunner().invoke(app, ["noise", *map(str, runs), "-o", str(profile)])
+    assert made.exit_code == 0, made.output
+    args = ["diff", str(runs[0]), str(runs[1]), "--rules", "tpot", "--noise-profile", str(profile), "--format", "json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    assert json.loads(result.stdout)["overall"]["per"] is None

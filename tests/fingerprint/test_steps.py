@@ -157,3 +157,37 @@ def test_an_impossible_call_in_a_step_is_one_line(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(TraceError, match=r"CUPTI_ACTIVITY_KIND_RUNTIME: 1 row\(s\) ending before they start"):
         api.load(path, ScopeOptions(per="decode_step"))
+
+
+# The shared third-party traces, each with its most frequent NVTX range as the step: push/pop
+# and start/end ranges, one process and several, steps with and without GPU work.
+SHARED = {
+    "ecf_nvtxonly_baseline": "3D_backbone",
+    "ecf_nvtxonly_poolformer": "myelinTensorGetMemory",
+    "fuser_h100_report1": "ExpressionEvaluator::evaluate",
+    "fuser_h200_2025": "getTerminatingOutputs",
+    "nsysai_mfu_h100x2_before": "ncclRecv",
+    "nsysai_perf_h100x2_sp2_fa3": "aten::add",
+    "pipit_saxpy_mpi_a100": "MPI_Send",
+}
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_traces_parts_add_up(name: str) -> None:
+    fp = api.load(real_trace(name), ScopeOptions(per=SHARED[name]))
+    assert fp.steps is not None and 0 < len(fp.steps.steps) <= (fp.scope.steps or 0)
+    for st in fp.steps.steps:
+        assert sum(st.parts.of(p) for p in StepPart) == st.period_ns
+    assert fingerprint_from_json(fingerprint_to_json(fp), name) == fp
+
+
+def test_a_whole_graph_launch_is_compute(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.graph_launch(T + 10 * US, 30 * US, cpu_start=T + 5 * US)  # launch-bound 5-8, compute 10-40
+    b.nvtx_range("step", T, T + 50 * US)
+    fp = api.load(b.write(tmp_path / "g.sqlite"), ScopeOptions(per="step"))
+    assert fp.steps is not None
+    (only,) = fp.steps.steps
+    assert only.parts == StepParts(30 * US, 0, 0, 3 * US, 0, 17 * US, 0)
+    assert only.kernel_ns == 30 * US
+    assert only.calls == (HostCalls(HostFamily.LAUNCH, 1, 3 * US),)
