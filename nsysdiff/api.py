@@ -232,15 +232,16 @@ def judge(
 ) -> Report:
     """The outcome and exit code of a diff and its findings.
 
-    Without a meaningful overall scale the statistics judge nothing, so the outcome is
-    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    Without a meaningful overall scale the findings judged against it decide nothing, so
+    the outcome is inconclusive, unless a finding that needs no scale (a budget, a
+    structure check) already fails.
     """
     no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
-        if any(not f.statistical for f in provisional.failed):
+        if any(not f.scaled for f in provisional.failed):
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)

@@ -65,8 +65,8 @@ def test_strict_keeps_failing_on_warnings(tmp_path: Path) -> None:
     assert run(b, c, "--rules", str(rules), "--strict")[0] == 1
 
 
-def test_no_common_families_is_inconclusive_unless_a_structure_rule_fails(tmp_path: Path) -> None:
-    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 90 * MS)})
+def test_no_common_families_fails_on_a_scale_free_rule_only(tmp_path: Path) -> None:
+    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_200_000)})
     code, out = run(b, c)
     assert code == 3 and "no meaningful overall scale" in out
     rules = tmp_path / "r.yaml"
@@ -93,7 +93,28 @@ def test_one_small_kernel_faster_on_another_gpu_passes() -> None:
     assert code == 0 and "FAIL" not in out
 
 
-def test_traces_with_nothing_in_common_are_inconclusive() -> None:
+def test_traces_with_nothing_in_common_are_judged_on_their_budgets_only() -> None:
+    # No kernel in common: no outlier can be judged, but kernel time grew 25.84x, which
+    # the total-time budget judges without a scale.
     code, out = run(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")))
-    assert code == 3 and "no meaningful overall scale" in out
+    assert code == 1 and "note: no meaningful overall scale" in out
+    assert "ERROR          total-time · whole trace" in out
     assert "scaled ~1.00x" not in out
+
+
+def test_a_failed_budget_fails_without_a_scale(tmp_path: Path) -> None:
+    # Two offload builds with no kernel in common: 696 ms -> 2.543 s. No scale can be
+    # measured, but a total-time budget needs none: the verdict is FAIL, not inconclusive.
+    b, c = saved_pair(tmp_path, {"__omp_offloading_a_l10": (40, 696 * MS)}, {"__omp_offloading_b_l12": (40, 2543 * MS)})
+    code, out = run(b, c)
+    assert code == 1, out
+    assert "ERROR          total-time · whole trace" in out
+    assert "note: no meaningful overall scale" in out
+
+
+def test_without_a_scale_only_scale_free_findings_decide(tmp_path: Path) -> None:
+    # No kernel in common, the total within budget: the statistics judge nothing, so the
+    # outcome stays inconclusive.
+    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_500_000)})
+    code, out = run(b, c)
+    assert code == 3 and "no meaningful overall scale" in out

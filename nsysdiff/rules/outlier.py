@@ -231,6 +231,7 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         observed_value=dev,
         limit_value=gate.deviation if dev > 1 else 1 / gate.deviation,
         unit="ratio",
+        scaled=True,
     )
 
 
