@@ -166,6 +166,10 @@ class VariantDrift:
 WEIGHT_CAP = 0.20
 # Below this share of either side's kernel time in families on both sides, no scale.
 MIN_COMMON = 0.5
+# Above this ratio between the weighted quartiles of the family ratios (half the weight
+# spread over more than an order of magnitude), the families changed in unrelated ways:
+# their median is no reference to judge a key against.
+MAX_SPREAD = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +185,20 @@ class Scale:
     candidate_share: float
 
     @property
-    def meaningful(self) -> bool:
-        """Enough of both sides' time in common families for a scale to mean something."""
+    def covered(self) -> bool:
+        """Enough of both sides' time in common families for a scale to be measured."""
         return self.families > 0 and min(self.base_share, self.candidate_share) >= MIN_COMMON
+
+    @property
+    def scattered(self) -> bool:
+        """The family ratios spread too wide (``MAX_SPREAD`` between the quartiles) for
+        their median to be a reference."""
+        return self.families > 0 and self.high > MAX_SPREAD * self.low
+
+    @property
+    def meaningful(self) -> bool:
+        """A scale that means something: covered and not scattered."""
+        return self.covered and not self.scattered
 
     def times(self, k: float) -> Scale:
         """The same scale with every ratio multiplied by ``k`` (per-step normalisation)."""

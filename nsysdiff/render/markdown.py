@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
 from nsysdiff.compare.attribution import Contributor, Effects
-from nsysdiff.compare.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.compare.diff import MAX_SPREAD, MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
 from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
@@ -119,8 +119,13 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
             f"over {plural(i.families, one, many)} on both sides: "
             f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
         )
-    if not i.meaningful:
+    if not i.covered:
         return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    if i.scattered:
+        return (
+            f"none meaningful: {i.factor:.2f}x, but half the weight between {i.low:.2f}x and "
+            f"{i.high:.2f}x (a spread over {MAX_SPREAD:g}x)"
+        ), over
     return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
 
 
