@@ -108,6 +108,9 @@ class Row:
     # With several runs per side: the interval of ``deviation`` over the runs (the point
     # is the runs' geometric mean, see nsysdiff.compare.rundiff); None with one run per side.
     deviation_ci: tuple[float, float] | None = None
+    # The change of a kernel that ran in calls of another size (nsysdiff.compare.attribution):
+    # then its count and per-call effects are 0, and this is its whole change.
+    resized_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,10 +413,11 @@ def _rows(
         if bs and cs:
             # The same split as the attribution's: integer parts when the times are.
             e = attribution.Change(key, "", "", "", b_calls, b_ns, c_calls, c_ns).effects
-            count_effect, per_call = e.count_ns, e.per_call_ns
+            count_effect, per_call, resized = e.count_ns, e.per_call_ns, e.resized_ns
         else:
             # Removed: every call went (a count effect); new: all of it is per-call time.
             count_effect, per_call = (-float(b_ns), 0.0) if bs else (0.0, float(c_ns))
+            resized = 0.0
         z = dev = None
         outlier = False
         if score and ratio:
@@ -455,6 +459,7 @@ def _rows(
                 is_outlier=outlier,
                 verdict=verdict,
                 distribution=Distribution(stats.DISTRIBUTION_METHOD, *dist) if dist else None,
+                resized_ns=resized,
             )
         )
     return tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.key)))

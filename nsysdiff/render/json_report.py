@@ -54,6 +54,7 @@ def _stats(r: Row) -> dict[str, Any]:
         "p50_ratio": r.p50_ratio,
         "count_effect_ns": r.count_effect_ns,
         "per_call_effect_ns": r.per_call_effect_ns,
+        "resized_effect_ns": r.resized_ns,
         "verdict": r.verdict.value,
         "outlier_score": r.outlier_score,
         "deviation": r.deviation,
@@ -209,6 +210,7 @@ def _effects(e: Effects) -> dict[str, Any]:
         "per_call_ns": e.per_call_ns,
         "new_ns": e.new_ns,
         "removed_ns": e.removed_ns,
+        "resized_ns": e.resized_ns,
     }
 
 
@@ -230,6 +232,7 @@ def attribution_data(d: Diff) -> dict[str, Any]:
                 "delta_ns": c.delta_ns,
                 "replaces": c.replaces,
                 "replaces_ns": c.replaces_ns,
+                "calls": list(c.calls) if c.calls is not None else None,
             }
             for c in a.top
         ],

@@ -137,6 +137,20 @@ def scale_line(diff: Diff) -> str:
 _KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
 
 
+def effect_cells(r: Row) -> tuple[str, str]:
+    """A row's count and per-call effects as two cells; a resized kernel's change in the
+    second, after the word ``resized`` (nsysdiff.compare.attribution)."""
+    if r.resized_ns:
+        return "resized", u.signed_ns(r.resized_ns)
+    return u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns)
+
+
+def resized_phrase(base_calls: float, candidate_calls: float) -> str:
+    """``1 call → 10,000 smaller calls``: the same work in calls of another size."""
+    size = "smaller" if candidate_calls > base_calls else "larger"
+    return f"{plural_calls(base_calls)} → {count(candidate_calls)} {size} calls"
+
+
 def contributor_text(
     c: Contributor, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
 ) -> str:
@@ -154,6 +168,8 @@ def contributor_text(
         )
     if c.kind in ("new", "removed"):
         return f"{c.kind} {name(this)} {u.signed_ns(c.delta_ns)}"
+    if c.kind == "resized" and c.calls is not None:
+        return f"{name(this)} {u.signed_ns(c.delta_ns)} ({resized_phrase(*c.calls)})"
     word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
     if c.kind == "count" and c.delta_ns < 0:
         word = "fewer calls"
@@ -169,9 +185,11 @@ def no_outlier_line(diff: Diff) -> str:
 
 
 def effects_text(e: Effects) -> str:
-    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``, with ``resized``
+    after per-call when some kernel ran in calls of another size."""
+    resized = f"resized {u.signed_ns(e.resized_ns)} · " if e.resized_ns else ""
     return (
-        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · "
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · {resized}"
         f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
     )
 
@@ -397,7 +415,7 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
                 f"**{u.ratio(r.ratio)}**",
                 per_call_pair(r),
                 calls_pair(r),
-                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                " / ".join(effect_cells(r)),
                 _vs_scale(diff, r),
                 "-" if r.outlier_score is None else f"{r.outlier_score:.1f}",
                 "-" if dist is None else f"{dist.prob_slower:.2f} / {dist.ks_distance:.2f}",
@@ -573,7 +591,7 @@ def _top_changes(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[
                 u.signed_ns(r.delta_ns),
                 u.ratio(r.ratio),
                 calls_pair(r),
-                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                " / ".join(effect_cells(r)),
                 ("**outlier**" if r.is_outlier else r.verdict.value),
             ]
         )
@@ -608,7 +626,7 @@ def _named_rows(rows: Sequence[Row]) -> list[str]:
         b, c = side_ns(r)
         out.append(
             [code(r.key), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), calls_pair(r),
-             f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+             " / ".join(effect_cells(r)),
              "**outlier**" if r.is_outlier else r.verdict.value]
         )  # fmt: skip
     header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect",

@@ -172,7 +172,9 @@ def test_a_scale_with_an_enormous_spread_is_no_reference() -> None:
     # of z 0.75 against it: the scale is absent, as with too little time in common.
     ratios = [0.3, 0.32, 0.5, 1.0, 3.0, 25.0, 26.0, 40.0, 42.0, 60.0]
     base = {f"conv{i}_kernel": (100, 10 * MS) for i in range(len(ratios))} | {"odd_kernel": (10, 1 * MS)}
-    cand = {f"conv{i}_kernel": (100, round(10 * MS * r)) for i, r in enumerate(ratios)} | {"odd_kernel": (10, 3477 * MS)}
+    cand = {f"conv{i}_kernel": (100, round(10 * MS * r)) for i, r in enumerate(ratios)} | {
+        "odd_kernel": (10, 3477 * MS)
+    }
     d = compare(fingerprint(base), fingerprint(cand))
     info = d.headline.scale_info
     assert info.scattered and not info.meaningful
