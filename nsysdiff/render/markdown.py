@@ -288,7 +288,24 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     elif report.diff.outlier_families:
         fam = report.diff.outlier_families[0]
         parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
+    else:
+        top_change = top_change_phrase(report.diff)
+        if top_change is not None:
+            parts.append(top_change)
     return parts
+
+
+def top_change_phrase(diff: Diff) -> str | None:
+    """``top change new X +20.68 ms replaces Y -1.60 ms (97% of +19.69 ms)``: what the
+    verdict line names when no key stands out against the scale. None when nothing changed
+    or the largest contributor went against the change (it is no cause of it)."""
+    a = diff.attribution
+    if not a.top or not a.delta_ns or a.top[0].delta_ns * a.delta_ns <= 0:
+        return None
+    share = f"{a.top[0].delta_ns / a.delta_ns:.0%} of {u.signed_ns(a.delta_ns)}"
+    text = contributor_text(a.top[0])
+    # "X -143.01 us (faster calls)" takes the share inside its parentheses.
+    return f"top change {text[:-1]}; {share})" if text.endswith(")") else f"top change {text} ({share})"
 
 
 def verdict_line(report: Report, name: Callable[[Row], str] = _short_name) -> str:
