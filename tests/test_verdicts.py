@@ -125,13 +125,16 @@ def test_with_no_outlier_the_verdict_line_names_the_top_contributor(tmp_path: Pa
     # of a 1.60 ms bf16 one. No kernel on both sides scaled abnormally: the verdict line
     # names the cause and its share of the change, not only "total-time 1.17x".
     rest = {f"op{i}_kernel": (160, 12 * MS) for i in range(10)}
-    fp32 = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"
+    fp32 = (
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+        "alignc4_execute_kernel__5x_cublas"
+    )
     b, c = saved_pair(
         tmp_path,
         rest | {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT": (32, 1_600_000)},
         {k: (n, t + 61_000) for k, (n, t) in rest.items()} | {fp32: (32, 20_680_000)},
     )
-    code, out = run(b, c)
+    _, out = run(b, c)
     first = out.split("\n\n")[0].replace("\n  ", " ")
     assert "top outlier" not in first
     assert "top change new sm80_xmma_gemm_f32f32" in first and "(97% of +19.69 ms)" in first, first
