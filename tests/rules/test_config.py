@@ -126,11 +126,9 @@ ERRORS = {
     ),
     "unknown category": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    category: attn\n    max_ratio: 2x\n",
-        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: nccl, "
-        "gemm.nvjet, "
-        "gemm.cublas, gemm.cutlass, attention, torch.compile, normalization, sampling, reduction, "
-        "memory, "
-        "elementwise, other)",
+        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: torch.compile, "
+        "nccl, attention, fft, convolution, gemm.nvjet, gemm.cutlass, gemm.cublas, gemm.other, "
+        "normalization, sampling, reduction, memory, elementwise, other)",
     ),
     "YAML syntax error": (
         "version: 1\nrules:\n  - id: t\n    kind: [budget\n",
