@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff.compare import attribution, stats
+from nsysdiff.compare import attribution, collective, stats
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
@@ -74,6 +74,14 @@ class Side:
     p50_ns: float | None = None
     p90_ns: float | None = None
     share: float = 0.0  # of that side's total kernel time
+    # A collective's time without waiting for other ranks (nsysdiff.compare.collective);
+    # None for keys without collective kernels. Outliers are judged on it.
+    transfer_ns: float | None = None
+
+    @property
+    def waiting_ns(self) -> float:
+        """A collective's time above its transfer part: waiting for the other ranks."""
+        return 0.0 if self.transfer_ns is None else self.total_ns - self.transfer_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +338,13 @@ def _div(value: int, n: int | None) -> float:
 def _per_step(items: list[_Item], n: int | None) -> list[_Item]:
     if n is None:
         return items
-    return [dataclasses.replace(i, calls=i.calls / n, total_ns=i.total_ns / n) for i in items]
+    return [
+        dataclasses.replace(
+            i, calls=i.calls / n, total_ns=i.total_ns / n,
+            transfer_ns=None if i.transfer_ns is None else i.transfer_ns / n,
+        )
+        for i in items
+    ]  # fmt: skip
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -371,6 +385,7 @@ class _Item:
     family: str | None = None
     category: str | None = None
     kernel: KernelStats | None = None
+    transfer_ns: float | None = None
 
 
 def _side(item: _Item | None, total: float) -> Side | None:
@@ -384,6 +399,7 @@ def _side(item: _Item | None, total: float) -> Side | None:
         item.p50_ns,
         item.p90_ns,
         item.total_ns / total if total else 0.0,
+        item.transfer_ns,
     )
 
 
@@ -410,6 +426,9 @@ def _rows(
         b_mean = bs.mean_ns if bs else 0.0
         c_mean = cs.mean_ns if cs else 0.0
         ratio = _ratio(b_ns, c_ns) if bs and cs else None
+        judged = ratio
+        if bs and cs and bs.transfer_ns is not None and cs.transfer_ns is not None:
+            judged = _ratio(bs.transfer_ns, cs.transfer_ns)  # a collective: its transfer part
         if bs and cs:
             # The same split as the attribution's: integer parts when the times are.
             e = attribution.Change(key, "", "", "", b_calls, b_ns, c_calls, c_ns).effects
@@ -420,10 +439,10 @@ def _rows(
             resized = 0.0
         z = dev = None
         outlier = False
-        if score and ratio:
-            lr = math.log(ratio) if ratio > 0 else -math.inf
+        if score and judged:
+            lr = math.log(judged) if judged > 0 else -math.inf
             z = 0.6745 * (lr - math.log(scale)) / spread if math.isfinite(lr) else None
-            dev = ratio / scale
+            dev = judged / scale
             share = max(bs.share if bs else 0.0, cs.share if cs else 0.0)
             outlier = (
                 z is not None
@@ -467,15 +486,17 @@ def _rows(
 
 def _kernel_items(fp: Fingerprint) -> list[_Item]:
     return [
-        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k)
+        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k,
+              collective.transfer_ns(k))
         for k in fp.kernels
     ]
 
 
-def _group_items(groups: Iterable[GroupStats], kind: str) -> list[_Item]:
+def _group_items(groups: Iterable[GroupStats], kind: str, kernels: Sequence[KernelStats]) -> list[_Item]:
+    transfer = collective.group_transfer(kernels, kind)
     return [
         _Item(g.name, g.name, g.calls, g.total_ns, family=g.name if kind == "family" else None,
-              category=g.name if kind == "category" else None)
+              category=g.name if kind == "category" else None, transfer_ns=transfer.get(g.name))
         for g in groups
     ]  # fmt: skip
 
@@ -695,13 +716,13 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     fam = _rows(
-        _per_step(_group_items(group_by(base.kernels, "family"), "family"), bn),
-        _per_step(_group_items(group_by(cand.kernels, "family"), "family"), cn),
+        _per_step(_group_items(group_by(base.kernels, "family"), "family", base.kernels), bn),
+        _per_step(_group_items(group_by(cand.kernels, "family"), "family", cand.kernels), cn),
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     cats = _rows(
-        _per_step(_group_items(group_by(base.kernels, "category"), "category"), bn),
-        _per_step(_group_items(group_by(cand.kernels, "category"), "category"), cn),
+        _per_step(_group_items(group_by(base.kernels, "category"), "category", base.kernels), bn),
+        _per_step(_group_items(group_by(cand.kernels, "category"), "category", cand.kernels), cn),
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     b_names = {k.demangled for k in base.kernels}

@@ -205,6 +205,11 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         )
         + f"share {units.fmt_percent(share)}{extra}"
     )
+    if row.base.transfer_ns is not None and row.candidate.transfer_ns is not None:
+        evidence += (
+            f"; a collective, judged on its transfer part (calls x median call) "
+            f"{units.fmt_time(row.base.transfer_ns)} -> {units.fmt_time(row.candidate.transfer_ns)}"
+        )
     if gate.runs and row.deviation_ci is not None:
         # The interval the gate judged: the reader sees why the runs agree.
         low, high = row.deviation_ci

@@ -35,8 +35,8 @@ ERRORS = {
     ),
     "unknown kind": (
         "version: 1\nrules:\n  - id: t\n    kind: budgte\n",
-        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, danger-zone, "
-        "invariance, outlier, structure)",
+        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, collective-wait, "
+        "danger-zone, invariance, outlier, structure)",
     ),
     "duplicate id": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n  - id: t\n    kind: outlier\n",
@@ -297,7 +297,8 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
     )
     rs = load_rules([str(path), "default"])  # default again: already loaded, no re-override
     assert rs.sources == (str(path), "default")
-    assert [r.id for r in rs.rules] == ["total-time", "category-time", "outlier", "improvement", "mine"]
+    ids = ["total-time", "category-time", "outlier", "improvement", "collective-wait", "mine"]
+    assert [r.id for r in rs.rules] == ids
     total = rs.rule("total-time")
     assert total is not None and total.source == str(path) and total.level.value == "warning"
     assert dict(rs.phases) == {"decode": ("^decode", "step")}
