@@ -138,3 +138,12 @@ def test_with_no_outlier_the_verdict_line_names_the_top_contributor(tmp_path: Pa
     first = out.split("\n\n")[0].replace("\n  ", " ")
     assert "top outlier" not in first
     assert "top change new sm80_xmma_gemm_f32f32" in first and "(97% of +19.69 ms)" in first, first
+
+
+def test_nccl_growth_that_is_waiting_says_so_on_the_first_screen() -> None:
+    # The job got faster (0.91x); SendRecv +8.34 ms is mostly waiting for the other rank.
+    b, c = real_trace("nsysai_mfu_h100x2_before"), real_trace("nsysai_mfu_h100x2_after")
+    r = CliRunner().invoke(app, route([str(b), str(c), "--width", "120"]))
+    assert r.exit_code == 0, r.stdout
+    assert "ncclDevKernel_SendRecv +8.34 ms (slower calls, +7.52 ms of it waiting for other ranks)" in r.stdout
+    assert "outlier" not in r.stdout.split("\n")[0]

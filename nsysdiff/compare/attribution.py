@@ -71,6 +71,7 @@ class Change:
     base_ns: float
     candidate_calls: float
     candidate_ns: float
+    waiting_ns: float = 0.0  # a collective's change of waiting for other ranks (compare.collective)
 
     @property
     def resized(self) -> bool:
@@ -133,6 +134,7 @@ class Contributor:
     replaces_ns: float | None = None  # its base time
     replaces_key: str | None = None  # its key (demangled name), to label it unambiguously
     calls: tuple[float, float] | None = None  # base and candidate calls, for a resized kernel
+    waiting_ns: float = 0.0  # of a collective's change, the waiting for other ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +220,7 @@ def _contributors(changes: Sequence[Change], replacements: Sequence[Replacement]
             items.append(Contributor("resized", c.name, c.key, e.resized_ns, calls=(c.base_calls, c.candidate_calls)))
         elif e.total_ns:
             kind = "per-call" if abs(e.per_call_ns) >= abs(e.count_ns) else "count"
-            items.append(Contributor(kind, c.name, c.key, e.total_ns))
+            items.append(Contributor(kind, c.name, c.key, e.total_ns, waiting_ns=c.waiting_ns))
     items.sort(key=lambda i: (-abs(i.delta_ns), i.key))
     return tuple(items[:TOP])
 

@@ -672,6 +672,7 @@ def _attribute(
             r.key, r.name, r.family or "", r.category or "",
             r.base.calls if r.base else 0, r.base.total_ns if r.base else 0,
             r.candidate.calls if r.candidate else 0, r.candidate.total_ns if r.candidate else 0,
+            r.candidate.waiting_ns - r.base.waiting_ns if r.base and r.candidate else 0.0,
         )
         for r in kernels
     ]  # fmt: skip

@@ -173,6 +173,9 @@ def contributor_text(
     word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
     if c.kind == "count" and c.delta_ns < 0:
         word = "fewer calls"
+    if c.waiting_ns * c.delta_ns > 0 and abs(c.waiting_ns) >= abs(c.delta_ns) / 2:
+        # A collective that grew (or shrank) mostly by waiting for other ranks.
+        word += f", {u.signed_ns(c.waiting_ns)} of it waiting for other ranks"
     return f"{name(this)} {u.signed_ns(c.delta_ns)} ({word})"
 
 
