@@ -38,6 +38,8 @@ def _side(s: Side | None) -> dict[str, Any] | None:
         "p50_ns": s.p50_ns,
         "p90_ns": s.p90_ns,
         "share": s.share,
+        # Only rows of collective kernels have a transfer part (nsysdiff.compare.collective).
+        **({"transfer_ns": s.transfer_ns, "waiting_ns": s.waiting_ns} if s.transfer_ns is not None else {}),
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import date
 
 from conftest import real_trace
@@ -11,6 +12,7 @@ from fpspec import fingerprint, kernel, skewed_quantiles
 from nsysdiff import api
 from nsysdiff.compare.diff import compare
 from nsysdiff.fingerprint.model import KernelStats
+from nsysdiff.render import json_report
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.report import Level, Outcome
 
@@ -58,3 +60,13 @@ def test_nccl_waiting_on_a_faster_job_passes_the_default_pack_with_a_warning() -
     assert wait.observed == "waiting +7.52 ms of +8.34 ms (90.14%)"
     assert "transfer (calls x median call) 11.10 ms -> 11.92 ms (1.07x)" in wait.evidence
     assert "collective time per rank #0 17.17 ms, #1 8.23 ms -> #0 9.99 ms, #1 23.75 ms" in wait.evidence
+
+
+def test_the_json_report_carries_the_transfer_part_of_collectives_only() -> None:
+    base = fingerprint([*REST, _collective(24 * MS, 180_000)])
+    d = compare(base, fingerprint([*REST, _collective(40 * MS, 190_000)]))
+    doc = json.loads(json_report.render(api.judge(d, [], [])))
+    rows = {k["name"]: k for k in doc["kernels"]}
+    assert rows["ncclDevKernel_SendRecv"]["base"]["transfer_ns"] == 10_800_000
+    assert rows["ncclDevKernel_SendRecv"]["candidate"]["waiting_ns"] == 28_600_000
+    assert "transfer_ns" not in rows["op0_kernel"]["base"]
