@@ -57,6 +57,7 @@ def rows(d: Diff, table: str = "kernels") -> pd.DataFrame:
         "Avg Ratio": (RATIO, [ratio(r.mean_ratio) for r in rs]),
         "Count Effect (ns)": (NS, [ns(r.count_effect_ns) for r in rs]),
         "Per-call Effect (ns)": (NS, [ns(r.per_call_effect_ns) for r in rs]),
+        "Resized Effect (ns)": (NS, [ns(r.resized_ns) for r in rs]),
         "Verdict": (TEXT, ["outlier" if r.is_outlier else r.verdict.value for r in rs]),
         "Outlier": (FLAG, [r.is_outlier for r in rs]),
         "Outlier Score": (RATIO, [ratio(r.outlier_score) for r in rs]),
