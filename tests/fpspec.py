@@ -52,6 +52,15 @@ def kernel(
     )
 
 
+def skewed_quantiles(median_ns: float, mean_ns: float) -> tuple[float, ...]:
+    """A per-call sketch with this median and (about) this mean: calls near the median up
+    to p50, then a tail that carries the rest (a collective whose late calls waited)."""
+    low = [median_ns * (0.9 + 0.2 * q / 100) for q in QUANTILE_GRID if q <= 50]
+    tail = [q for q in QUANTILE_GRID if q > 50]
+    top = median_ns + 4 * max(mean_ns - median_ns, 0.0)
+    return (*low, *(median_ns + (top - median_ns) * (q - 50) / 50 for q in tail))
+
+
 def fingerprint(
     kernels: Mapping[str, tuple[int, int]] | Iterable[KernelStats],
     *,

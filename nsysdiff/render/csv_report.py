@@ -45,7 +45,7 @@ def _ns(x: float | None) -> Cell:
 
 _SIDE_COLS = ("Total Time (ns)", "Instances", "Avg (ns)")
 _CHANGE_COLS = ("Delta (ns)", "Ratio", "Calls Ratio", "Avg Ratio", "Count Effect (ns)",
-                "Per-call Effect (ns)", "Verdict")  # fmt: skip
+                "Per-call Effect (ns)", "Resized Effect (ns)", "Verdict")  # fmt: skip
 
 
 def _sides(r: Row) -> list[Cell]:
@@ -58,7 +58,7 @@ def _sides(r: Row) -> list[Cell]:
 def _change(r: Row) -> list[Cell]:
     return [
         _ns(r.delta_ns), _num(r.ratio), _num(r.calls_ratio), _num(r.mean_ratio),
-        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns),
+        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns), _ns(r.resized_ns),
         "outlier" if r.is_outlier else r.verdict.value,
     ]  # fmt: skip
 

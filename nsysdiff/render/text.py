@@ -159,11 +159,13 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
             else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, "
             f"KS {r.distribution.ks_distance:.2f}"
         )
-        effects = (
-            f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
-            f"{u.signed_ns(r.per_call_effect_ns)} · {u.ratio(r.deviation)} vs the overall scale · "
-            f"score {score}"
+        split = (
+            f"resized {u.signed_ns(r.resized_ns)} ({m.resized_phrase(r.base.calls, r.candidate.calls)})"
+            if r.resized_ns and r.base and r.candidate
+            else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
+            f"{u.signed_ns(r.per_call_effect_ns)}"
         )
+        effects = f"{split} · {u.ratio(r.deviation)} vs the overall scale · score {score}"
         # On the first screen the call distributions run on after the score; --details
         # gives them a line of their own.
         if dist is not None and not details:
@@ -384,7 +386,7 @@ def _kernel_rows(rows: Sequence[Row], label: Label) -> list[list[str]]:
         b, c = m.side_ns(r)
         out.append(
             [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), m.calls_pair(r),
-             u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns), _verdict_cell(r)]
+             *m.effect_cells(r), _verdict_cell(r)]
         )  # fmt: skip
     return out
 
