@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nsysdiff.cli.root import CONTEXT, Command, app, handled
+from nsysdiff.cli.root import CONTEXT, Command, app, handled, stderr
 from nsysdiff.render import layout
 
 rules_app = typer.Typer(
@@ -63,3 +63,6 @@ def rules_validate(
     ruleset = rule_engine.load_rules(files)
     rules, waivers = len(ruleset.rules), len(ruleset.waivers)
     print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")
+    if not rules:
+        stderr(f"{', '.join(files)}: no rule: a diff judged by these rules alone judges nothing and exits 3 "
+               "(inconclusive), never 0", "warning")

@@ -26,7 +26,7 @@ from nsysdiff.render import runs
 from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
-from nsysdiff.rules.report import Finding, Level, Outcome, Report, undecided_reason
+from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, undecided_reason
 from nsysdiff.safe import neutral
 
 NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
@@ -191,7 +191,7 @@ def kernel_time_phrase(diff: Diff) -> str:
         return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
         return (
-            f"kernel time per {h.per} step {u.ns(h.base_per_step_ns)} → "
+            f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → "
             f"{u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
         )
     return (
@@ -242,15 +242,26 @@ def too_small(report: Report) -> bool:
     return bool(told) and set(report.reasons) <= told
 
 
-def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) -> list[str]:
+def verdict_details(
+    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
+) -> list[str]:
     """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
-    time and the top outlier. ``name`` formats the outlier's row (its kernel name)."""
+    time and the top outlier. ``name`` formats the outlier's row (its kernel name);
+    ``reasons_below``: the report lists the inconclusive reasons under the line, so the
+    line only counts them (each reason is printed once)."""
     parts = []
     if report.outcome is Outcome.UNJUDGED:
         parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
-        what = "too small to tell: " if too_small(report) else "can't compare: "
-        parts.append(what + "; ".join(report.reasons))
+        if any(r.startswith(NO_RULES) for r in report.reasons):
+            what = "nothing judged"
+        else:
+            what = "too small to tell" if too_small(report) else "can't compare"
+        if reasons_below:
+            n = len(report.reasons)
+            parts.append(f"{what} ({'the reason' if n == 1 else f'{n} reasons'} below)")
+        else:
+            parts.append(f"{what}: " + "; ".join(report.reasons))
     else:
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
@@ -268,10 +279,12 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     return parts
 
 
-def verdict_line(report: Report, name: Callable[[Row], str] = _short_name) -> str:
+def verdict_line(
+    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
+) -> str:
     """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
     head = f"{status_word(report)} (exit {int(report.exit_code)})"
-    return " · ".join([head, *verdict_details(report, name)])
+    return " · ".join([head, *verdict_details(report, name, reasons_below)])
 
 
 def finding_text(f: Finding) -> str:

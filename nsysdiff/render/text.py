@@ -489,7 +489,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     def label(r: Row) -> str:
         return named.get(r.key, r.name)
 
-    wrap(console, f"nsysdiff: {m.verdict_line(report, label)}", width, hang="  ", bold=True)
+    wrap(console, f"nsysdiff: {m.verdict_line(report, label, reasons_below=True)}", width, hang="  ", bold=True)
     for reason in report.reasons:
         wrap(console, f"  inconclusive: {reason}", width, hang="    ")
     for note in report.notes:

@@ -132,7 +132,13 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
     report = _outcomes(make_report)[outcome]
     line = markdown.verdict_line(report)
     assert line.startswith(start)
-    assert text.render(report, width=200).startswith("nsysdiff: " + start)
+    shown = text.render(report, width=200)
+    if report.reasons:
+        # The text report lists each reason once, under a line that counts them.
+        assert shown.startswith("nsysdiff: INCONCLUSIVE (exit 3) · can't compare (the reason below) · ")
+        assert shown.count(report.reasons[0]) == 1
+    else:
+        assert shown.startswith("nsysdiff: " + start)
     first = markdown.render(report).splitlines()[0]
     assert first.startswith(
         f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · "
