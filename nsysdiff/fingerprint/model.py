@@ -301,7 +301,7 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
 
     doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        other = _OTHER_DOCUMENTS.get(doc.get("format")) if isinstance(doc, dict) else None
+        other = _OTHER_DOCUMENTS.get(str(doc.get("format"))) if isinstance(doc, dict) else None
         hint = f"; it is {other}" if other else ""
         raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}"){hint}')
     if doc.get("version") != FORMAT_VERSION:
