@@ -84,7 +84,10 @@ def handled(fn: F) -> F:
 
 def _version(value: bool) -> None:
     if value:
-        print(f"nsysdiff {__version__}")
+        from nsysdiff.fingerprint.model import FORMAT_VERSION
+
+        # The fingerprint format is what a saved baseline depends on (CHANGELOG.md).
+        print(f"nsysdiff {__version__} (fingerprint format {FORMAT_VERSION})")
         raise typer.Exit(0)
 
 
