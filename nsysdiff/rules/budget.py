@@ -523,7 +523,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
         evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
         if o.per is not None and normalised:
-            evidence += f"; per {o.per} step ({bs} -> {cs} steps)"
+            evidence += f"; per {o.per} ({bs} -> {cs} steps)"
         elif o.per is not None:
             evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
         if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):

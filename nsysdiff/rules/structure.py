@@ -99,7 +99,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             unit=unit,
         )
 
-    per_step = f" per {diff.headline.per} step" if diff.headline.per else ""
+    per_step = f" per {diff.headline.per}" if diff.headline.per else ""
     rows = [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
     if "kernel-set" in o.checks:
         for r in rows:
