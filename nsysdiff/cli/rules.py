@@ -46,7 +46,8 @@ def rules_explain(
     """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
-    sys.stdout.write(layout.fit(catalog.explain(name), layout.columns(None, sys.stdout)))
+    width = layout.columns(None, sys.stdout)
+    sys.stdout.write(layout.fit(catalog.explain(name, width), width))
 
 
 @rules_app.command("validate", cls=Command)

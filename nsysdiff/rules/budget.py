@@ -557,8 +557,9 @@ KIND = Kind(
     doc="""\
 Selects part of the trace with exactly one selector (kernel, family, category, memcpy,
 memset, nvtx, sync, or whole: trace), measures one metric on both sides, and fails when
-a limit is exceeded. Name selectors are Python regexes, searched (not anchored) and
-case-sensitive: write `(?i)` for case-insensitive, `^...$` to anchor.
+a limit is exceeded. Name selectors are regexes in RE2 syntax (matched in linear time: no
+lookaround, no backreferences), searched (not anchored) and case-sensitive: write `(?i)`
+for case-insensitive, `^...$` to anchor.
 
 By default the matched items are summed and judged as one subject (`category:attention`);
 with `each: true` every matched item is judged on its own and the subject is its name.

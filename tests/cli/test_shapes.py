@@ -166,7 +166,7 @@ def test_a_scoped_diff_shows_scope_and_coverage_first(
     assert "kernel time per decode_step 2.75 ms → 2.74 ms" in " ".join(out.split())
     assert "decode_step step" not in out
     compiled = real_trace("h100/llm_bs16_compile")
-    details = run_main(monkeypatch, capsys, a, compiled, "--nvtx", "decode_step", "--per", "decode_step", "--rules", "tpot",
-                       "--details")[1]
+    scoped = ("--nvtx", "decode_step", "--per", "decode_step")
+    details = run_main(monkeypatch, capsys, a, compiled, *scoped, "--rules", "tpot", "--details")[1]
     assert "per decode_step (32 -> 32 steps)" in " ".join(details.split())
     assert "decode_step step" not in " ".join(details.split())
