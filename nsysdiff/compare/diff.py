@@ -31,11 +31,11 @@ import dataclasses
 import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from nsysdiff.compare import attribution, stats
+from nsysdiff.compare import attribution, labels, stats
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
@@ -239,6 +239,8 @@ class Diff:
     # Several runs on a side: the statistics across runs (the figures above are the
     # median runs'); None with one run per side.
     runs: RunsDiff | None = None
+    # Kernel key -> its one label in every output (nsysdiff.compare.labels).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def intervals(self) -> bool:
@@ -273,9 +275,9 @@ class Diff:
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
     def kernel_label(self, row: Row) -> str:
-        """The short name when no other kernel shares it, else the demangled name."""
-        same = sum(1 for r in self.kernels if r.name == row.name)
-        return row.name if same == 1 else row.key
+        """A kernel as every output names it: its short name, with the words that tell it
+        from the kernels sharing it (the same label in tables, subjects and annotations)."""
+        return self.labels.get(row.key) or labels.short_labels((r.key, r.name) for r in self.kernels)[row.key]
 
     @property
     def base_meta(self) -> TraceMeta:
@@ -731,6 +733,7 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         settings=settings,
         headline=headline,
         kernels=kernels,
+        labels=labels.short_labels((r.key, r.name) for r in kernels),
         families=fam,
         categories=cats,
         memcpy=_copies(base.memcpy, cand.memcpy, settings.noise, per),

@@ -246,14 +246,26 @@ def _findings(
     _title(console, title, width)
     for f in findings:
         mark = m.finding_mark(f).upper() if f in failing else m.finding_mark(f)
-        wrap(console, f"  {mark:<14} {f.rule_id} · {f.subject}", width, hang=HANG,
-              bold=f in failing)  # fmt: skip
+        _subject(console, f"  {mark:<14} {f.rule_id} · ", f.subject, width, bold=f in failing)
         wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
               indent=HANG)  # fmt: skip
         if f.evidence and evidence:
             wrap(console, f.evidence, width, indent=HANG)
         if f.waived:
             wrap(console, f"waived: {f.waiver_reason or 'no reason given'}", width, indent=HANG)
+
+
+def _subject(console: Console, head: str, subject: str, width: int, bold: bool) -> None:
+    """A finding's head and its subject, the subject never broken (it pastes into a
+    waiver as it is): after the head when it fits, else on a line of its own under the
+    finding's text, else from the margin; one longer than a line runs past it."""
+    style = "bold" if bold else ""
+    if len(head) + len(subject) <= width:
+        console.print(Text(head + subject, style=style))
+        return
+    wrap(console, head.rstrip(), width, hang=HANG, bold=bold)
+    indent = HANG if len(HANG) + len(subject) <= width else "  "
+    console.print(Text(indent + subject, style=style), soft_wrap=True)
 
 
 def _verdict_cell(r: Row) -> str:
