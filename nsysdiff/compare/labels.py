@@ -99,7 +99,9 @@ def template_arguments(key: str, name: str) -> list[str] | None:
     at = key.find(name + "<")
     if at < 0:
         return None
-    depth, args, current = 0, [], []
+    depth = 0
+    args: list[str] = []
+    current: list[str] = []
     for ch in key[at + len(name) :]:
         if ch in "<([":
             depth += 1

@@ -6,7 +6,7 @@ import io
 import math
 
 from nsysdiff import units as u
-from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, fmt_width, width
+from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, PartialKey, fmt_width, width
 from nsysdiff.fingerprint.runset import KeyKind
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.names import labels_of
@@ -58,7 +58,7 @@ def _labels(p: NoiseProfile) -> dict[str, str]:
     return labels_of({(k.demangled, k.name) for fp in p.runs.runs for k in fp.kernels})
 
 
-def _key(k: KeyNoise, named: dict[str, str]) -> str:
+def _key(k: KeyNoise | PartialKey, named: dict[str, str]) -> str:
     return named.get(k.key, k.key) if k.kind is KeyKind.KERNEL else k.key
 
 

@@ -294,7 +294,6 @@ def _phases(console: Console, d: Diff, width: int) -> None:
     rows = []
     for p in d.phases:
         b, c = m.compared_ns(p.diff)
-        top = p.diff.outliers
         rows.append(
             [
                 p.name,
@@ -303,12 +302,19 @@ def _phases(console: Console, d: Diff, width: int) -> None:
                 u.ns(c),
                 u.ratio(p.diff.headline.ratio),
                 f"{p.diff.headline.scale:.2f}x",
-                f"{len(top)}" + (f" (top {top[0].name} {u.ratio(top[0].ratio)})" if top else ""),
+                f"{len(p.diff.outliers):,}",
             ]
         )
     header = ("phase", "ranges", "base", "candidate", "ratio", "scale", "outliers")
     console.print()
+    # Numbers only, as every table: the phase name wraps, and each phase's top outlier
+    # (a name of any length) gets a line of its own below.
     console.print(grid("Phases", header, rows, width, optional=(1, 5)))
+    for p in d.phases:
+        top = p.diff.outliers
+        if top:
+            label = p.diff.kernel_label(top[0])
+            wrap(console, f"  {p.name}: top outlier {label} {u.ratio(top[0].ratio)}", width, hang="    ")
 
 
 def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
@@ -329,7 +335,8 @@ def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     ]
     header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
     console.print()
-    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 2, 6)))
+    # The ratios give way before the bytes: "same bytes, more time" is the finding.
+    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 6, 1)))
 
 
 def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, named: dict[str, str]) -> None:
