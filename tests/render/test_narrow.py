@@ -4,6 +4,7 @@ and a kernel has one label in the text, the rule subjects, GitHub annotations an
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def _joined_pieces(table: str) -> list[tuple[str, str]]:
     """(end of a name line, start of its continuation) in the first column of a table."""
     lines = table.splitlines()
     out = []
-    for above, below in zip(lines[2:], lines[3:], strict=False):  # after the header and its rule
+    for above, below in itertools.pairwise(lines[2:]):  # after the header and its rule
         if below and not below.startswith(" ") and "  " not in below.strip() and "  " in above:
             out.append((above.split("  ")[0], below.strip()))
     return out
