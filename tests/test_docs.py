@@ -110,3 +110,14 @@ def test_documented_waivers_do_not_expire_soon() -> None:
     for doc in documents():
         for day in EXPIRES.findall(doc.read_text(encoding="utf-8")):
             assert datetime.date.fromisoformat(day) >= soon, f"{doc.relative_to(ROOT)}: expires: {day}"
+
+
+def test_json_md_lists_every_document() -> None:
+    from nsysdiff.fingerprint import model, noise, runset
+    from nsysdiff.render import json_report, ranks, summary
+
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    formats = [json_report.FORMAT, summary.SUMMARY_FORMAT, ranks.JOB_FORMAT, model.FORMAT,
+               runset.RUN_SET_FORMAT, noise.PROFILE_FORMAT]  # fmt: skip
+    assert all(f"| `{f}` |" in text for f in formats)
+    assert f"writes {['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(formats)]} kinds of JSON document" in text
