@@ -528,24 +528,26 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
         if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
-        message = rule.message or f"{o.metric} of {subject} is over budget"
+        # A kernel judged on its own is named as every output names it (its label).
+        shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
+        message = rule.message or f"{o.metric} of {shown} is over budget"
         subject_noise = noise.get(o.metric, {}).get(subject)
         if subject_noise is not None and subject_noise.width is not None:
             evidence += "; " + noise_limits.evidence(subject_noise)
         for lim in _limits(o, b, c, bv, cv, diff, subject_noise):
             found = Finding(
-                level=rule.level, rule_id=rule.id, kind="budget", subject=subject, observed=lim.observed,
+                level=rule.level, rule_id=rule.id, kind="budget", subject=shown, observed=lim.observed,
                 limit=lim.limit, evidence=evidence, message=message, observed_value=lim.observed_value,
                 limit_value=lim.limit_value, unit=lim.unit,
             )  # fmt: skip
             judged = noise.get(lim.metric, {}).get(subject)
             if lim.in_widths and lim.allowed is None and not lim.breached:
                 # No width to count in: this limit can't judge the subject.
-                reason = noise_limits.unmeasured(judged, lim.metric, subject)
+                reason = noise_limits.unmeasured(judged, lim.metric, shown)
                 yield dataclasses.replace(found, message=reason, inconclusive=True)
             elif noise_limits.too_small(lim.allowed, lim.change, judged):
                 assert lim.allowed is not None and judged is not None
-                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, subject)
+                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, shown)
                 yield dataclasses.replace(found, message=reason, inconclusive=True)
             elif lim.breached:
                 yield found

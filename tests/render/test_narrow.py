@@ -93,3 +93,17 @@ def test_a_subject_is_never_broken(monkeypatch: pytest.MonkeyPatch, capsys: pyte
     subject = "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_*_cga1x1x1_kernel0"
     assert f"  {subject}\n" in out
     assert "gemm-selection · nvjet_sm90_tst_*_bz\n" in out
+
+
+def test_a_budget_on_each_kernel_names_it_by_its_label(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:  # fmt: skip
+    rules = tmp_path / "each.yaml"
+    rules.write_text(
+        "version: 1\nrules:\n  - id: each-add\n    kind: budget\n    kernel: CUDAFunctor_add\n    each: true\n"
+        "    metric: total_time\n    max_ratio: 1.01x\n",
+        encoding="utf-8",
+    )
+    a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
+    out = run_main(monkeypatch, capsys, a, b, "--rules", rules, "--details", "--width", "200")
+    assert "each-add · elementwise_kernel ⟨CUDAFunctor_add⟩\n" in out
+    assert "each-add · void " not in out
