@@ -95,8 +95,9 @@ def test_a_subject_is_never_broken(monkeypatch: pytest.MonkeyPatch, capsys: pyte
     assert "gemm-selection · nvjet_sm90_tst_*_bz\n" in out
 
 
-def test_a_budget_on_each_kernel_names_it_by_its_label(monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:  # fmt: skip
+def test_a_budget_on_each_kernel_names_it_by_its_label(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     rules = tmp_path / "each.yaml"
     rules.write_text(
         "version: 1\nrules:\n  - id: each-add\n    kind: budget\n    kernel: CUDAFunctor_add\n    each: true\n"
