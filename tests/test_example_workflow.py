@@ -236,3 +236,10 @@ def test_a_pull_request_is_diffed_against_the_baseline(
     assert sorted(p.name for p in kept.iterdir()) == ["nsysdiff-report.json", "nsysdiff-report.md"]
     report = (kept / "nsysdiff-report.md").read_text(encoding="utf-8")
     assert "decode_step" in report
+
+
+def test_the_action_lists_every_format() -> None:
+    from nsysdiff.render import Format
+
+    described = _load(ACTION)["inputs"]["format"]["description"]
+    assert all(f.value in described for f in Format), described
