@@ -648,10 +648,16 @@ def _render(report: Report, names: Names = Names.short) -> str:
         return kernel_code(r, named.get(r.key))
 
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
-    out = [" · ".join([first, *verdict_details(report, kcode)]), ""]
+    # The reasons are listed once, in the warning under the line.
+    out = [" · ".join([first, *verdict_details(report, kcode, reasons_below=True)]), ""]
     if report.reasons:
-        out += ["> [!WARNING]", "> Too small to tell: a limit is within the measured noise:" if too_small(report)
-                else "> The traces can't be compared meaningfully:"]  # fmt: skip
+        if any(r.startswith(NO_RULES) for r in report.reasons):
+            why = "> Nothing was judged:"
+        elif too_small(report):
+            why = "> Too small to tell: a limit is within the measured noise:"
+        else:
+            why = "> The traces can't be compared meaningfully:"
+        out += ["> [!WARNING]", why]
         out += [f"> - {cell(r)}" for r in report.reasons]
         out.append("")
     context = [

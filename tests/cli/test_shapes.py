@@ -151,6 +151,9 @@ def test_inconclusive_reasons_are_printed_once_and_graph_data_is_data(
     assert out.startswith("nsysdiff: INCONCLUSIVE (exit 3) · can't compare (the reason below)")
     assert out.count("CUDA graph trace modes differ") == 1
     assert "has no kernel data" not in out
+    code, md, _ = run_main(monkeypatch, capsys, graph, node, "--format", "markdown")
+    assert code == 3 and md.count("CUDA graph trace modes differ") == 1
+    assert md.startswith("**nsysdiff: INCONCLUSIVE** (exit 3) · can't compare (the reason below)")
 
 
 def test_a_scoped_diff_shows_scope_and_coverage_first(
