@@ -15,7 +15,7 @@ from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json
 from nsysdiff.fingerprint.reduce import assemble
 from nsysdiff.fingerprint.scope import ScopeOptions
-from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
+from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, RuleResult, undecided_reason
 from nsysdiff.trace import inputs
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
@@ -61,7 +61,7 @@ def fingerprint_trace(
             sync = r.sync_calls()
             progress(side, "NVTX ranges")
             nvtx = ranges.result()
-        progress(side, "reducing")
+        progress(side, "reducing to a fingerprint")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
         if len(groups.devices) > 1:
             # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
@@ -237,15 +237,22 @@ def judge(
     """The outcome and exit code of a diff and its findings.
 
     Without a meaningful overall scale the findings judged against it decide nothing, so
-    the outcome is inconclusive, unless a finding that needs no scale (a budget, a
-    structure check) already fails.
+    the outcome is inconclusive when an outlier rule ran, unless a finding that needs no
+    scale (a budget, a structure check) already fails.
     """
     no_scale = comparability.scale_reason(diff) if judged else None
+    if judged and not rules:
+        # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
+        # read in CI as "no regression" with any outlier on screen.
+        reasons = (*reasons, f"{NO_RULES} ({', '.join(packs) or 'no rule file'}): nothing was judged")
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
-        if any(not f.scaled for f in provisional.failed):
+        # Only the outlier rules judge against the scale: without one among the rules (the
+        # `tpot` pack judges steps and budgets), a missing scale is worth a note, no more.
+        scale_judged = any(r.kind == "outlier" for r in rules)
+        if not scale_judged or any(not f.scaled for f in provisional.failed):
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)

@@ -182,6 +182,9 @@ def diff(
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     if ruleset is not None:
         ruleset = _with_noise(ruleset, noise_profile)
+        if not ruleset.rules:
+            stderr(f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
+                   "not a pass; give a pack or a file with rules, or --no-rules to report only", "warning")
     elif noise_profile is not None:
         raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     opts = scope.options(

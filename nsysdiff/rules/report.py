@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode
 
+# The reason a diff judged by rules that hold none is inconclusive (never a pass).
+NO_RULES = "the rules hold no rule"
+
 
 class Level(str, enum.Enum):
     ERROR = "error"  # fails the build
