@@ -313,6 +313,24 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
     validation.check_semantics(doc, source)
     body = {k: v for k, v in doc.items() if k not in ("format", "version")}
     try:
-        return from_data(Fingerprint, body)
+        return current_taxonomy(from_data(Fingerprint, body))
     except FingerprintError as e:
         raise FingerprintError(f"{source}: malformed fingerprint at {e}") from None
+
+
+def current_taxonomy(fp: Fingerprint) -> Fingerprint:
+    """``fp`` with its kernels placed by this version's taxonomy: a category is derived from
+    the names, and a baseline saved by an earlier version must meet its candidate under the
+    same categories (a convolution once saved as element-wise is a convolution now)."""
+    from nsysdiff.fingerprint.categories import categorize
+
+    kernels = tuple(dataclasses.replace(k, category=categorize(k.name, k.demangled)) for k in fp.kernels)
+    if all(k.category == old.category for k, old in zip(kernels, fp.kernels, strict=True)) and not fp.phases:
+        return fp
+    acc: dict[str, list[int]] = {}
+    for k in kernels:
+        a = acc.setdefault(k.category, [0, 0, 0])
+        a[0], a[1], a[2] = a[0] + k.calls, a[1] + k.total_ns, a[2] + 1
+    groups = sorted((GroupStats(n, c, t, m) for n, (c, t, m) in acc.items()), key=lambda g: (-g.total_ns, g.name))
+    phases = tuple(dataclasses.replace(p, fingerprint=current_taxonomy(p.fingerprint)) for p in fp.phases)
+    return dataclasses.replace(fp, kernels=kernels, categories=tuple(groups), phases=phases)

@@ -35,8 +35,8 @@ ERRORS = {
     ),
     "unknown kind": (
         "version: 1\nrules:\n  - id: t\n    kind: budgte\n",
-        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, danger-zone, "
-        "invariance, outlier, structure)",
+        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, collective-wait, "
+        "danger-zone, invariance, outlier, step, structure)",
     ),
     "duplicate id": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n  - id: t\n    kind: outlier\n",
@@ -126,11 +126,9 @@ ERRORS = {
     ),
     "unknown category": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    category: attn\n    max_ratio: 2x\n",
-        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: nccl, "
-        "gemm.nvjet, "
-        "gemm.cublas, gemm.cutlass, attention, torch.compile, normalization, sampling, reduction, "
-        "memory, "
-        "elementwise, other)",
+        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: torch.compile, "
+        "nccl, attention, fft, convolution, gemm.nvjet, gemm.cutlass, gemm.cublas, gemm.other, "
+        "normalization, sampling, reduction, memory, elementwise, other)",
     ),
     "YAML syntax error": (
         "version: 1\nrules:\n  - id: t\n    kind: [budget\n",
@@ -317,7 +315,8 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
     )
     rs = load_rules([str(path), "default"])  # default again: already loaded, no re-override
     assert rs.sources == (str(path), "default")
-    assert [r.id for r in rs.rules] == ["total-time", "category-time", "outlier", "improvement", "mine"]
+    ids = ["total-time", "category-time", "outlier", "improvement", "collective-wait", "mine"]
+    assert [r.id for r in rs.rules] == ids
     total = rs.rule("total-time")
     assert total is not None and total.source == str(path) and total.level.value == "warning"
     assert dict(rs.phases) == {"decode": ("^decode", "step")}
