@@ -22,6 +22,7 @@ from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import TraceReader, open_trace
 from nsysdiff.trace.records import GraphMode, RangeRow, RankStats
+from nsysdiff.trace.schema import check_stopped
 
 
 def fingerprint_trace(
@@ -146,6 +147,7 @@ def load_runs(
     runs: list[Fingerprint] = []
     sources: list[str] = []
     for i, path in enumerate(paths):
+        check_stopped(str(path))  # a Ctrl-C between inputs stops at once
         src = inputs.recognise(Path(path))
         # The progress line counts the runs of a side of several.
         label = f"{side} run {i + 1:,} of {len(paths):,}" if side and len(paths) > 1 else side

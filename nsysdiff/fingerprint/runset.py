@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.trace.schema import check_stopped
 
 RUN_SET_FORMAT = "nsysdiff-run-set"
 RUN_SET_VERSION = 1
@@ -113,7 +114,10 @@ def run_set_from_json(text: str, source: str) -> RunSet:
     validation.check_schema(doc, source, schema="run-set", what="run set")
     sources = [f"{source} runs[{i}]" for i in range(len(runs))]
     # Each run goes through the whole single-fingerprint path: one validator, one truth.
-    fps = [fingerprint_from_json(validation.redump(run), where) for run, where in zip(runs, sources, strict=True)]
+    fps = []
+    for run, where in zip(runs, sources, strict=True):
+        check_stopped(where)  # thousands of runs: a Ctrl-C must not wait for all of them
+        fps.append(fingerprint_from_json(validation.redump(run), where))
     try:
         return run_set(fps, sources)
     except UsageError as e:
