@@ -310,6 +310,22 @@ def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists()
 
 
+def test_a_path_given_as_a_block_loses_its_newline(run_diff_step: Any) -> None:
+    run = run_diff_step(INPUT_BASE="runs/base.sqlite\n", INPUT_CANDIDATE="runs/cand.sqlite\n")
+    assert run.args is not None
+    assert run.args[:2] == ["runs/base.sqlite", "runs/cand.sqlite"]
+
+
+@pytest.mark.parametrize("name", ["INPUT_STRICT", "INPUT_FAIL_ON_INCONCLUSIVE"])
+def test_a_bad_boolean_input_injects_no_command(run_diff_step: Any, name: str) -> None:
+    run = run_diff_step(**{name: "x\n::add-mask::FAIL\n\u3000::warning::forged\r%0A"})
+    assert run.outputs.get("exit-code") == "2" or run.args is None
+    blanks = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+    commands = [line for line in run.stdout.split("\n") if line.lstrip(blanks).startswith("::")]
+    assert len(commands) == 1 and commands[0].startswith("::error title=nsysdiff action::input"), commands
+    assert "%0A::add-mask::FAIL%0A" in commands[0] and "%250A" in commands[0]
+
+
 def test_noise_profile(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
     assert run.args is not None

@@ -134,7 +134,8 @@ _FORMULA_START = ("=", "+", "-", "@")
 
 def csv_cell(s: str) -> str:
     """An untrusted string for a CSV cell: one line (:func:`text`), never a formula."""
-    s = text(s)
+    # A cell may start a row, so a "::" after leading blanks is a command line there too.
+    s = _COMMAND_LINE.sub(lambda m: m.group(1) + "\\x3a", text(s))
     return "'" + s if s.startswith(_FORMULA_START) else s
 
 

@@ -57,7 +57,10 @@ def test_arabic_letter_mark_is_escaped() -> None:
 
 
 WRAPPING = "k" + " www \u3000::warning::FORGED" * 40
-HOSTILE = [WRAPPING, "k\n\u3000::warning::X", "k\n\u00a0::add-mask::FAIL", "k \u2003::error::x"]
+HOSTILE = [
+    WRAPPING, "\u3000::warning::lead", "\u2003::add-mask::FAIL\n::x", "k\n\u3000::warning::X",
+    "k\n\u00a0::add-mask::FAIL", "k \u2003::error::x",
+]
 
 
 @pytest.mark.parametrize("name", HOSTILE, ids=range(len(HOSTILE)))
