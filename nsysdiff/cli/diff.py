@@ -177,10 +177,10 @@ def diff(
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
-    for path in (o for o in output or () if not o.is_dir()):
-        format_for(path)  # an unknown extension fails before any trace is read
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     _check_outputs(output or (), [*base_paths, *candidate_paths, *(rules or ()), phases, noise_profile, keep_export])
+    for path in (o for o in output or () if not o.is_dir()):
+        format_for(path)  # an unknown extension fails before any trace is read
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     if ruleset is not None:
