@@ -169,7 +169,12 @@ def load_runs(
                 scope.check_saved(fp, options, run_source)
         runs.extend(saved.runs)
         sources.extend(saved.sources)
-    return runset.run_set(runs, sources)
+    checked = runset.run_set(runs, sources)
+    if len(runs) > 1:
+        # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
+        inputs.check_distinct_files([Path(p) for p in paths])
+        runset.check_distinct(runs, sources)
+    return checked
 
 
 if TYPE_CHECKING:  # the noise model loads only where a profile is made or read

@@ -9,7 +9,9 @@ fingerprint stays valid input everywhere and a run set adds no new shape for a r
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -74,6 +76,23 @@ def check_comparable(runs: Sequence[Fingerprint], sources: Sequence[str]) -> Non
                     f"{source}: {name} {value!r} differs from the other runs of its side "
                     f"({ref}: {common!r}); runs of one side must be captured alike"
                 )
+
+
+def check_distinct(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
+    """Raise naming two runs that are one capture: identical fingerprints, whatever the
+    file names. Two real runs never agree on every kernel's total to the nanosecond, and a
+    capture counted twice fakes statistics: zero noise in a profile, a point interval
+    marked "changed" in a diff."""
+    seen: dict[str, str] = {}
+    for fp, source in zip(runs, sources, strict=True):
+        anonymous = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, source=""))
+        key = hashlib.sha256(fingerprint_to_json(anonymous).encode("utf-8", "surrogatepass")).hexdigest()
+        if key in seen:
+            raise UsageError(
+                f"{source}: the same capture as {seen[key]} (identical fingerprints); each run of a "
+                "side must be a capture of its own, or the statistics count one run twice"
+            )
+        seen[key] = source
 
 
 def run_set(runs: Sequence[Fingerprint], sources: Sequence[str]) -> RunSet:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shlex
 import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from nsysdiff.errors import FingerprintError, TraceError
+from nsysdiff.errors import FingerprintError, TraceError, UsageError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # How an Nsight Systems report file (.nsys-rep, .qdrep) starts.
@@ -195,6 +196,43 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
             raise TraceError(f"{final}: can't keep the export ({e.strerror})") from None
         notify(f"exported {report} to SQLite with nsys, kept as {final}")
         yield final
+
+
+def check_distinct_files(paths: Sequence[Path]) -> None:
+    """Raise naming two paths that are one file (a link, the same path twice) or two
+    byte-identical copies: the runs of a side must be captures of their own. Only files of
+    equal size are hashed, so distinct traces cost one ``stat`` each."""
+    by_size: dict[int, list[Path]] = {}
+    seen: dict[tuple[int, int], Path] = {}
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            continue  # the reader says what is wrong with it
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            raise UsageError(f"{p}: the same file as {seen[st.st_dev, st.st_ino]}; give each run once")
+        seen[st.st_dev, st.st_ino] = p
+        by_size.setdefault(st.st_size, []).append(p)
+    for group in (g for g in by_size.values() if len(g) > 1):
+        digests: dict[str, Path] = {}
+        for p in group:
+            digest = _digest(p)
+            if digest in digests:
+                raise UsageError(f"{p}: a byte-identical copy of {digests[digest]}; give each run once")
+            digests[digest] = p
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except OSError as e:
+        raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+    return h.hexdigest()
 
 
 # A 1M-kernel trace's fingerprint is tens of KiB; a saved input past this is not one.
