@@ -694,7 +694,8 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += ["### Phases", ""]
         out += _phases(d)
         out.append("")
-    others = [f for f in report.findings if f not in failed]
+    failing = set(failed)  # a tuple here made this quadratic in the findings
+    others = [f for f in report.findings if f not in failing]
     if others:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:
