@@ -556,10 +556,11 @@ def _output_case(
     other = _copy(src, directory / "other.sqlite")
     if rng.random() < 0.5:
         target = rng.choice((base, other))
+        one = [str(target)]  # a command of one input writes onto that input
         argv = rng.choice((
-            ["summary", str(base), "-o", str(target)],
+            ["summary", *one, "-o", str(target)],
             ["summary", str(base), str(other), "-o", str(target)],
-            ["fingerprint", str(base), "-o", str(target)],
+            ["fingerprint", *one, "-o", str(target)],
             ["fingerprint", str(base), str(other), "--run-set", "-o", str(target)],
             ["noise", str(base), str(other), "-o", str(target)],
             ["diff", str(base), str(other), "-o", str(target), "--format", rng.choice(DIFF_FORMATS)],

@@ -80,15 +80,17 @@ def test_no_format_prints_a_command_after_unicode_blanks(make_report: MakeReport
 
 
 def test_text_report_of_a_wrapping_name_end_to_end(tmp_path: Path) -> None:
-    b = TraceBuilder()
-    b.launch(WRAPPING, 0, 3_000, 2_000)
-    b.launch("gemm", 10_000, 13_000, 2_000)
-    trace = b.write(tmp_path / "t.sqlite")
+    runs = []
+    for i in range(2):
+        b = TraceBuilder()
+        b.launch(WRAPPING, 0, 3_000, 2_000 + i)
+        b.launch("gemm", 10_000, 13_000, 2_000)
+        runs.append(str(b.write(tmp_path / f"t{i}.sqlite")))
     import os
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
-    for args in ([str(trace), str(trace), "--details"], ["summary", str(trace)],
-                 ["--base", str(trace), str(trace), "--candidate", str(trace), str(trace), "--details"]):  # fmt: skip
+    for args in ([runs[0], runs[1], "--details"], ["summary", runs[0]],
+                 ["--base", *runs, "--candidate", *reversed(runs), "--details"]):  # fmt: skip
         r = subprocess.run([sys.executable, "-m", "nsysdiff", *args], capture_output=True, text=True, env=env,
                            timeout=120, check=False)  # fmt: skip
         assert r.returncode in (0, 3), r.stderr
