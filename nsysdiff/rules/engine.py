@@ -57,16 +57,20 @@ def _bounded(found: list[Finding], rule_id: str, kind: str) -> list[Finding]:
     ``each: true`` over thousands of kernels must not make a report of millions of lines.
     The rule's result still counts every finding, and the verdict is the same: the
     findings kept are of the rule's own level."""
-    if len(found) <= MAX_FINDINGS_PER_RULE:
+    active = [f for f in found if not f.waived]
+    if len(active) <= MAX_FINDINGS_PER_RULE:
         return found
-    kept = found[:MAX_FINDINGS_PER_RULE]
-    more = len(found) - len(kept)
+    # Waived findings stay (a waiver must still see the finding it matches; there are at
+    # most as many as waivers); the active ones beyond the bound are counted.
+    cut = {id(f) for f in active[MAX_FINDINGS_PER_RULE:]}
+    kept = [f for f in found if id(f) not in cut]
+    more = len(cut)
     note = Finding(
         level=Level.INFO,
         rule_id=rule_id,
         kind=kind,
         subject=f"{more:,} more finding{'s' if more != 1 else ''}",
-        observed=f"{len(found):,} findings in all",
+        observed=f"{len(active):,} active findings in all",
         limit="",
         evidence=f"a report lists at most {MAX_FINDINGS_PER_RULE} findings per rule",
         message="narrow the rule's selection, or raise its limit, to see each of them",
