@@ -69,7 +69,7 @@ def fingerprint(
     given = outputs.existing([*traces, phases, keep_export])
     out = None if output is None else Path(output)
     # A trailing slash says "directory" (Path drops it), as does an existing directory.
-    as_dir = out is not None and (output.endswith(("/", os.sep)) or out.is_dir())  # type: ignore[union-attr]
+    as_dir = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
     if out is not None and not as_dir and (run_set or (len(traces) == 1 and scheduler is None)):
         outputs.file(out, given)
     opts = scope.options(
