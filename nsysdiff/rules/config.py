@@ -555,10 +555,11 @@ class _Loader:
         for x in items:
             name, at, domain = x.rpartition("@")
             try:
-                parse_pattern(x, "steps: range:")
+                # The rule-file wording of a bad regex first; parse_pattern refuses it too.
                 for part in (name, domain) if at else (x,):
                     if part:
                         opt.regex(part)
+                parse_pattern(x, "steps: range:")
             except (ValueError, UsageError) as e:
                 f.fail(pairs["range"], "steps", "range", str(e))
         return tuple(items)
