@@ -22,6 +22,7 @@ from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import TraceReader, open_trace
 from nsysdiff.trace.records import GraphMode, JobIdentity, RangeRow, RankStats
+from nsysdiff.trace.schema import check_stopped
 
 
 def fingerprint_trace(
@@ -148,6 +149,7 @@ def load_runs(
     runs: list[Fingerprint] = []
     sources: list[str] = []
     for i, path in enumerate(paths):
+        check_stopped(str(path))  # a Ctrl-C between inputs stops at once
         src = inputs.recognise(Path(path))
         # The progress line counts the runs of a side of several.
         label = f"{side} run {i + 1:,} of {len(paths):,}" if side and len(paths) > 1 else side
@@ -169,7 +171,12 @@ def load_runs(
                 scope.check_saved(fp, options, run_source)
         runs.extend(saved.runs)
         sources.extend(saved.sources)
-    return runset.run_set(runs, sources)
+    checked = runset.run_set(runs, sources)
+    if len(runs) > 1:
+        # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
+        inputs.check_distinct_files([Path(p) for p in paths])
+        runset.check_distinct(runs, sources)
+    return checked
 
 
 if TYPE_CHECKING:  # the noise model and pandas load only where they are used

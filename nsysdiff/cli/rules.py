@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nsysdiff.cli.root import CONTEXT, Command, app, handled, stderr
+from nsysdiff.cli.root import CONTEXT, Command, app, handled, one_line, stderr
 from nsysdiff.render import layout
 
 rules_app = typer.Typer(
@@ -63,7 +63,9 @@ def rules_validate(
 
     ruleset = rule_engine.load_rules(files)
     rules, waivers = len(ruleset.rules), len(ruleset.waivers)
-    print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")
+    # One inert line: a file name may hold a newline and a workflow command.
+    counts = f"{rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)}"
+    print(one_line(f"ok: {', '.join(files)} ({counts})"))
     if not rules:
         stderr(f"{', '.join(files)}: no rule: a diff judged by these rules alone judges nothing and exits 3 "
                "(inconclusive), never 0", "warning")

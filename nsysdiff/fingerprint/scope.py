@@ -128,6 +128,16 @@ def parse_pattern(text: str, option: str = "--nvtx") -> RangePattern:
         name, domain = text, ""
     if not name.strip():
         raise UsageError(f"{option} {text!r}: expected an NVTX range name, NAME or NAME@DOMAIN")
+    for part in (name, domain) if at else (name,):
+        try:
+            compile_regex(part)
+        except RegexError as e:
+            # Refused, as rule files refuse it: taken as a literal, a typo would match nothing.
+            hint = "no lookaround, no backreferences; " if e.unsupported else ""
+            raise UsageError(
+                f"{option} {text!r}: bad regex {part!r}: {e} (patterns are RE2: {hint}escape a "
+                "character such as ( or [ with a backslash to match it as it is)"
+            ) from None
     return RangePattern(text, name, domain if at else None)
 
 

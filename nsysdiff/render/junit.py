@@ -76,11 +76,14 @@ def render(report: Report) -> str:
         case = _case(suite, "nsysdiff", "rules")
         ET.SubElement(case, "skipped", message="not judged (--no-rules)")
 
+    # Grouped once: a scan of every finding per rule was quadratic with many rules.
+    failing_subjects: dict[str, list[str]] = {}
+    for f in report.findings:
+        if f in failing:
+            failing_subjects.setdefault(f.rule_id, []).append(f.subject)
     for rule in report.rules:
         case = _case(suite, f"nsysdiff.{rule.kind}", rule.rule_id)
-        subjects = [
-            f.subject for f in report.findings if f.rule_id == rule.rule_id and f in failing
-        ]
+        subjects = failing_subjects.get(rule.rule_id, [])
         if subjects:
             fail = ET.SubElement(
                 case,

@@ -461,7 +461,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += ["### Phases", ""]
         out += _phases(d)
         out.append("")
-    others = [f for f in report.findings if f not in failed]
+    others = [f for failing in [set(failed)] for f in report.findings if f not in failing]  # one set: linear
     if others:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:

@@ -56,6 +56,9 @@ class Finding:
     # Judged against the overall scale (the outlier rule): without a meaningful scale such
     # a finding decides nothing, while a budget or a fact still does.
     scaled: bool = False
+    # A line that stands for the findings of a rule beyond those listed (see
+    # nsysdiff.rules.engine.MAX_FINDINGS_PER_RULE): counted nowhere, waived by nothing.
+    summary: bool = False
 
 
 def undecided_reason(f: Finding) -> str:

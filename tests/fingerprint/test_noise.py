@@ -484,7 +484,16 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     fails exactly the kernels that grew past it per call."""
     bs1, bs16 = real_trace("h100/example_bs1"), real_trace("h100/example_bs16")
     path = tmp_path / "noise.json"
-    code, stdout, err = _cli("noise", str(bs1), str(bs1), "-o", str(path), "--width", "120")
+    # The same file twice is refused (it would pass for a quiet build); the degenerate pair
+    # is made on purpose here: the capture's fingerprint, and a copy whose capture ends 1 ns later.
+    code, _, err = _cli("noise", str(bs1), str(bs1), "-o", str(path))
+    assert code == 2 and "the same file as" in err and not path.exists()
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert _cli("fingerprint", str(bs1), "-o", str(first))[0] == 0
+    doc = json.loads(first.read_text(encoding="utf-8"))
+    doc["meta"]["capture_end_ns"] += 1
+    second.write_text(json.dumps(doc), encoding="utf-8")
+    code, stdout, err = _cli("noise", str(first), str(second), "-o", str(path), "--width", "120")
     assert (code, err) == (0, "")
     assert stdout.startswith("nsysdiff noise: 2 runs of one build · NVIDIA H100 80GB HBM3")
     profile = api.load_noise_profile(path)
