@@ -35,7 +35,7 @@ from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import scope
-from nsysdiff.render import Format, format_for, layout, render
+from nsysdiff.render import Format, format_for, layout, render, require
 from nsysdiff.render.names import Names
 from nsysdiff.trace import progress, sides
 from nsysdiff.trace.launches import Grouping
@@ -175,8 +175,9 @@ def diff(
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
-    for path in (o for o in output or () if not o.is_dir()):
-        format_for(path)  # an unknown extension fails before any trace is read
+    # An unknown extension, or a format whose extra is missing, fails before any trace is read.
+    for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
+        require(want)
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     if ruleset is not None:

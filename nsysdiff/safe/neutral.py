@@ -18,6 +18,8 @@ step summary too large for GitHub. One function per destination:
 * :func:`json_document`: a serialised JSON document with the same guarantees, losslessly
   (``\\uXXXX`` escapes decode to the original string).
 * :func:`xml`: text for an XML 1.0 document (JUnit).
+* :func:`html` and :func:`html_document`: text for an HTML (or inline SVG) document, and
+  the last guard on the whole document, which may be printed to a log too.
 * :func:`csv_cell`: a CSV cell a spreadsheet shows as text: a cell starting with ``=``,
   ``+``, ``-`` or ``@`` would be read as a formula, so it gets a leading apostrophe, the
   OWASP advice (a tab or carriage return is already an escape).
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import html as _html
 import re
 import types
 from collections.abc import Callable
@@ -131,6 +134,24 @@ def xml_document(document: str) -> str:
     controls become character references (attribute values never span lines)."""
     out = _XML_RAW.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
     return _COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
+
+
+def html(s: str, limit: int = NAME_LIMIT) -> str:
+    """An untrusted string as HTML text or a double-quoted attribute value: one inert line
+    (:func:`text`), then ``&``, ``<``, ``>`` and both quotes as character references."""
+    return _html.escape(text(s, limit), quote=True)
+
+
+# Any Unicode whitespace but the newline: GitHub's runner strips it all before a line's ``::``.
+_HTML_COMMAND_LINE = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
+
+
+def html_document(document: str) -> str:
+    """A whole HTML document made inert in a log (``--format html`` to stdout): control
+    characters but the newline, ``##[`` and a line-leading ``::`` become character
+    references, which a browser reads back as the same text."""
+    out = _CONTROL_NOT_NEWLINE.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
+    return _HTML_COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 
 
 def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
