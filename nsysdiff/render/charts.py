@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,8 +88,13 @@ def _svg(fig: Figure, title: str) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Title": title})
     out = buf.getvalue()
-    # Inline in HTML: no XML declaration or doctype, just the element.
-    return out[out.index("<svg") :].strip()
+    # Inline in HTML: no XML declaration or doctype, just the element, and no RDF metadata
+    # (its namespace addresses look like links to a reader checking that nothing is fetched).
+    out = _METADATA.sub("", out[out.index("<svg") :])
+    return out.strip()
+
+
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +164,10 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.set_yticks(list(ys), [label(named.get(p.key, names.get(p.key, p.key))) for p in parts])
         ax.invert_yaxis()
         ax.set_xlabel("change in kernel time (ms)")
-        ax.margins(x=0.08)
+        right = max(sum(max(getattr(p.effects, f), 0) for f in _EFFECT_FIELDS) for p in parts) / 1e6
+        left = min(sum(min(getattr(p.effects, f), 0) for f in _EFFECT_FIELDS) for p in parts) / 1e6
+        pad = 0.06 * (right - left or 1.0)
+        ax.set_xlim(left - pad, right + pad)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(parts) - 0.12), ncol=4, frameon=False,
                   fontsize=8)  # fmt: skip
         svg = _svg(fig, "The kernels that moved the most")
@@ -166,9 +175,12 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
                  f"The {len(parts)} kernels with the largest change, each split into the same four parts.")  # fmt: skip
 
 
+_EFFECT_FIELDS = ("count_ns", "per_call_ns", "new_ns", "removed_ns")
+
+
 def _stack(parts: Sequence[Any], upto: str, *, positive: bool) -> list[float]:
     """Where each bar's ``upto`` segment starts: the sum of the earlier parts of one sign."""
-    order = ("count_ns", "per_call_ns", "new_ns", "removed_ns")
+    order = _EFFECT_FIELDS
     out = []
     for p in parts:
         s = 0.0

@@ -66,7 +66,12 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       rows.sort(function (a, b) {
         var x = a.cells[col], y = b.cells[col];
         var nx = parseFloat(x.dataset.v), ny = parseFloat(y.dataset.v);
-        var r = (isFinite(nx) && isFinite(ny)) ? nx - ny : x.textContent.localeCompare(y.textContent);
+        if (x.dataset.v !== undefined) {
+          // A number column: a row without a value (one side only) goes last either way.
+          if (!isFinite(nx) || !isFinite(ny)) { return isFinite(nx) ? -1 : isFinite(ny) ? 1 : 0; }
+          return down ? ny - nx : nx - ny;
+        }
+        var r = x.textContent.localeCompare(y.textContent);
         return down ? -r : r;
       });
       rows.forEach(function (r) { body.appendChild(r); });
@@ -85,6 +90,9 @@ document.querySelectorAll("input.filter").forEach(function (input) {
   });
 });
 """
+
+# Exactly what stands between <script> and </script>: the policy allows it by its hash.
+_SCRIPT_BODY = "\n" + SCRIPT
 
 STYLE = """\
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; margin: 0 auto;
@@ -225,8 +233,13 @@ def _copies(items: Sequence[CopyDelta]) -> str:
     return _table("copies", cols, rows, "copy kinds")
 
 
+# Charts whose section heading already says what they are: no title repeated above them.
+_HEADED = {"waterfall", "scale"}
+
+
 def _figure(c: charts.Chart) -> str:
-    return (f'<figure id="chart-{c.key}" class="chart"><figcaption><b>{esc(c.title)}.</b> {esc(c.caption)}'
+    title = "" if c.key in _HEADED else f"<b>{esc(c.title)}.</b> "
+    return (f'<figure id="chart-{c.key}" class="chart"><figcaption>{title}{esc(c.caption)}'
             f"</figcaption>\n{c.svg}\n</figure>")  # fmt: skip
 
 
@@ -245,7 +258,7 @@ def _render(report: Report, names: Names) -> str:
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_csp(SCRIPT)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_csp(_SCRIPT_BODY)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta name="generator" content="nsysdiff {esc(nsysdiff.__version__)}, matplotlib '
         f'{esc(charts.version())}">',
@@ -314,7 +327,7 @@ def _render(report: Report, names: Names) -> str:
     for i, (summary, body) in enumerate(sections):
         out.append(f"<details{' open' if i == 0 else ''}><summary>{esc(summary)}</summary>\n{body}\n</details>")
     out += _method(d)
-    out += [f"<script>\n{SCRIPT}</script>", "</body>", "</html>"]
+    out += [f"<script>{_SCRIPT_BODY}</script>", "</body>", "</html>"]
     return "\n".join(out) + "\n"
 
 
@@ -338,9 +351,13 @@ def _facts(report: Report, named: Mapping[str, str]) -> list[str]:
         facts.append(("steps", steps))
     if d.runs is not None:
         facts.append(("runs", f"{runs.count_phrase(d.runs)}: {runs.over_runs_phrase(d.runs)}"))
-    for k, v in (*comparability.scope_lines(d), *comparability.fact_lines(d)):
-        facts.append((k, v))
-    return ['<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
+    # What makes the sides comparable matters when something is off; it waits one click away.
+    compared = (*comparability.scope_lines(d), *comparability.fact_lines(d))
+    return [
+        '<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>",
+        "<details><summary>Comparability: " + esc(", ".join(k for k, _ in compared)) + "</summary>",
+        '<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in compared), "</dl></details>",
+    ]
 
 
 def _contributors(d: Diff, named: Mapping[str, str]) -> list[str]:
