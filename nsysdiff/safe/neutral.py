@@ -154,7 +154,9 @@ def html_document(document: str) -> str:
     return _HTML_COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 
 
-def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
+def cap_markdown(
+    document: str, limit: int = MARKDOWN_LIMIT, limit_name: str = "GitHub's 1 MiB step-summary limit"
+) -> str:
     """``document`` within ``limit`` bytes of UTF-8: cut at a line, open code fences and
     ``<details>`` closed, and a last line saying how much was left out."""
     data = document.encode("utf-8")
@@ -174,7 +176,7 @@ def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
     tail += [
         "",
         f"> [!NOTE]\n> Report cut at {len(head.encode('utf-8')):,} of {len(data):,} bytes "
-        f"({cut_bytes:,} left out) to stay within GitHub's 1 MiB step-summary limit; "
+        f"({cut_bytes:,} left out) to stay within {limit_name}; "
         "the JSON report (`--format json`) has everything.",
     ]
     return head + "\n".join(tail) + "\n"
