@@ -200,8 +200,12 @@ def test_action_interface() -> None:
         "fail-on-inconclusive": "true",
         "version": "",
         "python-version": "3.12",
+        "html": "false",
+        "comment": "false",
+        "comment-key": "",
+        "github-token": "${{ github.token }}",
     }
-    assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown"}
+    assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown", "report-html"}
     assert action["runs"]["using"] == "composite"
 
 
@@ -308,6 +312,15 @@ def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
     assert run.args[:5] == ["--base", "runs/base 1.sqlite", "runs/base-2.json", "--candidate", "$(touch pwned)"]
     assert run.args[5:7] == ["--rules", "default"]
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("inputs", [{"INPUT_HTML": "true"}, {"INPUT_COMMENT": "True"}], ids=["html", "comment"])
+def test_html_report(run_diff_step: Any, tmp_path: Path, inputs: dict[str, str]) -> None:
+    run = run_diff_step(FAKE_REPORTS="1", **inputs)
+    html = str(tmp_path / "nsysdiff-report.html")
+    assert run.args is not None and run.args[-2:] == ["--output", html]
+    assert run.outputs["report-html"] == html
+    assert run_diff_step(FAKE_REPORTS="1").outputs["report-html"] == ""
 
 
 def test_noise_profile(run_diff_step: Any) -> None:
