@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import nsysdiff
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
-from nsysdiff.compare.diff import CopyDelta, Diff, Row
+from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import charts, runs
+from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.markdown import (
     attribution_line,
     basis_phrase,
@@ -117,6 +118,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowra
 .scroll { overflow-x: auto; }
 td code, li code { overflow-wrap: anywhere; }
 td.subject { min-width: 16em; }
+td.name { min-width: 20em; }
 td.wide { min-width: 22em; overflow-wrap: anywhere; }
 tr.outlier td { background: #fff1e5; }
 tr.error td:first-child { color: #cf222e; font-weight: 600; }
@@ -174,9 +176,10 @@ def _td(text: str) -> str:
     return f"<td>{esc(text)}</td>"
 
 
-def _code(text: str, title: str | None = None) -> str:
+def _code(text: str, title: str | None = None, cls: str = "") -> str:
     t = f' title="{esc(title)}"' if title and title != text else ""
-    return f"<td><code{t}>{esc(text)}</code></td>"
+    c = f' class="{cls}"' if cls else ""
+    return f"<td{c}><code{t}>{esc(text)}</code></td>"
 
 
 def _findings(findings: Sequence[Finding], tid: str) -> str:
@@ -198,14 +201,14 @@ def _rows_table(tid: str, rows: Sequence[Row], first: str, label: Callable[[Row]
         b = r.base.total_ns if r.base else None
         c = r.candidate.total_ns if r.candidate else None
         cells = [
-            _code(label(r), r.key),
+            _code(label(r), r.key, "name"),
             _td(r.category or "-") if first == "kernel" else "",
             _num(b, u.ns(b) if b is not None else "-"),
             _num(c, u.ns(c) if c is not None else "-"),
             _num(r.delta_ns, u.signed_ns(r.delta_ns)),
             _num(r.ratio, u.ratio(r.ratio)),
             _num(r.deviation, u.ratio(r.deviation)),
-            _td(calls_pair(r)),
+            f'<td class="nowrap">{esc(calls_pair(r))}</td>',
             _num(r.count_effect_ns, u.signed_ns(r.count_effect_ns)),
             _num(r.per_call_effect_ns, u.signed_ns(r.per_call_effect_ns)),
             _td("outlier" if r.is_outlier else r.verdict.value),
@@ -235,6 +238,17 @@ def _copies(items: Sequence[CopyDelta]) -> str:
 
 # Charts whose section heading already says what they are: no title repeated above them.
 _HEADED = {"waterfall", "scale"}
+
+
+def _variants(drifts: Sequence[VariantDrift]) -> str:
+    rows = []
+    for v in drifts:
+        for mark, variants in (("appeared", v.appeared), ("disappeared", v.disappeared)):
+            for x in variants:
+                rows.append(("", [_code(v.family), _td(mark), _code(x.name, x.demangled),
+                                  _num(x.calls, count(x.calls)), _num(x.total_ns, u.ns(x.total_ns))]))  # fmt: skip
+    cols = [Column("family"), Column(""), Column("variant"), Column("calls", True), Column("time", True)]
+    return _table("variants", cols, rows, "variants")
 
 
 def _figure(c: charts.Chart) -> str:
@@ -318,12 +332,19 @@ def _render(report: Report, names: Names) -> str:
     if d.memcpy or d.memset:
         sections.append((f"Memory copies and memset ({len(d.memcpy) + len(d.memset)})",
                          _copies((*d.memcpy, *d.memset))))  # fmt: skip
+    if d.variants:
+        sections.append((f"Variant drift ({len(d.variants)} {'family' if len(d.variants) == 1 else 'families'})",
+                         _variants(d.variants)))  # fmt: skip
     if d.nvtx:
         sections.append((f"NVTX ranges ({len(d.nvtx):,})",
                          _rows_table("nvtx", d.nvtx, "range", lambda r: r.key, "NVTX ranges")))
     if d.sync:
         sections.append((f"Synchronising API calls ({len(d.sync):,})",
                          _rows_table("sync", d.sync, "call", lambda r: r.key, "calls")))
+    if d.base.devices or d.candidate.devices:
+        rows = [("", [_td(c) for c in row]) for row in device_rows(d)]
+        sections.append(("Devices: busy time and idle share of the kernel span",
+                         _table("devices", [Column(h) for h in DEVICE_HEADER], rows, "devices")))  # fmt: skip
     for i, (summary, body) in enumerate(sections):
         out.append(f"<details{' open' if i == 0 else ''}><summary>{esc(summary)}</summary>\n{body}\n</details>")
     out += _method(d)
