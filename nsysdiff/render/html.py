@@ -132,7 +132,7 @@ details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
 .note { color: #59636e; font-size: 12px; }
 """
 
-TOP_CONTRIBUTORS = 10
+FILTER_ROWS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +162,13 @@ def _num(value: float | None, text: str) -> str:
 def _table(tid: str, columns: Sequence[Column], rows: Sequence[tuple[str, Sequence[str]]], what: str) -> str:
     """A sortable table with a filter box; each row is (its class, its ``<td>`` cells)."""
     head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
+    # A filter box only where there are rows enough to need one.
+    box = (f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
+           f'aria-label="filter {esc(what)}">\n') if len(rows) >= FILTER_ROWS else ""  # fmt: skip
     body = "\n".join(f'<tr class="{cls}">{"".join(cells)}</tr>' if cls else f"<tr>{''.join(cells)}</tr>"
                      for cls, cells in rows)  # fmt: skip
     return (
-        f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
-        f'aria-label="filter {esc(what)}">\n'
-        f'<div class="scroll"><table class="sortable" id="{tid}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
+        f'{box}<div class="scroll"><table class="sortable" id="{tid}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
         "</tbody></table></div>"
     )
 
