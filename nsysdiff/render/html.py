@@ -132,7 +132,7 @@ details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
 .note { color: #59636e; font-size: 12px; }
 """
 
-FILTER_ROWS = 8
+FILTER_ROWS = 12
 
 
 @dataclass(frozen=True, slots=True)
