@@ -66,7 +66,7 @@ def label(name: str, width: int = LABEL) -> str:
 
 
 @contextmanager
-def _figure(salt: str, width: float, height: float) -> Iterator[tuple[Figure, Axes]]:
+def plot(salt: str, width: float, height: float) -> Iterator[tuple[Figure, Axes]]:
     from matplotlib import rc_context
     from matplotlib.figure import Figure
 
@@ -84,7 +84,7 @@ def _figure(salt: str, width: float, height: float) -> Iterator[tuple[Figure, Ax
         yield fig, fig.add_subplot()
 
 
-def _svg(fig: Figure, title: str) -> str:
+def svg_text(fig: Figure, title: str) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Title": title})
     out = buf.getvalue()
@@ -119,7 +119,7 @@ def waterfall(diff: Diff) -> Chart | None:
     base = h.base_per_step_ns if diff.per_step and h.base_per_step_ns is not None else float(h.base_total_ns)
     e = a.effects
     steps = [("count", e.count_ns), ("per-call", e.per_call_ns), ("new", e.new_ns), ("removed", e.removed_ns)]
-    with _figure("waterfall", 7.5, 3.2) as (fig, ax):
+    with plot("waterfall", 7.5, 3.2) as (fig, ax):
         level = base
         ax.bar(0, base / 1e6, color=BASE, width=0.6)
         ax.text(0, base / 1e6, u.ns(base), ha="center", va="bottom")
@@ -136,7 +136,7 @@ def waterfall(diff: Diff) -> Chart | None:
                                  "removed\nkernels", "candidate"])  # fmt: skip
         ax.set_ylabel("kernel time per step (ms)" if diff.per_step else "kernel time (ms)")
         ax.set_ylim(0, max(base, level, base + max(0, e.count_ns) + max(0, e.per_call_ns) + e.new_ns) / 1e6 * 1.15)
-        svg = _svg(fig, "Where the change went")
+        svg = svg_text(fig, "Where the change went")
     return Chart("waterfall", "Where the change went", svg,
                  f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
                  "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
@@ -149,7 +149,7 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     if not parts:
         return None
     names = {r.key: r.name for r in diff.kernels}
-    with _figure("contributors", 7.5, 1.2 + 0.28 * len(parts)) as (fig, ax):
+    with plot("contributors", 7.5, 1.2 + 0.28 * len(parts)) as (fig, ax):
         ys = range(len(parts))
         for kind, field in (("count", "count_ns"), ("per-call", "per_call_ns"), ("new", "new_ns"),
                             ("removed", "removed_ns")):  # fmt: skip
@@ -170,7 +170,7 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.set_xlim(left - pad, right + pad)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(parts) - 0.12), ncol=4, frameon=False,
                   fontsize=8)  # fmt: skip
-        svg = _svg(fig, "The kernels that moved the most")
+        svg = svg_text(fig, "The kernels that moved the most")
     return Chart("contributors", "The kernels that moved the most", svg,
                  f"The {len(parts)} kernels with the largest change, each split into the same four parts.")  # fmt: skip
 
@@ -211,7 +211,7 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
-    with _figure("scale", 7.5, 1.0 + 0.26 * len(rows)) as (fig, ax):
+    with plot("scale", 7.5, 1.0 + 0.26 * len(rows)) as (fig, ax):
         ax.set_xscale("log")
         ax.axvspan(i.low, i.high, color=BASE, alpha=0.15, lw=0, label=f"band {i.low:.2f}x–{i.high:.2f}x")
         ax.axvline(i.factor, color=BASE, lw=1.2, label=f"scale {i.factor:.2f}x")
@@ -240,7 +240,7 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=3, frameon=False,
                   fontsize=8)  # fmt: skip
         ax.grid(axis="x", which="both", color="#dddddd", lw=0.5)
-        svg = _svg(fig, "Every family against the scale")
+        svg = svg_text(fig, "Every family against the scale")
     shown = f"the {len(fams)} largest of {len(diff.families)} families" if len(fams) < len(diff.families) else (
         f"all {len(fams)} families on both sides")
     return Chart("scale", "Every family against the scale", svg,
@@ -287,7 +287,7 @@ def forest(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     items = items[:30]
     if not items:
         return None
-    with _figure("forest", 7.5, 1.0 + 0.26 * len(items)) as (fig, ax):
+    with plot("forest", 7.5, 1.0 + 0.26 * len(items)) as (fig, ax):
         ax.set_xscale("log")
         for y, k in enumerate(items):
             c = k.total
@@ -303,7 +303,7 @@ def forest(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.invert_yaxis()
         _ratio_ticks(ax, *ax.get_xlim())
         ax.set_xlabel(f"total-time ratio with its {100 * r.confidence:g}% interval (log scale)")
-        svg = _svg(fig, "Intervals across runs")
+        svg = svg_text(fig, "Intervals across runs")
     return Chart("forest", "Intervals across runs", svg,
                  f"The {len(items)} keys that moved most across {r.base_runs} base and {r.cand_runs} candidate "
                  "runs: each ratio with its interval; red slower, green faster, grey within the noise.")  # fmt: skip
@@ -315,7 +315,7 @@ def run_points(diff: Diff) -> Chart | None:
     if r is None or r.kernel_time is None:
         return None
     k = r.kernel_time
-    with _figure("runs", 5.0, 2.6) as (fig, ax):
+    with plot("runs", 5.0, 2.6) as (fig, ax):
         for x, values, colour in ((0, k.base_values, BASE), (1, k.cand_values, CANDIDATE)):
             n = len(values)
             xs = [x + (j - (n - 1) / 2) * 0.04 for j in range(n)]
@@ -326,7 +326,7 @@ def run_points(diff: Diff) -> Chart | None:
         ax.set_xticks([0, 1], [f"base ({len(k.base_values)} runs)", f"candidate ({len(k.cand_values)} runs)"])
         ax.set_xlim(-0.6, 1.6)
         ax.set_ylabel("kernel time (ms)")
-        svg = _svg(fig, "Kernel time of every run")
+        svg = svg_text(fig, "Kernel time of every run")
     return Chart("runs", "Kernel time of every run", svg,
                  "Each dot is one run; the line is the median run, whose figures the report shows.")
 
