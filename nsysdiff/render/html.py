@@ -15,17 +15,12 @@ so printed to a CI log it starts no workflow command either.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
-import nsysdiff
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import charts, runs
+from nsysdiff.render import charts, page, runs
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.markdown import (
     attribution_line,
@@ -43,108 +38,15 @@ from nsysdiff.render.markdown import (
     verdict_details,
 )
 from nsysdiff.render.names import Names, labels, mangled_of
+from nsysdiff.render.page import Column, code, num, table, td
 from nsysdiff.rules.report import Finding, Outcome, Report
 from nsysdiff.safe import neutral
 
-esc = neutral.html
+esc = page.esc
 
 _STATUS_CLASS = {Outcome.PASS: "pass", Outcome.FAIL: "fail", Outcome.INCONCLUSIVE: "inconclusive",
                  Outcome.UNJUDGED: "unjudged"}  # fmt: skip
 
-# Sorting and filtering: a click on a header sorts by that column (numbers by their
-# data-v value), typing in a table's filter box hides the rows that don't contain it.
-SCRIPT = """\
-"use strict";
-document.querySelectorAll("table.sortable").forEach(function (table) {
-  var body = table.tBodies[0];
-  table.querySelectorAll("th").forEach(function (th, col) {
-    th.tabIndex = 0;
-    function sort() {
-      var down = th.getAttribute("aria-sort") !== "descending";
-      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", down ? "descending" : "ascending");
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = a.cells[col], y = b.cells[col];
-        var nx = parseFloat(x.dataset.v), ny = parseFloat(y.dataset.v);
-        if (x.dataset.v !== undefined) {
-          // A number column: a row without a value (one side only) goes last either way.
-          if (!isFinite(nx) || !isFinite(ny)) { return isFinite(nx) ? -1 : isFinite(ny) ? 1 : 0; }
-          return down ? ny - nx : nx - ny;
-        }
-        var r = x.textContent.localeCompare(y.textContent);
-        return down ? -r : r;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
-    }
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", function (e) { if (e.key === "Enter") { sort(); } });
-  });
-});
-document.querySelectorAll("input.filter").forEach(function (input) {
-  var table = document.getElementById(input.dataset.table);
-  input.addEventListener("input", function () {
-    var q = input.value.toLowerCase();
-    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-      row.hidden = q !== "" && row.textContent.toLowerCase().indexOf(q) < 0;
-    });
-  });
-});
-"""
-
-# Exactly what stands between <script> and </script>: the policy allows it by its hash.
-_SCRIPT_BODY = "\n" + SCRIPT
-
-STYLE = """\
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; margin: 0 auto;
-  max-width: 1100px; padding: 16px 24px 48px; }
-h1 { font-size: 22px; margin: 8px 0 4px; }
-h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-.verdict { padding: 10px 14px; border-radius: 6px; border-left: 6px solid; }
-.verdict.fail { background: #ffebe9; border-color: #cf222e; }
-.verdict.pass { background: #dafbe1; border-color: #1a7f37; }
-.verdict.inconclusive { background: #fff8c5; border-color: #9a6700; }
-.verdict.unjudged { background: #f6f8fa; border-color: #8c959f; }
-.verdict .word { font-weight: 700; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 12px 0; }
-dl.facts dt { color: #59636e; }
-dl.facts dd { margin: 0; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
-th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; }
-th { background: #f6f8fa; text-align: left; cursor: pointer; white-space: nowrap; }
-th[aria-sort="descending"]:after { content: " \\25BC"; }
-th[aria-sort="ascending"]:after { content: " \\25B2"; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.scroll { overflow-x: auto; }
-td code, li code { overflow-wrap: anywhere; }
-td.subject { min-width: 16em; }
-td.name { min-width: 20em; }
-td.wide { min-width: 22em; overflow-wrap: anywhere; }
-tr.outlier td { background: #fff1e5; }
-tr.error td:first-child { color: #cf222e; font-weight: 600; }
-tr.warning td:first-child { color: #9a6700; font-weight: 600; }
-figure { margin: 8px 0 16px; }
-figure svg { max-width: 100%; height: auto; }
-figcaption { color: #59636e; font-size: 13px; }
-input.filter { font: inherit; padding: 3px 6px; width: 24em; margin-top: 4px; }
-details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
-.nowrap { white-space: nowrap; }
-.note { color: #59636e; font-size: 12px; }
-"""
-
-FILTER_ROWS = 12
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    title: str
-    numeric: bool = False
-
-
-def _csp(script: str) -> str:
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    # No request of any kind; the one script by its hash; styles inline (SVG uses attributes).
-    return f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
 
 
 def render(report: Report, names: Names = Names.short) -> str:
@@ -153,46 +55,16 @@ def render(report: Report, names: Names = Names.short) -> str:
     return neutral.html_document(_render(neutral.scrub(report, neutral.text), names))
 
 
-def _num(value: float | None, text: str) -> str:
-    """A numeric cell: sorted by ``value``, shown as ``text``."""
-    v = "" if value is None or not math.isfinite(value) else f"{value:.6g}"
-    return f'<td class="n" data-v="{v}">{text}</td>'
-
-
-def _table(tid: str, columns: Sequence[Column], rows: Sequence[tuple[str, Sequence[str]]], what: str) -> str:
-    """A sortable table with a filter box; each row is (its class, its ``<td>`` cells)."""
-    head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
-    # A filter box only where there are rows enough to need one.
-    box = (f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
-           f'aria-label="filter {esc(what)}">\n') if len(rows) >= FILTER_ROWS else ""  # fmt: skip
-    body = "\n".join(f'<tr class="{cls}">{"".join(cells)}</tr>' if cls else f"<tr>{''.join(cells)}</tr>"
-                     for cls, cells in rows)  # fmt: skip
-    return (
-        f'{box}<div class="scroll"><table class="sortable" id="{tid}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
-        "</tbody></table></div>"
-    )
-
-
-def _td(text: str) -> str:
-    return f"<td>{esc(text)}</td>"
-
-
-def _code(text: str, title: str | None = None, cls: str = "") -> str:
-    t = f' title="{esc(title)}"' if title and title != text else ""
-    c = f' class="{cls}"' if cls else ""
-    return f"<td{c}><code{t}>{esc(text)}</code></td>"
-
-
 def _findings(findings: Sequence[Finding], tid: str) -> str:
     rows = []
     for f in findings:
         evidence = f.evidence + (f" · waived: {f.waiver_reason}" if f.waived and f.waiver_reason else "")
         rows.append((f.level.value, [f'<td class="nowrap">{esc(finding_mark(f))}</td>',
                                      f'<td class="nowrap"><code>{esc(f.rule_id)}</code></td>',
-                                     f'<td class="subject"><code>{esc(f.subject)}</code></td>', _td(f.observed),
-                                     _td(f.limit), f'<td class="wide">{esc(evidence)}</td>']))  # fmt: skip
+                                     f'<td class="subject"><code>{esc(f.subject)}</code></td>', td(f.observed),
+                                     td(f.limit), f'<td class="wide">{esc(evidence)}</td>']))  # fmt: skip
     cols = [Column(c) for c in ("level", "rule", "subject", "observed", "limit", "evidence")]
-    return _table(tid, cols, rows, "findings")
+    return table(tid, cols, rows, "findings")
 
 
 def _rows_table(tid: str, rows: Sequence[Row], first: str, label: Callable[[Row], str], what: str) -> str:
@@ -202,43 +74,39 @@ def _rows_table(tid: str, rows: Sequence[Row], first: str, label: Callable[[Row]
         b = r.base.total_ns if r.base else None
         c = r.candidate.total_ns if r.candidate else None
         cells = [
-            _code(label(r), r.key, "name"),
-            _td(r.category or "-") if first == "kernel" else "",
-            _num(b, u.ns(b) if b is not None else "-"),
-            _num(c, u.ns(c) if c is not None else "-"),
-            _num(r.delta_ns, u.signed_ns(r.delta_ns)),
-            _num(r.ratio, u.ratio(r.ratio)),
-            _num(r.deviation, u.ratio(r.deviation)),
+            code(label(r), r.key, "name"),
+            td(r.category or "-") if first == "kernel" else "",
+            num(b, u.ns(b) if b is not None else "-"),
+            num(c, u.ns(c) if c is not None else "-"),
+            num(r.delta_ns, u.signed_ns(r.delta_ns)),
+            num(r.ratio, u.ratio(r.ratio)),
+            num(r.deviation, u.ratio(r.deviation)),
             f'<td class="nowrap">{esc(calls_pair(r))}</td>',
-            _num(r.count_effect_ns, u.signed_ns(r.count_effect_ns)),
-            _num(r.per_call_effect_ns, u.signed_ns(r.per_call_effect_ns)),
-            _td("outlier" if r.is_outlier else r.verdict.value),
+            num(r.count_effect_ns, u.signed_ns(r.count_effect_ns)),
+            num(r.per_call_effect_ns, u.signed_ns(r.per_call_effect_ns)),
+            td("outlier" if r.is_outlier else r.verdict.value),
         ]
         out.append(("outlier" if r.is_outlier else "", [c for c in cells if c]))
     cols = [Column(first), *([Column("category")] if first == "kernel" else []),
             *(Column(t, True) for t in ("base", "candidate", "Δ", "ratio", "vs scale")), Column("calls"),
             Column("count effect", True), Column("per-call effect", True), Column("verdict")]  # fmt: skip
-    return _table(tid, cols, out, what)
+    return table(tid, cols, out, what)
 
 
 def _copies(items: Sequence[CopyDelta]) -> str:
     rows = []
     for d in items:
         b, c = d.base, d.candidate
-        rows.append(("", [_code(d.kind),
-                          _num(b.total_ns if b else None, u.ns(b.total_ns) if b else "-"),
-                          _num(c.total_ns if c else None, u.ns(c.total_ns) if c else "-"),
-                          _num(d.ratio, u.ratio(d.ratio)),
-                          _td(f"{count(b.ops) if b else '-'} → {count(c.ops) if c else '-'}"),
-                          _td(f"{u.nbytes(b.bytes) if b else '-'} → {u.nbytes(c.bytes) if c else '-'}"),
-                          _td(d.verdict.value)]))  # fmt: skip
+        rows.append(("", [code(d.kind),
+                          num(b.total_ns if b else None, u.ns(b.total_ns) if b else "-"),
+                          num(c.total_ns if c else None, u.ns(c.total_ns) if c else "-"),
+                          num(d.ratio, u.ratio(d.ratio)),
+                          td(f"{count(b.ops) if b else '-'} → {count(c.ops) if c else '-'}"),
+                          td(f"{u.nbytes(b.bytes) if b else '-'} → {u.nbytes(c.bytes) if c else '-'}"),
+                          td(d.verdict.value)]))  # fmt: skip
     cols = [Column("kind"), Column("base", True), Column("candidate", True), Column("ratio", True),
             Column("operations"), Column("bytes"), Column("verdict")]  # fmt: skip
-    return _table("copies", cols, rows, "copy kinds")
-
-
-# Charts whose section heading already says what they are: no title repeated above them.
-_HEADED = {"waterfall", "scale"}
+    return table("copies", cols, rows, "copy kinds")
 
 
 def _variants(drifts: Sequence[VariantDrift]) -> str:
@@ -246,10 +114,14 @@ def _variants(drifts: Sequence[VariantDrift]) -> str:
     for v in drifts:
         for mark, variants in (("appeared", v.appeared), ("disappeared", v.disappeared)):
             for x in variants:
-                rows.append(("", [_code(v.family), _td(mark), _code(x.name, x.demangled),
-                                  _num(x.calls, count(x.calls)), _num(x.total_ns, u.ns(x.total_ns))]))  # fmt: skip
+                rows.append(("", [code(v.family), td(mark), code(x.name, x.demangled),
+                                  num(x.calls, count(x.calls)), num(x.total_ns, u.ns(x.total_ns))]))  # fmt: skip
     cols = [Column("family"), Column(""), Column("variant"), Column("calls", True), Column("time", True)]
-    return _table("variants", cols, rows, "variants")
+    return table("variants", cols, rows, "variants")
+
+
+# Charts whose section heading already says what they are: no title repeated above them.
+_HEADED = {"waterfall", "scale"}
 
 
 def _figure(c: charts.Chart) -> str:
@@ -269,18 +141,7 @@ def _render(report: Report, names: Names) -> str:
     status = status_word(report)
     title = f"nsysdiff: {status} · {d.base_meta.source} → {d.candidate_meta.source}"
     out = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_csp(_SCRIPT_BODY)}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta name="generator" content="nsysdiff {esc(nsysdiff.__version__)}, matplotlib '
-        f'{esc(charts.version())}">',
-        f"<title>{esc(title)}</title>",
-        f"<style>\n{STYLE}</style>",
-        "</head>",
-        "<body>",
+        *page.head(title, f"matplotlib {charts.version()}"),
         f"<h1>nsysdiff: {esc(d.base_meta.source)} → {esc(d.candidate_meta.source)}</h1>",
         f'<p class="verdict {_STATUS_CLASS[report.outcome]}"><span class="word">{esc(status)}</span> '
         f"(exit {int(report.exit_code)}) · "
@@ -343,13 +204,13 @@ def _render(report: Report, names: Names) -> str:
         sections.append((f"Synchronising API calls ({len(d.sync):,})",
                          _rows_table("sync", d.sync, "call", lambda r: r.key, "calls")))
     if d.base.devices or d.candidate.devices:
-        rows = [("", [_td(c) for c in row]) for row in device_rows(d)]
+        rows = [("", [td(c) for c in row]) for row in device_rows(d)]
         sections.append(("Devices: busy time and idle share of the kernel span",
-                         _table("devices", [Column(h) for h in DEVICE_HEADER], rows, "devices")))  # fmt: skip
+                         table("devices", [Column(h) for h in DEVICE_HEADER], rows, "devices")))  # fmt: skip
     for i, (summary, body) in enumerate(sections):
         out.append(f"<details{' open' if i == 0 else ''}><summary>{esc(summary)}</summary>\n{body}\n</details>")
     out += _method(d)
-    out += [f"<script>{_SCRIPT_BODY}</script>", "</body>", "</html>"]
+    out += page.tail()
     return "\n".join(out) + "\n"
 
 
@@ -391,14 +252,14 @@ def _contributors(d: Diff, named: Mapping[str, str]) -> list[str]:
         out.append(f"<li>{esc(contributor_text(c, u.shorten, named))}</li>")
     out.append("</ul>")
     if a.replacements:
-        rows = [("", [_code(u.shorten(named.get(p.new, p.new_name))), _num(p.new_ns, u.ns(p.new_ns)),
-                      _code(u.shorten(named.get(p.removed, p.removed_name))), _num(p.removed_ns, u.ns(p.removed_ns)),
-                      _num(p.delta_ns, u.signed_ns(p.delta_ns)), _td(p.why)])
+        rows = [("", [code(u.shorten(named.get(p.new, p.new_name))), num(p.new_ns, u.ns(p.new_ns)),
+                      code(u.shorten(named.get(p.removed, p.removed_name))), num(p.removed_ns, u.ns(p.removed_ns)),
+                      num(p.delta_ns, u.signed_ns(p.delta_ns)), td(p.why)])
                 for p in a.replacements]  # fmt: skip
         cols = [Column("new kernel"), Column("its time", True), Column("replaces"), Column("its base time", True),
                 Column("Δ", True), Column("why paired")]  # fmt: skip
         out += [f"<details><summary>Replacements ({len(a.replacements)})</summary>",
-                _table("replacements", cols, rows, "replacements"), "</details>"]  # fmt: skip
+                table("replacements", cols, rows, "replacements"), "</details>"]  # fmt: skip
     return out
 
 
@@ -413,15 +274,15 @@ def _runs(d: Diff, made: Mapping[str, charts.Chart], named: Mapping[str, str]) -
     rows = []
     for k in runs.listed(r):
         c = k.total
-        rows.append(("", [_code(runs.key_text(k, named)), _td(runs.kind_word(k)),
-                          _num(c.ratio, u.ratio(c.ratio)),
-                          _td(runs.interval(c.ratio, c.ci_low, c.ci_high)),
-                          _num(c.q_value, "-" if c.q_value is None else f"{c.q_value:.3g}"),
-                          _td(runs.measures_text(k))]))  # fmt: skip
+        rows.append(("", [code(runs.key_text(k, named)), td(runs.kind_word(k)),
+                          num(c.ratio, u.ratio(c.ratio)),
+                          td(runs.interval(c.ratio, c.ci_low, c.ci_high)),
+                          num(c.q_value, "-" if c.q_value is None else f"{c.q_value:.3g}"),
+                          td(runs.measures_text(k))]))  # fmt: skip
     if rows:
         cols = [Column("key"), Column("kind"), Column("ratio", True), Column("interval"), Column("q", True),
                 Column("measures")]  # fmt: skip
-        out.append(_table("runs", cols, rows, "keys"))
+        out.append(table("runs", cols, rows, "keys"))
     partial = runs.partial_text(r)
     if partial:
         out.append(f"<p>{esc(partial)}</p>")
