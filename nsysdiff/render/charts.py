@@ -43,6 +43,13 @@ BETTER = "#009E73"
 NEUTRAL = "#7f7f7f"
 EFFECT_COLOURS = {"count": "#56B4E9", "per-call": "#D55E00", "new": "#CC79A7", "removed": "#009E73"}
 
+# What the scale is measured over, by the diff's basis: one, many, and what an outlier is.
+BASIS_WORDS = {
+    "kernels": ("family", "families", "kernels"),
+    "nvtx": ("NVTX range", "NVTX ranges", "NVTX ranges"),
+    "graphs": ("CUDA graph", "CUDA graphs", "CUDA graphs"),
+}
+
 INSTALL_HINT = "the HTML report draws its charts with matplotlib: pip install 'nsysdiff[html]'"
 
 
@@ -198,15 +205,21 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     """Every family's ratio on a log axis, the scale and its band, the outlier thresholds,
     and the outlier kernels marked: abnormal, not merely large, at a glance."""
     i = diff.headline.scale_info
-    if diff.headline.basis != "kernels" or not i.families or not i.meaningful:
+    if not i.families or not i.meaningful:
         return None
-    fams = [r for r in diff.families if r.ratio and r.base and r.candidate]
+    one, many, what = BASIS_WORDS[diff.headline.basis]
+    # The scale is over families, or over the NVTX ranges or graphs compared instead.
+    kernels = diff.headline.basis == "kernels"
+    pool = diff.families if kernels else diff.scored
+    fams = [r for r in pool if r.ratio and r.base and r.candidate]
     fams.sort(key=lambda r: -max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0))
     fams = sorted(fams[:BAND_ROWS], key=lambda r: r.ratio or 1.0)
     drawn = {r.name: r for r in fams}
     # An outlier kernel gets a row of its own unless its family is that kernel alone.
-    outliers = [r for r in diff.outliers if r.ratio and not _same(drawn.get(r.family or ""), r)]
-    rows: list[tuple[str, Row, bool]] = [(label(r.name), r, _same(r, *diff.outliers)) for r in fams]
+    outliers = [r for r in diff.outliers if kernels and r.ratio and not _same(drawn.get(r.family or ""), r)]
+    rows: list[tuple[str, Row, bool]] = [
+        (label(r.name), r, _same(r, *diff.outliers) if kernels else r.is_outlier) for r in fams
+    ]
     rows += [(label(named.get(r.key, r.name)) + "  (kernel)", r, True) for r in outliers]
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
@@ -240,14 +253,18 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=3, frameon=False,
                   fontsize=8)  # fmt: skip
         ax.grid(axis="x", which="both", color="#dddddd", lw=0.5)
-        svg = svg_text(fig, "Every family against the scale")
-    shown = f"the {len(fams)} largest of {len(diff.families)} families" if len(fams) < len(diff.families) else (
-        f"all {len(fams)} families on both sides")
-    return Chart("scale", "Every family against the scale", svg,
-                 f"Each dot is a family's total-time ratio ({shown}; dot size: time). The blue line is "
+        svg = svg_text(fig, f"Every {one} against the scale")
+    shown = f"the {len(fams)} largest of {len(pool)} {many}" if len(fams) < len(pool) else (
+        f"all {len(fams)} {many} on both sides")
+    return Chart("scale", f"Every {one} against the scale", svg,
+                 f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line is "
                  f"the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
                  f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
-                 "kernels.")  # fmt: skip
+                 f"{what}.")  # fmt: skip
+
+
+def _article(word: str) -> str:
+    return "an" if word.startswith("NVTX") else "a"  # "an NVTX range", "a family", "a CUDA graph"
 
 
 def _same(family: Row | None, *kernels: Row) -> bool:

@@ -158,12 +158,11 @@ def _render(report: Report, names: Names) -> str:
     if failed:
         out += [f"<h2>Failed rules ({len(dict.fromkeys(f.rule_id for f in failed))})</h2>",
                 _findings(failed, "failed")]  # fmt: skip
-    out += ["<h2>Where the change went</h2>"]
-    for key in ("waterfall", "contributors"):
-        if key in made:
-            out.append(_figure(made[key]))
-    out += _contributors(d, named)
-    out += ["<h2>Abnormal, not merely large: every family against the scale</h2>"]
+    change = [_figure(made[k]) for k in ("waterfall", "contributors") if k in made] + _contributors(d, named)
+    if change:
+        out += ["<h2>Where the change went</h2>", *change]
+    out += [f"<h2>Abnormal, not merely large: every {charts.BASIS_WORDS[d.headline.basis][0]} against the "
+            "scale</h2>"]
     out.append(f"<p>{esc(scale_line(d))}</p>")
     if "scale" in made:
         out.append(_figure(made["scale"]))
@@ -197,6 +196,9 @@ def _render(report: Report, names: Names) -> str:
     if d.variants:
         sections.append((f"Variant drift ({len(d.variants)} {'family' if len(d.variants) == 1 else 'families'})",
                          _variants(d.variants)))  # fmt: skip
+    if d.graphs:
+        sections.append((f"CUDA graphs ({len(d.graphs):,})",
+                         _rows_table("graphs", d.graphs, "graph", lambda r: r.name, "graphs")))
     if d.nvtx:
         sections.append((f"NVTX ranges ({len(d.nvtx):,})",
                          _rows_table("nvtx", d.nvtx, "range", lambda r: r.key, "NVTX ranges")))

@@ -143,3 +143,19 @@ def test_missing_matplotlib_fails_before_reading(
     code, out, err = run_main(monkeypatch, capsys, "missing-a.sqlite", "missing-b.sqlite", "-o", "report.html")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [f"nsysdiff: error: {charts.INSTALL_HINT}"]
+
+
+def test_nvtx_ranges_against_the_scale_without_kernels() -> None:
+    """Without kernel data the scale is over NVTX ranges, and the chart says so."""
+    from conftest import real_trace
+
+    from nsysdiff import api
+    from nsysdiff.compare.diff import compare
+
+    b = api.load(real_trace("ecf_nvtxonly_baseline"))
+    c = api.load(real_trace("ecf_nvtxonly_poolformer"))
+    out = render(api.judge(compare(b, c), (), ()), Format.html)
+    assert "every NVTX range against the scale</h2>" in out and "an NVTX range&#x27;s total-time ratio" in out
+    assert "Where the change went" not in out  # no kernel time to split
+    words = svg_texts(svgs(out)[0])
+    assert "find_centers" in words and "scale 0.24x" in words
