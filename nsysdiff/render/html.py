@@ -43,6 +43,9 @@ from nsysdiff.rules.report import Finding, Outcome, Report
 from nsysdiff.safe import neutral
 
 esc = page.esc
+# Kernel rows in the table at most: a trace of tens of thousands of kernels keeps a page a
+# browser opens at once (the kernels are ordered by the size of their change).
+TABLE_ROWS = 2000
 
 _STATUS_CLASS = {Outcome.PASS: "pass", Outcome.FAIL: "fail", Outcome.INCONCLUSIVE: "inconclusive",
                  Outcome.UNJUDGED: "unjudged"}  # fmt: skip
@@ -182,8 +185,11 @@ def _render(report: Report, names: Names) -> str:
     out += ["<h2>Tables</h2>"]
     sections: list[tuple[str, str]] = []
     if d.kernels:
-        sections.append((f"Kernels ({len(d.kernels):,})", _rows_table("kernels", d.kernels, "kernel", label,
-                                                                      "kernels")))  # fmt: skip
+        shown = d.kernels[:TABLE_ROWS]
+        more = (f'<p class="note">The {len(shown):,} largest changes of {len(d.kernels):,} kernels; the JSON report '
+                "(--format json) has every one.</p>") if len(shown) < len(d.kernels) else ""  # fmt: skip
+        sections.append((f"Kernels ({len(d.kernels):,})",
+                         _rows_table("kernels", shown, "kernel", label, "kernels") + more))  # fmt: skip
     if d.families:
         sections.append((f"Families ({len(d.families):,})",
                          _rows_table("families", d.families, "family", lambda r: r.name, "families")))

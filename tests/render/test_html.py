@@ -159,3 +159,11 @@ def test_nvtx_ranges_against_the_scale_without_kernels() -> None:
     assert "Where the change went" not in out  # no kernel time to split
     words = svg_texts(svgs(out)[0])
     assert "find_centers" in words and "scale 0.24x" in words
+
+
+def test_kernel_table_is_capped(report: Report, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(html, "TABLE_ROWS", 3)
+    out = render(report, Format.html)
+    table = out[out.index('id="kernels"') : out.index("</table>", out.index('id="kernels"'))]
+    assert table.count("<tr") == 4  # the header and the 3 largest changes
+    assert f"The 3 largest changes of {len(report.diff.kernels):,} kernels; the JSON report" in out
