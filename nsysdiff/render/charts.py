@@ -25,6 +25,8 @@ from nsysdiff import units as u
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.compare.runstats import RunVerdict
 from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.render.steps import PART_WORDS
 from nsysdiff.safe import neutral
 
 if TYPE_CHECKING:
@@ -348,8 +350,75 @@ def run_points(diff: Diff) -> Chart | None:
                  "Each dot is one run; the line is the median run, whose figures the report shows.")
 
 
+# --- steps: the time per token ---------------------------------------------------------------
+
+PART_COLOURS = {
+    StepPart.COMPUTE: "#0072B2", StepPart.COMMUNICATION: "#56B4E9", StepPart.COPIES: "#009E73",
+    StepPart.LAUNCH_BOUND: "#D55E00", StepPart.SYNC: "#CC79A7", StepPart.HOST: "#E69F00",
+    StepPart.BETWEEN: "#999999",
+}  # fmt: skip
+
+
+def _time_unit(largest: float) -> tuple[str, float]:
+    """The unit a time axis reads best in, and its nanoseconds."""
+    return ("ms", 1e6) if largest >= 1e6 else ("us", 1e3) if largest >= 1e3 else ("ns", 1.0)
+
+
+def step_parts(diff: Diff) -> Chart | None:
+    """The mean time per step, base above candidate, each split exactly into its parts."""
+    s = diff.steps
+    if s is None or not s.base.steps or not s.candidate.steps:
+        return None
+    unit, div = _time_unit(max(s.base.period.mean, s.candidate.period.mean))
+    with plot("steps", 7.5, 2.6) as (fig, ax):
+        left = [0.0, 0.0]
+        for p in StepPart:
+            values = [s.candidate.part(p) / div, s.base.part(p) / div]
+            if not any(values):
+                continue
+            ax.barh([0, 1], values, left=left, color=PART_COLOURS[p], label=PART_WORDS[p], height=0.6)
+            left = [a + b for a, b in zip(left, values, strict=True)]
+        for y, side in ((1, s.base), (0, s.candidate)):
+            ax.text(side.period.mean / div, y, " " + u.ns(side.period.mean), va="center")
+        ax.set_yticks([1, 0], [f"base ({side_steps(s.base.steps)})", f"candidate ({side_steps(s.candidate.steps)})"])
+        ax.set_xlim(0, max(left) * 1.18)
+        ax.set_xlabel(f"mean time per step of {label(s.name, 30)} ({unit})")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False, fontsize=8)
+        svg = svg_text(fig, "Where each step's time goes")
+    return Chart("steps", "Where each step's time goes", svg,
+                 f"{u.ns(s.base.period.mean)} → {u.ns(s.candidate.period.mean)} per step: the mean period (a "
+                 "step's start to the next step's start), split exactly into what the GPU and the host were "
+                 "doing.")  # fmt: skip
+
+
+def side_steps(n: int) -> str:
+    return f"{n:,} step" if n == 1 else f"{n:,} steps"
+
+
+def step_series(diff: Diff) -> Chart | None:
+    """Every step's period in order, base and candidate: warm-up, drift and tails show."""
+    b, c = diff.base.steps, diff.candidate.steps
+    if b is None or c is None or not b.steps or not c.steps:
+        return None
+    unit, div = _time_unit(max(x.period_ns for x in (*b.steps, *c.steps)))
+    with plot("series", 7.5, 2.8) as (fig, ax):
+        for steps, colour, name in ((b, BASE, "base"), (c, CANDIDATE, "candidate")):
+            xs = [i + 1 + steps.skipped for i in range(len(steps.steps))]
+            ax.plot(xs, [x.period_ns / div for x in steps.steps], color=colour, marker="o", ms=3, lw=1.2,
+                    label=f"{name} ({side_steps(len(steps.steps))})")  # fmt: skip
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel(f"step of {label(b.name, 30)}")
+        ax.set_ylabel(f"period ({unit})")
+        ax.legend(loc="lower right", frameon=False, fontsize=8)
+        ax.grid(axis="y", color="#dddddd", lw=0.5)
+        svg = svg_text(fig, "The steps in order")
+    last = " (the last step's period is its range's duration: no step follows it)" if b.last_period_is_duration else ""
+    return Chart("series", "The steps in order", svg,
+                 f"Each step's period, from its start to the next step's start{last}.")  # fmt: skip
+
+
 def charts(diff: Diff, named: Mapping[str, str]) -> tuple[Chart, ...]:
     """Every chart that applies to ``diff``, in the order the report shows them."""
-    made = (waterfall(diff), contributors(diff, named), scale_band(diff, named), forest(diff, named),
-            run_points(diff))  # fmt: skip
+    made = (waterfall(diff), contributors(diff, named), scale_band(diff, named), step_parts(diff),
+            step_series(diff), forest(diff, named), run_points(diff))  # fmt: skip
     return tuple(c for c in made if c is not None)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import charts, page, runs
+from nsysdiff.render import charts, page, runs, steps
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.markdown import (
     attribution_line,
@@ -161,6 +161,8 @@ def _render(report: Report, names: Names) -> str:
     if failed:
         out += [f"<h2>Failed rules ({len(dict.fromkeys(f.rule_id for f in failed))})</h2>",
                 _findings(failed, "failed")]  # fmt: skip
+    # The time per step first, as every format puts it: it is what a user waits per token.
+    out += _steps(d, made)
     change = [_figure(made[k]) for k in ("waterfall", "contributors") if k in made] + _contributors(d, named)
     if change:
         out += ["<h2>Where the change went</h2>", *change]
@@ -268,6 +270,26 @@ def _contributors(d: Diff, named: Mapping[str, str]) -> list[str]:
                 Column("Δ", True), Column("why paired")]  # fmt: skip
         out += [f"<details><summary>Replacements ({len(a.replacements)})</summary>",
                 table("replacements", cols, rows, "replacements"), "</details>"]  # fmt: skip
+    return out
+
+
+def _steps(d: Diff, made: Mapping[str, charts.Chart]) -> list[str]:
+    """The time per step: its parts base beside candidate, the steps in order, the tables."""
+    sd = d.steps
+    if sd is None:
+        return []
+    out = [f"<h2>{esc(steps.title(sd))}</h2>", *(f"<p>{esc(line)}</p>" for line in steps.first_lines(sd))]
+    for key in ("steps", "series"):
+        if key in made:
+            out.append(_figure(made[key]))
+    tables = (("step-parts", steps.PART_HEADER, steps.part_rows(sd)), ("step-stats", steps.STAT_HEADER,
+              steps.stat_rows(sd)), ("step-calls", steps.FAMILY_HEADER, steps.family_rows(sd)))  # fmt: skip
+    for tid, header, rows in tables:
+        if rows:
+            out.append(table(tid, [Column(h) for h in header],
+                              [("", [td(c) if i == 0 else f'<td class="n">{esc(c)}</td>' for i, c in enumerate(r)])
+                               for r in rows], "rows"))  # fmt: skip
+    out.append(f'<p class="note">{esc(steps.METHOD)}</p>')
     return out
 
 
