@@ -149,7 +149,8 @@ _HTML_COMMAND_LINE = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
 def html_document(document: str) -> str:
     """A whole HTML document made inert in a log (``--format html`` to stdout): control
     characters but the newline, ``##[`` and a line-leading ``::`` become character
-    references, which a browser reads back as the same text."""
+    references. A browser reads ``##[`` and ``::`` back as they were; control characters,
+    which HTML can't carry, never come from a name (:func:`html` made them escapes)."""
     out = _CONTROL_NOT_NEWLINE.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
     return _HTML_COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 
