@@ -401,6 +401,21 @@ def sync_frame(fp: Fingerprint) -> pd.DataFrame:
     return frames.sync(fp)
 
 
+def steps_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per step (``--per NAME``): its period split into parts, its host calls per
+    family. Empty when the fingerprint has no steps."""
+    from nsysdiff.frames import steps as frames
+
+    return frames.steps(fp.steps) if fp.steps is not None else frames.steps(frames.NO_STEPS)
+
+
+def step_calls_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per host-call family across the steps: calls, bytes, time per call and tail."""
+    from nsysdiff.frames import steps as frames
+
+    return frames.call_times(fp.steps) if fp.steps is not None else frames.call_times(frames.NO_STEPS)
+
+
 def diff_frame(diff: Diff, table: str = "kernels") -> pd.DataFrame:
     """One row per key of a diff table (kernels, families, categories, nvtx, sync, graphs)."""
     from nsysdiff.frames import diff as frames

@@ -98,7 +98,18 @@ print(f"plotted {len(both)} families, {len(out)} outlier(s)")
 
 # %% [markdown]
 # ## The decode steps
+#
+# Read per `decode_step` NVTX range, each step's period (start to the next start: what a
+# user waits per token) splits exactly into GPU compute, launch-bound and host time, and
+# the time between steps (docs/steps.md).
 
 # %%
-ranges = nd.nvtx_frame(bs16)
-print(ranges.to_string(index=False))
+per_step = nd.ScopeOptions(per="decode_step")
+steps = nd.steps_frame(nd.load(HERE / "bs16.sqlite", per_step))
+parts = ["Compute (ns)", "Communication (ns)", "Copies (ns)", "Launch-bound (ns)", "Sync (ns)", "Host (ns)",
+         "Between (ns)"]
+assert (steps[parts].sum(axis=1) == steps["Period (ns)"]).all()
+print(steps[["Step", "Period (ns)", "Compute (ns)", "Launch-bound (ns)", "Host (ns)", "launch Calls"]]
+      .to_string(index=False))
+print("ms per step, mean:")
+print((steps[parts].mean() / 1e6).round(3).to_string())

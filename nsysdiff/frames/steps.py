@@ -11,6 +11,9 @@ import pandas as pd
 from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
 
+# What a fingerprint without steps shows: the same columns, no rows.
+NO_STEPS = Steps(name="", domain="", steps=(), call_times=())
+
 _PART_COLUMN = {
     StepPart.COMPUTE: "Compute (ns)",
     StepPart.COMMUNICATION: "Communication (ns)",

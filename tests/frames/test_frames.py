@@ -177,3 +177,26 @@ def test_frames_equal_the_fingerprint_and_nsys_stats(trace: Path) -> None:
     copies = nd.copies_frame(fp)
     assert {o: (int(c), int(t)) for o, c, t in copies[["Operation", "Count", "Total Time (ns)"]].itertuples(
         index=False)} == mem  # fmt: skip
+
+
+def test_steps_frames_split_every_period_exactly(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 0
+    for _ in range(3):
+        b.nvtx_range("decode_step", t, t + 80_000)
+        b.runtime("cudaLaunchKernel_v7000", t + 1_000, 8_000)
+        b.kernel("vectorized_elementwise_kernel", t + 10_000, 20_000)
+        t += 100_000
+    fp = nd.load(b.write(tmp_path / "s.sqlite"), nd.ScopeOptions(per="decode_step"))
+    assert fp.steps is not None
+    steps = nd.steps_frame(fp)
+    parts = [c for c in steps.columns if c.endswith("(ns)") and c.split(" (")[0] in {
+        "Compute", "Communication", "Copies", "Launch-bound", "Sync", "Host", "Between"}]  # fmt: skip
+    assert len(parts) == 7 and len(steps) == 3
+    assert (steps[parts].sum(axis=1) == steps["Period (ns)"]).all()
+    assert list(steps["Period (ns)"]) == [s.period_ns for s in fp.steps.steps]
+    assert str(steps["Period (ns)"].dtype) == "Int64"
+    calls = nd.step_calls_frame(fp)
+    assert list(calls["Family"]) == [c.family.value for c in fp.steps.call_times]
+    assert calls["Num Calls"].sum() == sum(c.calls for s in fp.steps.steps for c in s.calls)
+    assert nd.steps_frame(nd.load(_trace(tmp_path))).empty  # no --per: no steps, same columns

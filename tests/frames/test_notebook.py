@@ -98,4 +98,5 @@ def test_the_notebook_finds_the_suspects(tmp_path: Path) -> None:
     assert "batch-invariance: exit 1" in text
     for rule in ("attention-path", "gemm-selection", "launch-split"):
         assert re.search(rf"error\s+{rule}", text)
-    assert re.search(r"decode_step\s+8\s", text)
+    # The GPU computes 1.24 ms of a ~14 ms decode step; the host takes most of the rest.
+    assert re.search(r"Compute \(ns\)\s+1\.24\n", text) and re.search(r"Host \(ns\)\s+10\.\d+\n", text)
