@@ -189,13 +189,22 @@ def diff(
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
+    history = _history_spec(base_paths)
     with progress.reading(quiet) as report_progress:
-        b_runs, c_runs = sides.read_both(
-            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
-                                  keep_export=keep_export, notify=notify),
-            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
-                                  keep_export=keep_export, notify=notify),
-        )  # fmt: skip
+        if history is not None:
+            # The candidate first: its GPU, scope and graph mode pick the comparable history.
+            c_runs = sides.read_one(
+                lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                                      keep_export=keep_export, notify=notify)
+            )  # fmt: skip
+            b_runs = api.history_baseline(history, c_runs.runs[0])
+        else:
+            b_runs, c_runs = sides.read_both(
+                lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
+                                      keep_export=keep_export, notify=notify),
+                lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                                      keep_export=keep_export, notify=notify),
+            )  # fmt: skip
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
@@ -259,6 +268,16 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _history_spec(paths: list[Path]) -> str | None:
+    """``history:STORE@REF~N`` as the base side (docs/history.md), given alone."""
+    specs = [str(p) for p in paths if str(p).startswith("history:")]
+    if not specs:
+        return None
+    if len(paths) > 1:
+        raise UsageError(f"{specs[0]}: a history baseline is the whole base side; give no other base run with it")
+    return specs[0]
 
 
 def _with_noise(ruleset: Any, profile: Path | None) -> Any:

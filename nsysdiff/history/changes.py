@@ -1,0 +1,280 @@
+"""Change points on a ref's history: where each key's series stepped, by how much, and
+how sure that is.
+
+**Method.** Each key (kernel, family, category, copy kind, NVTX range) gives one value
+per commit: the geometric mean of its total time over the commit's runs. The series goes
+to Apache Otava's E-Divisive (``otava.analysis.compute_change_points``, the "Hunter"
+variant of Matteson and James's E-Divisive: divisive splits over sliding windows, each
+split kept when a two-sided Student's t-test between the segments it separates is under
+``max_pvalue``, then a merge pass that drops the weakest). Otava is deterministic (no
+permutation test) and windowed, so a scan of 1,000 commits stays linear in their number.
+
+For each step found, the size is the ratio of the after segment to the before segment
+with a Welch interval on the log of every run's value in the two segments
+(:func:`nsysdiff.compare.runstats.welch_log`); its significance is Otava's t-test
+p-value. A key whose series a straight line fits better than the steps (by BIC) is a
+drift, not a sequence of steps: it is reported as a drift with its slope per commit and
+that slope's interval, and its steps are not reported as steps.
+
+**What it can't tell.** A p-value chosen after searching every split is not a nominal
+one: the false-alarm rate per key is measured on simulated noise
+(:data:`FALSE_ALARM`, docs/history.md), not read off ``max_pvalue``. A step within the
+first or last few commits has too few points on one side to be found. Keys that are not
+in every commit are structural changes, counted and not scanned.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from nsysdiff.errors import UsageError
+from nsysdiff.history import store as st
+
+FloatArray = npt.NDArray[np.float64]
+
+DEFAULT_MAX_PVALUE = 1e-5
+DEFAULT_WINDOW = 30
+# The share of pure-noise keys with at least one change point at the defaults, measured by
+# benchmarks/history_calibrate.py on 5,000 simulated histories of 60 commits x 3 runs:
+# 1 in 5,000 (0.02%; 95% upper bound 0.095%). tests/history/test_changes.py checks 200.
+FALSE_ALARM = 0.0002
+FALSE_ALARM_UPPER = 0.00095
+MIN_COMMITS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A change in a key's level, starting at ``commit``."""
+
+    kind: str
+    key: str
+    index: int  # position of ``commit`` in the scanned commits
+    commit: str
+    before_commit: str  # the last commit at the old level
+    before_ns: float  # the segments' geometric means of total time
+    after_ns: float
+    ratio: float  # after / before, Welch on the runs' logs
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float  # Otava's t-test between the two segments
+    before_runs: int
+    after_runs: int
+    returns_to: str | None  # the step undoes an earlier one: the level before that commit
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """A key whose level moves a little with every commit rather than in steps."""
+
+    kind: str
+    key: str
+    first_commit: str
+    last_commit: str
+    commits: int
+    per_commit: float  # ratio per commit, from the slope of log(total) on commit order
+    ci_low: float
+    ci_high: float
+    p_value: float
+    overall: float  # the fitted line's last value over its first
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """A scan of one ref: every step and drift, and what was scanned."""
+
+    store: str
+    ref: str
+    identity: tuple[str, str, str]
+    commits: tuple[str, ...]
+    runs: int
+    keys: int
+    structural: int  # keys not in every commit, left out
+    steps: tuple[Step, ...]
+    drifts: tuple[Drift, ...]
+    max_pvalue: float
+    window: int
+
+
+def engine() -> object:
+    try:
+        from otava import analysis
+    except ImportError:
+        raise UsageError(
+            "history changes needs Apache Otava's E-Divisive: pip install 'nsysdiff[history]'"
+        ) from None
+    return analysis
+
+
+def commit_series(
+    entries: Sequence[st.Entry], series: Mapping[tuple[str, str], Mapping[int, tuple[int, int]]]
+) -> tuple[tuple[str, ...], list[list[int]], dict[tuple[str, str], list[list[float]]], int]:
+    """(commits in order of first appearance, entry ids per commit, per key the runs'
+    totals per commit, keys left out because some run lacks them)."""
+    order: dict[str, list[int]] = {}
+    for e in entries:
+        order.setdefault(e.provenance.commit, []).append(e.id)
+    groups = list(order.values())
+    out: dict[tuple[str, str], list[list[float]]] = {}
+    structural = 0
+    for key, values in series.items():
+        per = [[float(values[i][1]) for i in ids if i in values and values[i][1] > 0] for ids in groups]
+        if all(len(p) == len(ids) for p, ids in zip(per, groups, strict=True)):
+            out[key] = per
+        else:
+            structural += 1
+    return tuple(order), groups, out, structural
+
+
+def scan(
+    store: st.Store,
+    ref: str,
+    *,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    window: int = DEFAULT_WINDOW,
+    last: int | None = None,
+    with_failed: bool = True,
+) -> Changes:
+    """Every step and drift of ``ref``'s comparable runs (the newest entry's GPU, scope
+    and graph mode), over its last ``last`` commits (all when None)."""
+    if not 0 < max_pvalue < 1:
+        raise UsageError(f"--max-pvalue {max_pvalue}: expected a probability between 0 and 1")
+    if window < 6:
+        raise UsageError(f"--window {window}: expected at least 6 commits")
+    analysis = engine()
+    entries = store.entries(ref)
+    if not entries:
+        raise UsageError(f"{store.path}: no entries for ref {ref!r}")
+    newest = entries[-1].provenance
+    ident = (newest.gpu, newest.scope, newest.graph_mode)
+    from nsysdiff.history import baseline
+
+    chosen = baseline.comparable(entries, ident, with_failed=with_failed)
+    if last is not None:
+        keep = set(list(dict.fromkeys(e.provenance.commit for e in chosen))[-last:])
+        chosen = [e for e in chosen if e.provenance.commit in keep]
+    commits, _, per_key, structural = commit_series(chosen, store.series(chosen))
+    steps: list[Step] = []
+    drifts: list[Drift] = []
+    if len(commits) >= MIN_COMMITS:
+        for (kind, key), runs in sorted(per_key.items()):
+            s, d = key_changes(analysis, kind, key, commits, runs, max_pvalue, window)
+            steps.extend(s)
+            drifts.extend(d)
+    return Changes(
+        store=str(store.path),
+        ref=ref,
+        identity=ident,
+        commits=commits,
+        runs=len(chosen),
+        keys=len(per_key),
+        structural=structural,
+        steps=tuple(steps),
+        drifts=tuple(drifts),
+        max_pvalue=max_pvalue,
+        window=window,
+    )
+
+
+def key_changes(
+    analysis: object,
+    kind: str,
+    key: str,
+    commits: tuple[str, ...],
+    runs: list[list[float]],
+    max_pvalue: float,
+    window: int,
+) -> tuple[list[Step], list[Drift]]:
+    logs = [np.log(np.asarray(r)) for r in runs]
+    level = [float(np.exp(x.mean())) for x in logs]
+    points, _ = analysis.compute_change_points(level, window_len=window, max_pvalue=max_pvalue)  # type: ignore[attr-defined]
+    cuts = [int(cp.index) for cp in points]
+    pvalues = [float(cp.stats.pvalue) for cp in points]
+    y = np.log(np.asarray(level))
+    drift = _drift(kind, key, commits, y, cuts, max_pvalue)
+    if drift is not None:
+        return [], [drift]
+    bounds = [0, *cuts, len(level)]
+    steps: list[Step] = []
+    for i, cut in enumerate(cuts):
+        before = np.concatenate(logs[bounds[i] : cut])
+        after = np.concatenate(logs[cut : bounds[i + 2]])
+        ratio, low, high = _welch(before, after)
+        returns_to = None
+        if i > 0:
+            earlier = np.concatenate(logs[bounds[i - 1] : bounds[i]])
+            _, lo2, hi2 = _welch(earlier, after)
+            prev_ratio = float(np.exp(before.mean() - earlier.mean()))
+            if lo2 is not None and hi2 is not None and lo2 <= 1.0 <= hi2 and (prev_ratio - 1) * (ratio - 1) < 0:
+                returns_to = commits[bounds[i]]
+        steps.append(
+            Step(
+                kind=kind,
+                key=key,
+                index=cut,
+                commit=commits[cut],
+                before_commit=commits[cut - 1],
+                before_ns=float(np.exp(before.mean())),
+                after_ns=float(np.exp(after.mean())),
+                ratio=ratio,
+                ci_low=low,
+                ci_high=high,
+                p_value=pvalues[i],
+                before_runs=len(before),
+                after_runs=len(after),
+                returns_to=returns_to,
+            )
+        )
+    return steps, []
+
+
+def _welch(before: FloatArray, after: FloatArray) -> tuple[float, float | None, float | None]:
+    """after / before on the log scale with its 95% Welch interval (None with one run a side)."""
+    ratio = float(np.exp(after.mean() - before.mean()))
+    if len(before) < 2 or len(after) < 2:
+        return ratio, None, None
+    from nsysdiff.compare.runstats import welch_log
+
+    t = welch_log(np.exp(before)[None, :], np.exp(after)[None, :])
+    return ratio, float(t.ci_low[0]), float(t.ci_high[0])
+
+
+def _bic(rss: float, n: int, params: int) -> float:
+    return n * math.log(max(rss, 1e-300) / n) + params * math.log(n)
+
+
+def _drift(
+    kind: str, key: str, commits: tuple[str, ...], y: FloatArray, cuts: list[int], max_pvalue: float
+) -> Drift | None:
+    """A drift when a straight line explains the series better than its steps (BIC, with
+    a step costing two parameters: its place and its level) and its slope is significant."""
+    n = len(y)
+    if not cuts or n < 10:
+        return None
+    bounds = [0, *cuts, n]
+    rss_steps = float(sum(((y[a:b] - y[a:b].mean()) ** 2).sum() for a, b in itertools.pairwise(bounds)))
+    x = np.arange(n, dtype=np.float64)
+    from scipy import stats as sps
+
+    fit = sps.linregress(x, y)
+    rss_line = float(((y - (fit.intercept + fit.slope * x)) ** 2).sum())
+    if _bic(rss_line, n, 3) >= _bic(rss_steps, n, 1 + 2 * len(cuts)) or fit.pvalue >= max_pvalue:
+        return None
+    half = float(sps.t.ppf(0.975, n - 2) * fit.stderr)
+    return Drift(
+        kind=kind,
+        key=key,
+        first_commit=commits[0],
+        last_commit=commits[-1],
+        commits=n,
+        per_commit=math.exp(fit.slope),
+        ci_low=math.exp(fit.slope - half),
+        ci_high=math.exp(fit.slope + half),
+        p_value=float(fit.pvalue),
+        overall=math.exp(fit.slope * (n - 1)),
+    )

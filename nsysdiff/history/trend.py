@@ -1,0 +1,63 @@
+"""One key's series on a ref: its total time and calls per commit, for ``history show``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nsysdiff.errors import UsageError
+from nsysdiff.history import store as st
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    commit: str
+    runs: int
+    total_ns: float  # geometric mean over the commit's runs
+    low_ns: int  # the fastest and slowest run
+    high_ns: int
+    calls: int  # the commit's median run's
+    failed: int  # runs a gate failed
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    store: str
+    ref: str
+    kind: str
+    key: str
+    points: tuple[Point, ...]
+    missing: int  # commits whose runs lack the key
+
+
+def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend:
+    """``key``'s series on ``ref`` (commits in order of first appearance). Without ``kind``
+    the key is looked up among every kind; a name found under several must be told apart."""
+    entries = store.entries(ref)
+    if not entries:
+        raise UsageError(f"{store.path}: no entries for ref {ref!r}")
+    series = store.series(entries)
+    found = sorted(k for k in series if k[1] == key and (kind is None or k[0] == kind))
+    if not found:
+        close = sorted({n for _, n in series if key.lower() in n.lower()})[:3]
+        hint = f"; keys containing it: {', '.join(repr(c[:80]) for c in close)}" if close else ""
+        raise UsageError(f"{store.path}: no key {key[:120]!r} on ref {ref!r}{hint}")
+    if len(found) > 1:
+        raise UsageError(f"{key[:120]!r} is a key of several kinds ({', '.join(k for k, _ in found)}): give --kind")
+    (k_kind, _), values = found[0], series[found[0]]
+    groups: dict[str, list[st.Entry]] = {}
+    for e in entries:
+        groups.setdefault(e.provenance.commit, []).append(e)
+    points: list[Point] = []
+    missing = 0
+    for commit, runs in groups.items():
+        got = [values[e.id] for e in runs if e.id in values and values[e.id][1] > 0]
+        if not got:
+            missing += 1
+            continue
+        totals = sorted(t for _, t in got)
+        calls = sorted(c for c, _ in got)[len(got) // 2]
+        geo = math.exp(sum(math.log(t) for t in totals) / len(totals))
+        failed = sum(e.provenance.failed for e in runs)
+        points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed))
+    return Trend(str(store.path), ref, k_kind, key, tuple(points), missing)
