@@ -388,13 +388,16 @@ def open_store(spec: str | Path) -> Store:
 def create_or_open(spec: str | Path) -> Store:
     """A store to add to: created (empty, this version) when the path doesn't exist yet."""
     path = store_path(str(spec))
-    if not path.exists():
+    # A file of 0 bytes is a store another writer is creating right now (SQLite makes the
+    # file at connect and writes it at the first commit): wait for its lock, then look.
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_MS / 1000)
             con.execute("BEGIN IMMEDIATE")
             # Two first runs may race to create the file: the loser finds the schema made.
-            if con.execute("PRAGMA user_version").fetchone()[0] == 0:
+            empty = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            if empty and con.execute("PRAGMA user_version").fetchone()[0] == 0:
                 con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 con.execute(f"PRAGMA user_version = {VERSION}")
                 for sql in _SCHEMA:

@@ -86,3 +86,50 @@ def history(
             fps.append(scaled(base, dict(zip(names, f.tolist(), strict=True))))
         out.append((f"{c:04d}" + "c0ffee" * 6, fps))
     return out
+
+
+def spec_build() -> tuple[Fingerprint, dict[str, float]]:
+    """A build of 24 kernels shaped like a decode step (GEMMs, attention, elementwise), and
+    per-kernel noise in the range the real repeats show (0.05% to 1.2%, the largest
+    kernels the steadiest), for runs without the real captures."""
+    import fpspec
+
+    kernels = {
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT": (112, 15_600_000),
+        "nvjet_sm90_tst_64x8_64x16_4x2_h_bz_TNT": (1_792, 12_470_000),
+        "nvjet_sm90_tst_64x16_64x16_4x1_v_bz_TNT": (1_792, 12_190_000),
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7": (896, 7_900_000),
+        "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float>)": (1_820, 7_220_000),
+        "void at::native::CatArrayBatchedCopy_vectorized<float, 4>(CatArrInputTensorMetadata)": (896, 6_030_000),
+        "nvjet_sm90_tst_64x16_64x16_2x1_v_bz_splitK_TNT": (896, 5_720_000),
+        "void at::native::unrolled_elementwise_kernel<at::native::copy_device_to_device>()": (2_688, 5_260_000),
+    }
+    for i in range(16):
+        kernels[f"void at::native::vectorized_elementwise_kernel<4, at::native::op_{i}>()"] = (
+            900 + 60 * i,
+            3_000_000 // (i + 1),
+        )
+    fp = fpspec.fingerprint(kernels, gpu="NVIDIA H100 80GB HBM3")
+    rng = np.random.default_rng(25)
+    noise = {}
+    for k in fp.kernels:
+        # Big kernels are steady (0.05%..0.4%), small ones noisier (up to 1.2%).
+        top = 0.004 if k.total_ns > 4_000_000 else 0.012
+        noise[k.demangled] = float(rng.uniform(NOISE_FLOOR, top))
+    return fp, noise
+
+
+def done_when_plan(step: str, drift: str, back: str) -> Plan:
+    """The planted history: ``step`` +8% from commit 40 on; ``drift`` +0.15% per commit
+    throughout; ``back`` +5% for commits 15..27, then back to its old level."""
+
+    def plan(c: int, name: str) -> float:
+        if name == step:
+            return 1.08 if c >= 40 else 1.0
+        if name == drift:
+            return float(1.0015**c)
+        if name == back:
+            return 1.05 if 15 <= c < 28 else 1.0
+        return 1.0
+
+    return plan
