@@ -28,6 +28,7 @@ class Trend:
     key: str
     points: tuple[Point, ...]
     missing: int  # commits whose runs lack the key
+    also: tuple[str, ...] = ()  # other kinds with a key of this name (--kind picks one)
 
 
 def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend:
@@ -42,8 +43,10 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         close = sorted({n for _, n in series if key.lower() in n.lower()})[:3]
         hint = f"; keys containing it: {', '.join(repr(c[:80]) for c in close)}" if close else ""
         raise UsageError(f"{store.path}: no key {key[:120]!r} on ref {ref!r}{hint}")
-    if len(found) > 1:
-        raise UsageError(f"{key[:120]!r} is a key of several kinds ({', '.join(k for k, _ in found)}): give --kind")
+    # A name of several kinds (a kernel that is its own family) is read as the first kind
+    # in report order; the others are named so that --kind can ask for them.
+    order = [k.value for k in st.KINDS]
+    found.sort(key=lambda k: order.index(k[0]))
     (k_kind, _), values = found[0], series[found[0]]
     groups: dict[str, list[st.Entry]] = {}
     for e in entries:
@@ -60,4 +63,5 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         geo = math.exp(sum(math.log(t) for t in totals) / len(totals))
         failed = sum(e.provenance.failed for e in runs)
         points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed))
-    return Trend(str(store.path), ref, k_kind, key, tuple(points), missing)
+    also = tuple(k for k, _ in found[1:])
+    return Trend(str(store.path), ref, k_kind, key, tuple(points), missing, also)

@@ -29,6 +29,13 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(_BARS[min(7, int((v - lo) / (hi - lo) * 8))] for v in values)
 
 
+def scope_words(scope: str) -> str:
+    """A stored scope (``window=None ... skip_first=0``) as what was given: the options set,
+    or "the whole capture"."""
+    given = [part for part in scope.split(" ") if not part.endswith(("=None", "=0"))]
+    return "scope " + " ".join(given) if given else "the whole capture"
+
+
 def _pct(r: float | None) -> str:
     return "-" if r is None else f"{(r - 1) * 100:+.2f}%"
 
@@ -67,12 +74,15 @@ def render_trend(t: Trend, width: int, last: int) -> str:
         summary += f" · first {u.ns(first)}, last {u.ns(values[-1])} ({_pct(values[-1] / first)})"
     if t.missing:
         summary += f" · missing in {t.missing:,} commit(s)"
+    if t.also:
+        summary += f" · also a {' and a '.join(t.also)} name (--kind {t.also[0]})"
     wrap(console, summary, width, indent="  ", hang="  ")
     spark_room = max(10, width - 10)
     wrap(console, "trend: " + sparkline(values[-spark_room:]), width, indent="  ")
     shown = t.points[-last:] if last else t.points
     if shown and first:
-        lo, hi = min(p.total_ns for p in shown), max(p.total_ns for p in shown)
+        # The level bar spans the whole series, so that noise shown alone never looks like a step.
+        lo, hi = min(values), max(values)
         rows = [
             [p.commit[:12], str(p.runs), u.ns(p.total_ns), f"{u.ns(p.low_ns)}..{u.ns(p.high_ns)}", f"{p.calls:,}",
              _pct(p.total_ns / first), _bar(p.total_ns, lo, hi), "failed" if p.failed else ""]
@@ -110,7 +120,8 @@ def render_changes(c: Changes, width: int) -> str:
     wrap(console, f"nsysdiff history changes: {c.ref} in {c.store} · {len(c.commits):,} commits, {c.runs:,} runs · "
                   f"{len(c.steps):,} step(s), {len(c.drifts):,} drift(s) in {c.keys:,} keys", width, hang="  ",
          bold=True)  # fmt: skip
-    wrap(console, f"runs like the newest: GPU {gpu}, {scope}, graph mode {mode}", width, indent="  ", hang="  ")
+    wrap(console, f"runs like the newest: GPU {gpu}, {scope_words(scope)}, graph mode {mode}", width, indent="  ",
+         hang="  ")  # fmt: skip
     wrap(
         console,
         "Method: E-Divisive (Apache Otava) on each key's total time per commit (geometric mean of its runs), "
