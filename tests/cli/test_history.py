@@ -33,8 +33,11 @@ def _main_history(directory: Path, commits: int = 12) -> Path:
 
 def _candidates(directory: Path, gemm: float, n: int = 3, seed: int = 99) -> list[str]:
     base, noise = histories.spec_build()
-    plan = (lambda c, name: gemm if name == GEMM else 1.0)
-    (_, runs), = histories.history(base, noise, plan, commits=1, runs=n, seed=seed)
+
+    def plan(c: int, name: str) -> float:
+        return gemm if name == GEMM else 1.0
+
+    ((_, runs),) = histories.history(base, noise, plan, commits=1, runs=n, seed=seed)
     out = []
     for i, fp in enumerate(runs):
         p = directory / f"pr{i}.json"
@@ -161,7 +164,7 @@ def test_pr_diff_against_history_built_from_the_real_repeats(
         for fp in runs:
             s.add(fp, ref="main", commit=commit)
     s.close()
-    code, out, err = run_main(monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", first, repeat,
+    code, out, _ = run_main(monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", first, repeat,
                               "--format", "json")  # fmt: skip
     doc = json.loads(out)
     assert code == 0, out[:3000]

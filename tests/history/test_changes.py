@@ -133,7 +133,7 @@ def test_last_scans_the_newest_commits(tmp_path: Path) -> None:
 
 
 def test_bad_settings_are_usage_errors(tmp_path: Path) -> None:
-    base, noise = histories.spec_build()
+    base, _ = histories.spec_build()
     path = tmp_path / "h.sqlite"
     s = st.create_or_open(path)
     s.add(base, ref="main", commit="c0")
