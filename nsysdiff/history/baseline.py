@@ -5,6 +5,11 @@ Comparable means the same GPU model, scope and graph mode as the candidate (the 
 identity :func:`nsysdiff.fingerprint.runset.check_comparable` requires of one side's runs).
 A run a gate failed (added with ``--failed``) is never picked unless the spec asks for it
 (``history:STORE@main~5+failed``): a regressed run must not become the next baseline.
+
+A store that does not exist yet, or holds fewer than 2 comparable runs, is inconclusive
+(exit 3), not bad input: that is a branch's first runs, which a CI job can let pass
+(``fail-on-inconclusive: false``) while ``history add`` fills the store. A store that is
+there but foreign, damaged or tampered with is bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nsysdiff.errors import UsageError
+from nsysdiff.errors import InconclusiveError, UsageError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.history import store as st
@@ -65,17 +70,20 @@ def comparable(entries: tuple[st.Entry, ...], like: tuple[str, str, str], *, wit
 def pick(store: st.Store, spec: Spec, like: Fingerprint | None) -> runset.RunSet:
     """The last ``spec.runs`` comparable runs of ``spec.ref`` as a run set (oldest first).
     ``like`` is the candidate: its identity decides what is comparable; without one, the
-    newest entry's does. Fewer than 2 comparable runs is a usage error, in one line."""
+    newest entry's does. Fewer than 2 comparable runs is inconclusive (exit 3), in one
+    line: the store is sound, it just can't give a baseline yet (a branch's first runs)."""
     entries = store.entries(spec.ref)
     if not entries:
-        raise UsageError(f"{store.path}: no entries for ref {spec.ref!r} (add runs with 'nsysdiff history add')")
+        raise InconclusiveError(
+            f"{store.path}: no runs of ref {spec.ref!r} yet, so no baseline (add runs with 'nsysdiff history add')"
+        )
     ident = st.identity(like) if like is not None else _identity(entries[-1])
     chosen = comparable(entries, ident, with_failed=spec.with_failed)[-spec.runs :]
     if len(chosen) < 2:
         failed = sum(e.provenance.failed for e in entries)
         left_out = failed and not spec.with_failed
         hint = f"; {failed} failed run(s) left out, ask for them with +failed" if left_out else ""
-        raise UsageError(
+        raise InconclusiveError(
             f"{store.path}: {len(chosen)} run(s) of {spec.ref!r} comparable with the candidate "
             f"(GPU {ident[0]!r}, {ident[1]}, graph mode {ident[2]}); a history baseline needs at least 2{hint}"
         )

@@ -80,8 +80,8 @@ def test_bad_stores_are_one_line_exit_2(
         ("history", "list", str(text)),
         ("history", "changes", str(foreign)),
         ("history", "show", str(text), "k"),
-        ("--base", f"history:{text}@main~5", "--candidate", str(text)),
-        ("--base", f"history:{tmp_path / 'missing.sqlite'}@main~5", "--candidate", *_candidates(tmp_path, 1.0)),
+        ("--base", f"history:{text}@main~5", "--candidate", *_candidates(tmp_path, 1.0)),
+        ("--base", f"history:{foreign}@main~5", "--candidate", *_candidates(tmp_path, 1.0)),
     ):
         code, out, err = run_main(monkeypatch, capsys, *argv)
         assert (code, out) == (2, ""), argv
@@ -131,6 +131,16 @@ def test_pr_diff_against_the_history_of_main(
     assert code == 0
 
 
+def test_first_run_without_a_store_is_inconclusive(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run_main(monkeypatch, capsys, "--base", f"history:{tmp_path / 'none.sqlite'}@main~5",
+                              "--candidate", *_candidates(tmp_path, 1.0))  # fmt: skip
+    assert (code, out) == (3, "")
+    assert "no history store yet" in err and err.count("\n") == 1
+    assert not (tmp_path / "none.sqlite").exists()
+
+
 def test_history_base_refuses_fewer_than_two(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -144,7 +154,7 @@ def test_history_base_refuses_fewer_than_two(
     fp = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, gpus=(GpuInfo(0, "NVIDIA H200", 132),)))
     other_gpu.write_text(fingerprint_to_json(fp), encoding="utf-8")
     code, out, err = run_main(monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", other_gpu)
-    assert (code, out) == (2, "")
+    assert (code, out) == (3, "")
     assert "0 run(s) of 'main' comparable with the candidate (GPU 'NVIDIA H200'" in err and err.count("\n") == 1
 
 

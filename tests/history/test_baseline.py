@@ -7,7 +7,7 @@ from pathlib import Path
 import fpspec
 import pytest
 
-from nsysdiff.errors import NsysdiffError, UsageError
+from nsysdiff.errors import InconclusiveError, UsageError
 from nsysdiff.history import baseline
 from nsysdiff.history import store as st
 
@@ -62,9 +62,9 @@ def test_failed_runs_only_when_asked(store: Path) -> None:
 
 def test_comparable_with_the_candidate_gpu(store: Path) -> None:
     s = st.open_store(store)
-    with pytest.raises(UsageError, match=r"1 run\(s\) of 'main' comparable .*NVIDIA H200.* at least 2") as info:
+    with pytest.raises(InconclusiveError, match=r"1 run\(s\) of 'main' comparable .*NVIDIA H200.* at least 2") as e:
         baseline.pick(s, baseline.parse(f"history:{store}@main~5"), _fp(1, "NVIDIA H200"))
-    assert info.value.exit_code == 2
+    assert e.value.exit_code == 3
     s.close()
 
 
@@ -73,15 +73,16 @@ def test_refuses_fewer_than_two(tmp_path: Path) -> None:
     s = st.create_or_open(path)
     s.add(_fp(1000), ref="main", commit="c0")
     s.add(_fp(1001), ref="main", commit="c1", failed=True)
-    with pytest.raises(UsageError, match=r"needs at least 2; 1 failed run\(s\) left out, ask for them with \+failed"):
+    with pytest.raises(InconclusiveError, match=r"at least 2; 1 failed run\(s\) left out, ask for them with \+failed"):
         baseline.pick(s, baseline.parse(f"history:{path}@main~5"), None)
-    with pytest.raises(UsageError, match="no entries for ref 'dev'"):
+    with pytest.raises(InconclusiveError, match="no runs of ref 'dev' yet"):
         baseline.pick(s, baseline.parse(f"history:{path}@dev~5"), None)
     s.close()
 
 
-def test_a_missing_store_is_one_line(tmp_path: Path) -> None:
+def test_a_missing_store_is_a_first_run(tmp_path: Path) -> None:
     from nsysdiff import api
 
-    with pytest.raises(NsysdiffError, match="no such history store"):
+    with pytest.raises(InconclusiveError, match="no history store yet") as e:
         api.history_baseline(f"history:{tmp_path}/none.sqlite@main~5", None)
+    assert e.value.exit_code == 3
