@@ -200,6 +200,8 @@ def test_action_interface() -> None:
         "fail-on-inconclusive": "true",
         "version": "",
         "python-version": "3.12",
+        "history-add": "",
+        "history-ref": "",
     }
     assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown"}
     assert action["runs"]["using"] == "composite"
@@ -381,3 +383,50 @@ def test_result_step_fails_with_status(tmp_path: Path, status: str, expected: in
         [bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == expected
+
+
+# --- appending to a history store -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("verdict", "ref", "expected"),
+    [
+        ("pass", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--",
+                      "-store.sqlite", "a.json", "-b.json"]),
+        ("fail", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--failed", "--",
+                      "-store.sqlite", "a.json", "-b.json"]),
+        ("inconclusive", "release", ["history", "add", "--ref", "release", "--commit", "abc123", "--",
+                                     "-store.sqlite", "a.json", "-b.json"]),
+    ],
+)  # fmt: skip
+def test_history_add_step(tmp_path: Path, verdict: str, ref: str, expected: list[str]) -> None:
+    """The runs judged are appended after the diff: failed ones marked, paths kept as paths."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not available")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsysdiff"
+    fake.write_text(FAKE_NSYSDIFF)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    script = tmp_path / "add.sh"
+    script.write_text(_step_script(name="Append the runs to the history store"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "NSYSDIFF_BIN": str(bin_dir),
+        "FAKE_ARGS": str(tmp_path / "args"),
+        "FAKE_CODE": "0",
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+        "INPUT_HISTORY_ADD": "-store.sqlite",
+        "INPUT_HISTORY_REF": ref,
+        "INPUT_CANDIDATE": "a.json\n\n-b.json\n",
+        "BRANCH": "main",
+        "COMMIT": "abc123",
+        "VERDICT": verdict,
+    }
+    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "args").read_text().splitlines() == expected
+    step = next(s for s in _load(ACTION)["runs"]["steps"] if s.get("name") == "Append the runs to the history store")
+    assert step["if"] == "inputs.history-add != '' && steps.diff.outputs.verdict != 'error'"
