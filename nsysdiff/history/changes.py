@@ -25,6 +25,7 @@ in every commit are structural changes, counted and not scanned.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -66,6 +67,7 @@ class Step:
     before_runs: int
     after_runs: int
     returns_to: str | None  # the step undoes an earlier one: the level before that commit
+    drifting: str | None = None  # a family or category holding a drifting kernel: that kernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,8 @@ def scan(
             s, d = key_changes(analysis, kind, key, commits, runs, max_pvalue, window)
             steps.extend(s)
             drifts.extend(d)
+    if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category") for s in steps):
+        steps = _mark_drifting(store, chosen[-1], steps, drifts)
     return Changes(
         store=str(store.path),
         ref=ref,
@@ -231,6 +235,20 @@ def key_changes(
             )
         )
     return steps, []
+
+
+def _mark_drifting(store: st.Store, newest: st.Entry, steps: list[Step], drifts: list[Drift]) -> list[Step]:
+    """Steps of a family or category that holds a drifting kernel, marked: such a sum is
+    part drift, and the steps that fit it best may be the drift's (the newest run's
+    fingerprint says which kernels a family or category holds)."""
+    fp = store.fingerprint(newest)
+    drifting = {d.key for d in drifts if d.kind == "kernel"}
+    holds: dict[tuple[str, str], str] = {}
+    for k in fp.kernels:
+        if k.demangled in drifting:
+            holds.setdefault(("family", k.family), k.demangled)
+            holds.setdefault(("category", k.category), k.demangled)
+    return [dataclasses.replace(s, drifting=holds.get((s.kind, s.key))) for s in steps]
 
 
 def _welch(before: FloatArray, after: FloatArray) -> tuple[float, float | None, float | None]:

@@ -36,8 +36,8 @@ def scope_words(scope: str) -> str:
     return "scope " + " ".join(given) if given else "the whole capture"
 
 
-def _pct(r: float | None) -> str:
-    return "-" if r is None else f"{(r - 1) * 100:+.2f}%"
+def _pct(r: float | None, digits: int = 2) -> str:
+    return "-" if r is None else f"{(r - 1) * 100:+.{digits}f}%"
 
 
 def render_list(path: str, entries: Sequence[Entry], width: int, last: int) -> str:
@@ -102,14 +102,26 @@ def _bar(v: float, lo: float, hi: float, cells: int = 10) -> str:
 
 def _step_row(s: Step) -> list[str]:
     interval = "-" if s.ci_low is None or s.ci_high is None else f"{_pct(s.ci_low)}..{_pct(s.ci_high)}"
-    note = f"back to before {s.returns_to[:12]}" if s.returns_to else ""
     return [s.key, s.kind, s.commit[:12], f"{u.ns(s.before_ns)} → {u.ns(s.after_ns)}", _pct(s.ratio), interval,
-            f"{s.p_value:.1e}", note]  # fmt: skip
+            f"{s.p_value:.1e}"]  # fmt: skip
+
+
+def _step_notes(steps: Sequence[Step]) -> list[str]:
+    """What the rows can't say: a step undoes an earlier one; a sum's steps may be a drift's."""
+    notes = [f"{s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
+             for s in steps if s.returns_to]  # fmt: skip
+    holding: dict[str, dict[str, None]] = {}
+    for s in steps:
+        if s.drifting:
+            holding.setdefault(s.drifting, {})[f"{s.key} ({s.kind})"] = None
+    for kernel, sums in holding.items():
+        notes.append(f"{', '.join(sums)} hold the drifting kernel {kernel}: their steps may be part of that drift")
+    return notes
 
 
 def _drift_row(d: Drift) -> list[str]:
-    return [d.key, d.kind, f"{d.first_commit[:7]}..{d.last_commit[:7]}", _pct(d.per_commit),
-            f"{_pct(d.ci_low)}..{_pct(d.ci_high)}", _pct(d.overall), f"{d.p_value:.1e}"]  # fmt: skip
+    return [d.key, d.kind, f"{d.first_commit[:7]}..{d.last_commit[:7]}", _pct(d.per_commit, 3),
+            f"{_pct(d.ci_low, 3)}..{_pct(d.ci_high, 3)}", _pct(d.overall), f"{d.p_value:.1e}"]  # fmt: skip
 
 
 def render_changes(c: Changes, width: int) -> str:
@@ -126,8 +138,8 @@ def render_changes(c: Changes, width: int) -> str:
         console,
         "Method: E-Divisive (Apache Otava) on each key's total time per commit (geometric mean of its runs), "
         f"windows of {c.window} commits, a step kept when Student's t between its segments gives "
-        f"p < {c.max_pvalue:g}; on pure noise that flags {FALSE_ALARM:.2%} of keys per history "
-        f"(95% upper bound {FALSE_ALARM_UPPER:.2%}). Size: after / before segment with a 95% Welch interval "
+        f"p < {c.max_pvalue:g}; on pure noise that flags {FALSE_ALARM:.3%} of keys per history "
+        f"(95% upper bound {FALSE_ALARM_UPPER:.3%}). Size: after / before segment with a 95% Welch interval "
         "on the runs' logs. A key a straight line fits better than its steps (BIC) is a drift.",
         width, indent="  ", hang="  ",
     )  # fmt: skip
@@ -136,10 +148,12 @@ def render_changes(c: Changes, width: int) -> str:
              width, indent="  ", hang="  ")  # fmt: skip
     if c.steps:
         console.print()
-        rows = [_step_row(s) for s in sorted(c.steps, key=lambda s: (s.index, s.kind, s.key))]
+        ordered = sorted(c.steps, key=lambda s: (s.index, s.kind, s.key))
         console.print(grid("Steps, oldest first (the commit is the first at the new level)",
-                           ("key", "kind", "commit", "level", "change", "95% interval", "p", "note"), rows, width,
-                           optional=(7, 1, 3)))  # fmt: skip
+                           ("key", "kind", "commit", "level", "change", "95% interval", "p"),
+                           [_step_row(s) for s in ordered], width, optional=(3, 1)))  # fmt: skip
+        for note in _step_notes(ordered):
+            wrap(console, note, width, indent="  ", hang="    ")
     if c.drifts:
         console.print()
         rows = [_drift_row(d) for d in c.drifts]

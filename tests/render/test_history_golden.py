@@ -50,3 +50,11 @@ def test_history_golden(
     code, out, err = run_main(monkeypatch, capsys, "history", *argv)
     assert (code, err) == (0, "")
     golden(f"history/{name}", out)
+
+
+def test_docs_show_the_golden_output() -> None:
+    """docs/history.md quotes these reports verbatim."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text(encoding="utf-8")
+    for name in ("changes.80.txt", "show.txt"):
+        text = (Path(__file__).parent / "golden" / "history" / name).read_text(encoding="utf-8")
+        assert text in docs, name
