@@ -179,3 +179,46 @@ def test_pr_diff_against_history_built_from_the_real_repeats(
     doc = json.loads(out)
     assert code == 0, out[:3000]
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 2
+
+
+def test_names_from_a_store_reach_the_terminal_inert(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A kernel name (from a trace) and a ref (from a tampered store) carrying escape
+    sequences and workflow commands print neutralised in every history output."""
+    import sqlite3
+
+    import fpspec
+
+    evil = "gemm\x1b[31m\n::error::pwned\u2028::warning::x"
+    store = tmp_path / "h.sqlite"
+    s = st.create_or_open(store)
+    for i in range(8):
+        s.add(fpspec.fingerprint({evil: (10, 1_000_000 * (2 if i >= 4 else 1)), "k": (5, 50_000)}), ref="main",
+              commit=f"c{i}")  # fmt: skip
+    s.close()
+    con = sqlite3.connect(store)
+    con.execute("DROP TRIGGER entries_append_only_update")
+    con.execute("UPDATE entries SET gpu = 'H100\x1b]0;title\x07\n::set-output name=x::y' WHERE id = 8")
+    con.commit()
+    con.close()
+    outputs = []
+    for argv in (("list", store), ("show", store, evil), ("changes", store), ("changes", store, "--format", "json")):
+        code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+        outputs.append(out + err)
+    # The tampered schema is refused; the rows before it were printed inert.
+    assert "schema differs" in outputs[0]
+    con = sqlite3.connect(store)
+    con.execute(st._SCHEMA[4])
+    con.commit()
+    con.close()
+    outputs = []
+    for argv in (("list", store), ("show", store, evil), ("changes", store), ("changes", store, "--format", "json")):
+        code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+        assert code == 0, err
+        outputs.append(out + err)
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\u2028" not in text
+        for line in text.splitlines():
+            assert not "".join(line.split()).startswith("::"), line
+    assert "pwned" in outputs[1] and "H100" in outputs[0]
