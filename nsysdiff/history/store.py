@@ -92,6 +92,8 @@ _AUTO_INDEXES = {"sqlite_autoindex_entries_1", "sqlite_autoindex_keys_1"}
 # SQLite's own table for AUTOINCREMENT: created with the first such table, not by us.
 _INTERNAL = ("sqlite_sequence",)
 
+_TEXTS = ("ref", "commit_sha", "added", "gpu", "nsys_version", "scope", "graph_mode")
+
 # What a ref or commit may be: git's names and hashes, nothing a terminal would act on.
 _NAME = re.compile(r"[A-Za-z0-9._/+@-]{1,200}")
 
@@ -182,12 +184,14 @@ class Store:
     def entries(self, ref: str | None = None) -> tuple[Entry, ...]:
         """Every entry (of ``ref``), oldest first, provenance checked."""
         where, params = ("WHERE ref = ?", (ref,)) if ref is not None else ("", ())
-        rows = self.query(
-            "SELECT id, ref, commit_sha, run, added, gpu, nsys_version, scope, graph_mode, failed, "
-            f"max(length(ref), length(commit_sha), length(added), length(gpu), length(nsys_version), "
-            f"length(scope), length(graph_mode)) FROM entries {where} ORDER BY id",
-            params,
+        # Texts are cut in SQL to one past the limit: a tampered field of a gigabyte is
+        # refused by its length without ever being fetched.
+        cut = ", ".join(
+            f"substr({c}, 1, {MAX_TEXT + 1})" if c in _TEXTS else c
+            for c in ("ref", "commit_sha", "run", "added", "gpu", "nsys_version", "scope", "graph_mode", "failed")
         )
+        longest = ", ".join(f"length({c})" for c in _TEXTS)
+        rows = self.query(f"SELECT id, {cut}, max({longest}) FROM entries {where} ORDER BY id", params)
         return tuple(self._entry(r) for r in rows)
 
     def _entry(self, row: tuple[object, ...]) -> Entry:
@@ -229,26 +233,31 @@ class Store:
             raise StoreError(f"{where}: fingerprint is not UTF-8 text") from None
         return fingerprint_from_json(text, where)
 
-    def series(self, entries: Sequence[Entry]) -> dict[tuple[str, str], dict[int, tuple[int, int]]]:
-        """(kind, key) -> {entry id: (calls, total_ns)} for ``entries``."""
+    def series(
+        self, entries: Sequence[Entry], name: str | None = None
+    ) -> dict[tuple[str, str], dict[int, tuple[int, int]]]:
+        """(kind, key) -> {entry id: (calls, total_ns)} for ``entries`` (the keys called
+        ``name`` only, when given: one index range instead of every key's rows)."""
         ids = [e.id for e in entries]
         if not ids:
             return {}
         lo, hi = min(ids), max(ids)
         wanted = set(ids)
+        only, params = ("AND k.name = ?", (lo, hi, name)) if name is not None else ("", (lo, hi))
         rows = self.query(
-            "SELECT k.kind, k.name, s.entry, s.calls, s.total_ns, length(k.name) FROM series s "
-            "JOIN keys k ON k.id = s.key WHERE s.entry BETWEEN ? AND ?",
-            (lo, hi),
+            f"SELECT substr(k.kind, 1, 16), substr(k.name, 1, {MAX_TEXT + 1}), s.entry, s.calls, s.total_ns, "
+            "length(k.name) FROM series s "
+            f"JOIN keys k ON k.id = s.key WHERE s.entry BETWEEN ? AND ? {only}",
+            params,
         )
         out: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
         kinds = {k.value for k in KINDS}
-        for kind, name, entry, calls, total, length in rows:
+        for kind, key, entry, calls, total, length in rows:
             if entry not in wanted:
                 continue
             if (
                 kind not in kinds
-                or not isinstance(name, str)
+                or not isinstance(key, str)
                 or not isinstance(length, int)
                 or length > MAX_TEXT
                 or not isinstance(calls, int)
@@ -256,8 +265,8 @@ class Store:
                 or calls < 0
                 or total < 0
             ):
-                raise StoreError(f"{self.path}: entry {entry!r} has a malformed figure for {str(name)[:60]!r}")
-            out.setdefault((str(kind), name), {})[int(str(entry))] = (calls, total)
+                raise StoreError(f"{self.path}: entry {entry!r} has a malformed figure for {str(key)[:60]!r}")
+            out.setdefault((str(kind), key), {})[int(str(entry))] = (calls, total)
         return out
 
     # -- writing ------------------------------------------------------------------------

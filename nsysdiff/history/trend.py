@@ -37,10 +37,10 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
     entries = store.entries(ref)
     if not entries:
         raise UsageError(f"{store.path}: no entries for ref {ref!r}")
-    series = store.series(entries)
+    series = store.series(entries, key)
     found = sorted(k for k in series if k[1] == key and (kind is None or k[0] == kind))
     if not found:
-        close = sorted({n for _, n in series if key.lower() in n.lower()})[:3]
+        close = _containing(store, key)
         hint = f"; keys containing it: {', '.join(repr(c[:80]) for c in close)}" if close else ""
         raise UsageError(f"{store.path}: no key {key[:120]!r} on ref {ref!r}{hint}")
     # A name of several kinds (a kernel that is its own family) is read as the first kind
@@ -65,3 +65,13 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed))
     also = tuple(k for k, _ in found[1:])
     return Trend(str(store.path), ref, k_kind, key, tuple(points), missing, also)
+
+
+def _containing(store: st.Store, key: str) -> list[str]:
+    """Up to 3 stored key names that contain ``key`` (case-insensitively), for the error."""
+    rows = store.query(
+        "SELECT DISTINCT name FROM keys WHERE instr(lower(name), lower(?)) > 0 AND length(name) <= ? "
+        "ORDER BY name LIMIT 3",
+        (key, st.MAX_TEXT),
+    )
+    return [str(r[0]) for r in rows]
