@@ -65,7 +65,8 @@ def diff(
         typer.Option(
             "--base", metavar="RUN...",
             help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
-            "option, so a shell glob works; repeatable. Instead of BASE.",
+            "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
+            "runs of REF in a history store comparable with the candidate (docs/history.md).",
         ),
     ] = None,
     candidate_runs: Annotated[

@@ -222,3 +222,16 @@ def test_names_from_a_store_reach_the_terminal_inert(
         for line in text.splitlines():
             assert not "".join(line.split()).startswith("::"), line
     assert "pwned" in outputs[1] and "H100" in outputs[0]
+
+
+def test_add_a_run_set_adds_each_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from nsysdiff.fingerprint.runset import run_set, run_set_to_json
+
+    base, _ = histories.spec_build()
+    saved = tmp_path / "runs.json"
+    saved.write_text(run_set_to_json(run_set([base, base, base], ["a", "b", "c"])), encoding="utf-8")
+    code, _, err = run_main(monkeypatch, capsys, "history", "add", tmp_path / "h.sqlite", saved, "--ref", "main",
+                            "--commit", "c0")  # fmt: skip
+    assert code == 0 and err.endswith("main@c0#1, main@c0#2, main@c0#3\n")

@@ -142,3 +142,22 @@ def test_bad_settings_are_usage_errors(tmp_path: Path) -> None:
         api.history_changes(path, "main", max_pvalue=2.0, window=30, last=None)
     with pytest.raises(Exception, match="--window"):
         api.history_changes(path, "main", max_pvalue=1e-5, window=2, last=None)
+
+
+def test_keys_not_in_every_commit_are_structural(tmp_path: Path) -> None:
+    """A kernel that appears at commit 20 is a structural change: counted, not scanned."""
+    import dataclasses
+
+    base, noise = histories.spec_build()
+    newcomer = base.kernels[-1].demangled
+    path = tmp_path / "h.sqlite"
+    s = st.create_or_open(path)
+    for i, (commit, runs) in enumerate(histories.history(base, noise, lambda c, n: 1.0, commits=30, runs=2)):
+        for fp in runs:
+            if i < 20:
+                fp = dataclasses.replace(fp, kernels=tuple(k for k in fp.kernels if k.demangled != newcomer))
+            s.add(fp, ref="main", commit=commit)
+    s.close()
+    c = api.history_changes(path, "main", max_pvalue=1e-5, window=30, last=None)
+    assert c.structural >= 1 and all(x.key != newcomer for x in (*c.steps, *c.drifts))
+    assert c.structural + c.keys == len({(k, n) for k, n in st.open_store(path).series(st.open_store(path).entries())})
