@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,24 +113,11 @@ def engine() -> object:
     return analysis
 
 
-def commit_series(
-    entries: Sequence[st.Entry], series: Mapping[tuple[str, str], Mapping[int, tuple[int, int]]]
-) -> tuple[tuple[str, ...], list[list[int]], dict[tuple[str, str], list[list[float]]], int]:
-    """(commits in order of first appearance, entry ids per commit, per key the runs'
-    totals per commit, keys left out because some run lacks them)."""
-    order: dict[str, list[int]] = {}
-    for e in entries:
-        order.setdefault(e.provenance.commit, []).append(e.id)
-    groups = list(order.values())
-    out: dict[tuple[str, str], list[list[float]]] = {}
-    structural = 0
-    for key, values in series.items():
-        per = [[float(values[i][1]) for i in ids if i in values and values[i][1] > 0] for ids in groups]
-        if all(len(p) == len(ids) for p, ids in zip(per, groups, strict=True)):
-            out[key] = per
-        else:
-            structural += 1
-    return tuple(order), groups, out, structural
+def _commit_index(entries: Sequence[st.Entry]) -> tuple[tuple[str, ...], npt.NDArray[np.intp]]:
+    """The commits in order of first appearance, and each entry's commit's position."""
+    order: dict[str, int] = {}
+    at = [order.setdefault(e.provenance.commit, len(order)) for e in entries]
+    return tuple(order), np.array(at, dtype=np.intp)
 
 
 def scan(
@@ -160,12 +147,23 @@ def scan(
     if last is not None:
         keep = set(list(dict.fromkeys(e.provenance.commit for e in chosen))[-last:])
         chosen = [e for e in chosen if e.provenance.commit in keep]
-    commits, _, per_key, structural = commit_series(chosen, store.series(chosen))
+    commits, commit_of = _commit_index(chosen)
+    keys, totals = store.totals(chosen)
+    # A key some run lacks is a structural change, not a series: counted, not scanned.
+    whole = (totals > 0).all(axis=0)
+    seen = (totals > 0).any(axis=0)
+    scanned = [int(i) for i in np.flatnonzero(whole)]
+    logs = np.log(totals[:, whole].astype(np.float64)) if len(chosen) else np.zeros((0, 0))
+    runs = np.bincount(commit_of, minlength=len(commits)).astype(np.float64)
+    level = np.zeros((len(commits), logs.shape[1]))
+    np.add.at(level, commit_of, logs)
+    level = np.exp(level / runs[:, None]) if len(commits) else level
     steps: list[Step] = []
     drifts: list[Drift] = []
     if len(commits) >= MIN_COMMITS:
-        for (kind, key), runs in sorted(per_key.items()):
-            s, d = key_changes(analysis, kind, key, commits, runs, max_pvalue, window)
+        for j in sorted(range(len(scanned)), key=lambda j: keys[scanned[j]]):
+            kind, key = keys[scanned[j]]
+            s, d = _changes(analysis, kind, key, commits, level[:, j], logs[:, j], commit_of, max_pvalue, window)
             steps.extend(s)
             drifts.extend(d)
     if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category") for s in steps):
@@ -176,8 +174,8 @@ def scan(
         identity=ident,
         commits=commits,
         runs=len(chosen),
-        keys=len(per_key),
-        structural=structural,
+        keys=len(scanned),
+        structural=int((seen & ~whole).sum()),
         steps=tuple(steps),
         drifts=tuple(drifts),
         max_pvalue=max_pvalue,
@@ -190,28 +188,48 @@ def key_changes(
     kind: str,
     key: str,
     commits: tuple[str, ...],
-    runs: list[list[float]],
+    runs: Sequence[Sequence[float]],
     max_pvalue: float,
     window: int,
 ) -> tuple[list[Step], list[Drift]]:
-    logs = [np.log(np.asarray(r)) for r in runs]
-    level = [float(np.exp(x.mean())) for x in logs]
-    points, _ = analysis.compute_change_points(level, window_len=window, max_pvalue=max_pvalue)  # type: ignore[attr-defined]
+    """The steps and drift of one key given each commit's runs' values (positive)."""
+    commit_of = np.repeat(np.arange(len(runs)), [len(r) for r in runs])
+    logs = np.log(np.concatenate([np.asarray(r, dtype=np.float64) for r in runs]))
+    level = np.exp(np.bincount(commit_of, weights=logs) / np.bincount(commit_of))
+    return _changes(analysis, kind, key, commits, level, logs, commit_of, max_pvalue, window)
+
+
+def _changes(
+    analysis: object,
+    kind: str,
+    key: str,
+    commits: tuple[str, ...],
+    level: FloatArray,
+    logs: FloatArray,
+    commit_of: npt.NDArray[np.intp],
+    max_pvalue: float,
+    window: int,
+) -> tuple[list[Step], list[Drift]]:
+    """``level``: the key's geometric mean per commit; ``logs``: every run's log value,
+    ``commit_of`` its commit's position."""
+    points, _ = analysis.compute_change_points(level.tolist(), window_len=window, max_pvalue=max_pvalue)  # type: ignore[attr-defined]
     cuts = [int(cp.index) for cp in points]
     pvalues = [float(cp.stats.pvalue) for cp in points]
-    y = np.log(np.asarray(level))
-    drift = _drift(kind, key, commits, y, cuts, max_pvalue)
+    drift = _drift(kind, key, commits, np.log(level), cuts, max_pvalue)
     if drift is not None:
         return [], [drift]
     bounds = [0, *cuts, len(level)]
+
+    def runs_of(first: int, stop: int) -> FloatArray:
+        return logs[(commit_of >= first) & (commit_of < stop)]
+
     steps: list[Step] = []
     for i, cut in enumerate(cuts):
-        before = np.concatenate(logs[bounds[i] : cut])
-        after = np.concatenate(logs[cut : bounds[i + 2]])
+        before, after = runs_of(bounds[i], cut), runs_of(cut, bounds[i + 2])
         ratio, low, high = _welch(before, after)
         returns_to = None
         if i > 0:
-            earlier = np.concatenate(logs[bounds[i - 1] : bounds[i]])
+            earlier = runs_of(bounds[i - 1], bounds[i])
             _, lo2, hi2 = _welch(earlier, after)
             prev_ratio = float(np.exp(before.mean() - earlier.mean()))
             if lo2 is not None and hi2 is not None and lo2 <= 1.0 <= hi2 and (prev_ratio - 1) * (ratio - 1) < 0:

@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
@@ -268,6 +271,48 @@ class Store:
                 raise StoreError(f"{self.path}: entry {entry!r} has a malformed figure for {str(key)[:60]!r}")
             out.setdefault((str(kind), key), {})[int(str(entry))] = (calls, total)
         return out
+
+    def totals(self, entries: Sequence[Entry]) -> tuple[tuple[tuple[str, str], ...], npt.NDArray[np.int64]]:
+        """Every key of ``entries`` as (kind, name), and their total times as one matrix
+        (entries x keys, in the order given; 0 where an entry lacks a key). Read in
+        chunks into numpy and checked there: no Python object per row."""
+        ids = np.array([e.id for e in entries], dtype=np.int64)
+        if not len(ids):
+            return (), np.zeros((0, 0), dtype=np.int64)
+        order = np.argsort(ids)
+        rows = self.query(
+            f"SELECT id, substr(kind, 1, 16), substr(name, 1, {MAX_TEXT + 1}), length(name) FROM keys ORDER BY id"
+        )
+        kinds = {k.value for k in KINDS}
+        for kid, kind, name, length in rows:
+            if kind not in kinds or not isinstance(name, str) or not isinstance(length, int) or length > MAX_TEXT:
+                raise StoreError(f"{self.path}: key {kid!r} is malformed ({str(name)[:60]!r})")
+        key_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        names = tuple((str(r[1]), str(r[2])) for r in rows)
+        out = np.zeros((len(ids), len(key_ids)), dtype=np.int64)
+        try:
+            cur = self.con.execute(
+                "SELECT entry, key, CASE WHEN typeof(total_ns) = 'integer' AND total_ns >= 0 "
+                "AND typeof(calls) = 'integer' AND calls >= 0 AND typeof(entry) = 'integer' "
+                "AND typeof(key) = 'integer' THEN total_ns ELSE -1 END "
+                "FROM series WHERE entry BETWEEN ? AND ?",
+                (int(ids.min()), int(ids.max())),
+            )
+            while chunk := cur.fetchmany(65536):
+                a = np.array(chunk, dtype=np.int64).reshape(-1, 3)
+                at = np.searchsorted(ids, a[:, 0], sorter=order)
+                at = np.minimum(at, len(ids) - 1)
+                row = order[at]
+                wanted = ids[row] == a[:, 0]
+                col = np.searchsorted(key_ids, a[:, 1])
+                known = (col < len(key_ids)) & (key_ids[np.minimum(col, len(key_ids) - 1)] == a[:, 1])
+                if (a[wanted, 2] < 0).any() or not known[wanted].all():
+                    raise StoreError(f"{self.path}: a figure of the series is malformed (negative, not an integer, "
+                                     "or of an unknown key)")  # fmt: skip
+                out[row[wanted], col[wanted]] = a[wanted, 2]
+        except (sqlite3.Error, UnicodeDecodeError, OverflowError, ValueError, TypeError) as e:
+            raise self._error(e) from None
+        return names, out
 
     # -- writing ------------------------------------------------------------------------
 
