@@ -118,17 +118,24 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
 # -- untrusted stores: one line, exit code 2 --------------------------------------------
 
 
-def _refused(path: Path | str, match: str) -> None:
-    with pytest.raises(NsysdiffError, match=match) as info:
-        s = st.open_store(path)
-        try:
-            for e in s.entries():
-                s.fingerprint(e)
-            s.series(s.entries())
-        finally:
-            s.close()
-    assert info.value.exit_code == 2
-    assert "\n" not in str(info.value)
+def _refused(path: Path | str, match: str, *reads: str) -> None:
+    """Each read named (fingerprints, entries, series, totals; all by default) refuses the
+    store in one line, exit 2."""
+    for read in reads or ("fingerprints", "series", "totals"):
+        with pytest.raises(NsysdiffError, match=match) as info:
+            s = st.open_store(path)
+            try:
+                entries = s.entries()
+                if read == "fingerprints":
+                    [s.fingerprint(e) for e in entries]
+                elif read == "series":
+                    s.series(entries)
+                elif read == "totals":
+                    s.totals(entries)
+            finally:
+                s.close()
+        assert info.value.exit_code == 2
+        assert "\n" not in str(info.value)
 
 
 def test_missing_empty_and_non_sqlite_files(tmp_path: Path) -> None:
@@ -214,7 +221,13 @@ def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
 def test_tampered_rows(tmp_path: Path, sql: str, params: tuple[object, ...], match: str) -> None:
     path = _store(tmp_path)
     _tamper(path, sql, params)
-    _refused(path, match)
+    if "SET fingerprint" in sql:
+        _refused(path, match, "fingerprints")
+    elif sql.startswith("UPDATE series"):
+        _refused(path, match, "series")
+        _refused(path, "malformed", "totals")
+    else:
+        _refused(path, match, "entries")
 
 
 def test_damaged_file(tmp_path: Path) -> None:
@@ -253,3 +266,12 @@ def test_fingerprint_json_is_the_saved_format(tmp_path: Path) -> None:
     blob = con.execute("SELECT fingerprint FROM entries").fetchone()[0]
     con.close()
     assert zlib.decompress(blob).decode() == fingerprint_to_json(_fp())
+
+
+def test_tampered_keys(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE keys SET kind = 'bogus' WHERE name = 'gemm_a'")
+    con.commit()
+    con.close()
+    _refused(path, "malformed", "series", "totals")
