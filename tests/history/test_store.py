@@ -271,7 +271,7 @@ def test_fingerprint_json_is_the_saved_format(tmp_path: Path) -> None:
 def test_tampered_keys(tmp_path: Path) -> None:
     path = _store(tmp_path)
     con = sqlite3.connect(path)
-    con.execute("UPDATE keys SET kind = 'bogus' WHERE name = 'gemm_a'")
+    con.execute("UPDATE keys SET kind = 'bogus' WHERE id = 1")
     con.commit()
     con.close()
     _refused(path, "malformed", "series", "totals")
