@@ -166,7 +166,7 @@ def scan(
             s, d = _changes(analysis, kind, key, commits, level[:, j], logs[:, j], commit_of, max_pvalue, window)
             steps.extend(s)
             drifts.extend(d)
-    if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category") for s in steps):
+    if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category", "nvtx") for s in steps):
         steps = _mark_drifting(store, chosen[-1], steps, drifts)
     return Changes(
         store=str(store.path),
@@ -258,15 +258,20 @@ def _changes(
 def _mark_drifting(store: st.Store, newest: st.Entry, steps: list[Step], drifts: list[Drift]) -> list[Step]:
     """Steps of a family or category that holds a drifting kernel, marked: such a sum is
     part drift, and the steps that fit it best may be the drift's (the newest run's
-    fingerprint says which kernels a family or category holds)."""
+    fingerprint says which kernels a family or category holds). An NVTX range holds
+    whatever ran inside it, which a fingerprint does not record: its steps are marked with
+    the largest drifting kernel, as possibly holding it."""
     fp = store.fingerprint(newest)
     drifting = {d.key for d in drifts if d.kind == "kernel"}
     holds: dict[tuple[str, str], str] = {}
-    for k in fp.kernels:
+    for k in sorted(fp.kernels, key=lambda k: -k.total_ns):
         if k.demangled in drifting:
             holds.setdefault(("family", k.family), k.demangled)
             holds.setdefault(("category", k.category), k.demangled)
-    return [dataclasses.replace(s, drifting=holds.get((s.kind, s.key))) for s in steps]
+            holds.setdefault(("nvtx", ""), k.demangled)
+    return [
+        dataclasses.replace(s, drifting=holds.get((s.kind, "" if s.kind == "nvtx" else s.key))) for s in steps
+    ]
 
 
 def _welch(before: FloatArray, after: FloatArray) -> tuple[float, float | None, float | None]:

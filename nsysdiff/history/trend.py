@@ -18,6 +18,7 @@ class Point:
     high_ns: int
     calls: int  # the commit's median run's
     failed: int  # runs a gate failed
+    per_call_ns: float = 0.0  # geometric mean of the runs' total / calls: for a step's NVTX range, the time per step
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +62,9 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         totals = sorted(t for _, t in got)
         calls = sorted(c for c, _ in got)[len(got) // 2]
         geo = math.exp(sum(math.log(t) for t in totals) / len(totals))
+        per_call = math.exp(sum(math.log(t / c) for c, t in got if c > 0) / max(1, sum(c > 0 for c, _ in got)))
         failed = sum(e.provenance.failed for e in runs)
-        points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed))
+        points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed, per_call))
     also = tuple(k for k, _ in found[1:])
     return Trend(str(store.path), ref, k_kind, key, tuple(points), missing, also)
 

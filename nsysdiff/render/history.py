@@ -85,13 +85,14 @@ def render_trend(t: Trend, width: int, last: int) -> str:
         lo, hi = min(values), max(values)
         rows = [
             [p.commit[:12], str(p.runs), u.ns(p.total_ns), f"{u.ns(p.low_ns)}..{u.ns(p.high_ns)}", f"{p.calls:,}",
-             _pct(p.total_ns / first), _bar(p.total_ns, lo, hi), "failed" if p.failed else ""]
+             u.ns(p.per_call_ns), _pct(p.total_ns / first), _bar(p.total_ns, lo, hi), "failed" if p.failed else ""]
             for p in shown
         ]  # fmt: skip
         console.print()
         title = f"Total time per commit (geometric mean of its runs), last {len(shown):,}"
-        console.print(grid(title, ("commit", "runs", "total", "range", "calls", "vs first", "level", "gate"),
-                           rows, width, optional=(3, 7, 4)))  # fmt: skip
+        each = "per step" if t.kind == "nvtx" else "per call"
+        console.print(grid(title, ("commit", "runs", "total", "range", "calls", each, "vs first", "level", "gate"),
+                           rows, width, optional=(3, 8, 4, 5)))  # fmt: skip
     return buf.getvalue()
 
 
@@ -110,12 +111,13 @@ def _step_notes(steps: Sequence[Step]) -> list[str]:
     """What the rows can't say: a step undoes an earlier one; a sum's steps may be a drift's."""
     notes = [f"{s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
              for s in steps if s.returns_to]  # fmt: skip
-    holding: dict[str, dict[str, None]] = {}
+    holding: dict[tuple[str, bool], dict[str, None]] = {}
     for s in steps:
         if s.drifting:
-            holding.setdefault(s.drifting, {})[f"{s.key} ({s.kind})"] = None
-    for kernel, sums in holding.items():
-        notes.append(f"{', '.join(sums)} hold the drifting kernel {kernel}: their steps may be part of that drift")
+            holding.setdefault((s.drifting, s.kind == "nvtx"), {})[f"{s.key} ({s.kind})"] = None
+    for (kernel, ranges), sums in holding.items():
+        verb = "may hold (an NVTX range holds what ran inside it)" if ranges else "hold"
+        notes.append(f"{', '.join(sums)} {verb} the drifting kernel {kernel}: their steps may be part of that drift")
     return notes
 
 

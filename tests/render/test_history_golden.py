@@ -37,6 +37,7 @@ def history_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ("list.txt", ("list", "main.sqlite", "--last", "8", "--width", "120")),
         ("show.txt", ("show", "main.sqlite", GEMM, "--kind", "kernel", "--last", "12", "--width", "100")),
+        ("show.step.txt", ("show", "main.sqlite", "decode_step", "--last", "6", "--width", "100")),
         ("changes.txt", ("changes", "main.sqlite", "--width", "140")),
         ("changes.80.txt", ("changes", "main.sqlite", "--width", "80")),
         ("changes.json", ("changes", "main.sqlite", "--format", "json")),
@@ -55,6 +56,6 @@ def test_history_golden(
 def test_docs_show_the_golden_output() -> None:
     """docs/history.md quotes these reports verbatim."""
     docs = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text(encoding="utf-8")
-    for name in ("changes.80.txt", "show.txt"):
+    for name in ("changes.80.txt", "show.txt", "show.step.txt"):
         text = (Path(__file__).parent / "golden" / "history" / name).read_text(encoding="utf-8")
         assert text in docs, name
