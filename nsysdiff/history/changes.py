@@ -104,6 +104,7 @@ class Changes:
 
 
 def engine() -> object:
+    """Otava's analysis module; imported here, so that only a scan needs the extra."""
     try:
         from otava import analysis
     except ImportError:

@@ -280,8 +280,13 @@ class Store:
         if not len(ids):
             return (), np.zeros((0, 0), dtype=np.int64)
         order = np.argsort(ids)
+        span = (int(ids.min()), int(ids.max()))
+        # Only the keys these entries have: the matrix stays entries x their keys, however
+        # many other refs and builds share the store.
         rows = self.query(
-            f"SELECT id, substr(kind, 1, 16), substr(name, 1, {MAX_TEXT + 1}), length(name) FROM keys ORDER BY id"
+            f"SELECT id, substr(kind, 1, 16), substr(name, 1, {MAX_TEXT + 1}), length(name) FROM keys "
+            "WHERE id IN (SELECT DISTINCT key FROM series WHERE entry BETWEEN ? AND ?) ORDER BY id",
+            span,
         )
         kinds = {k.value for k in KINDS}
         for kid, kind, name, length in rows:
@@ -296,7 +301,7 @@ class Store:
                 "AND typeof(calls) = 'integer' AND calls >= 0 AND typeof(entry) = 'integer' "
                 "AND typeof(key) = 'integer' THEN total_ns ELSE -1 END "
                 "FROM series WHERE entry BETWEEN ? AND ?",
-                (int(ids.min()), int(ids.max())),
+                span,
             )
             while chunk := cur.fetchmany(65536):
                 a = np.array(chunk, dtype=np.int64).reshape(-1, 3)
