@@ -83,9 +83,13 @@ def pick(store: st.Store, spec: Spec, like: Fingerprint | None) -> runset.RunSet
         failed = sum(e.provenance.failed for e in entries)
         left_out = failed and not spec.with_failed
         hint = f"; {failed} failed run(s) left out, ask for them with +failed" if left_out else ""
+        others = len(entries) - len(comparable(entries, ident, with_failed=True))
+        if others:
+            hint += f"; {others} run(s) of {spec.ref!r} were captured otherwise (GPU, scope or graph mode)"
         raise InconclusiveError(
             f"{store.path}: {len(chosen)} run(s) of {spec.ref!r} comparable with the candidate "
-            f"(GPU {ident[0]!r}, {ident[1]}, graph mode {ident[2]}); a history baseline needs at least 2{hint}"
+            f"(GPU {ident[0]!r}, {st.scope_words(ident[1])}, graph mode {ident[2]}); a history baseline needs "
+            f"at least 2{hint}"
         )
     fps = [store.fingerprint(e) for e in chosen]
     return runset.run_set(fps, [f"{store.path}:{e.label}" for e in chosen])

@@ -155,6 +155,13 @@ def identity(fp: Fingerprint) -> tuple[str, str, str]:
     return pairs["GPU model"], pairs["scope"], pairs["graph mode"]
 
 
+def scope_words(scope: str) -> str:
+    """A stored scope (``window=None ... skip_first=0``) as what was given: the options set,
+    or "the whole capture"."""
+    given = [part for part in scope.split(" ") if not part.endswith(("=None", "=0"))]
+    return "scope " + " ".join(given) if given else "the whole capture"
+
+
 def _check_name(value: str, what: str) -> str:
     if not _NAME.fullmatch(value):
         raise StoreError(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from nsysdiff import units as u
 from nsysdiff.history.changes import FALSE_ALARM, FALSE_ALARM_UPPER, Changes, Drift, Step
-from nsysdiff.history.store import Entry
+from nsysdiff.history.store import Entry, scope_words
 from nsysdiff.history.trend import Trend
 from nsysdiff.render.cells import finite
 from nsysdiff.render.layout import grid, plain_console, wrap
@@ -27,13 +27,6 @@ def sparkline(values: Sequence[float]) -> str:
     if hi <= lo:
         return _BARS[3] * len(values)
     return "".join(_BARS[min(7, int((v - lo) / (hi - lo) * 8))] for v in values)
-
-
-def scope_words(scope: str) -> str:
-    """A stored scope (``window=None ... skip_first=0``) as what was given: the options set,
-    or "the whole capture"."""
-    given = [part for part in scope.split(" ") if not part.endswith(("=None", "=0"))]
-    return "scope " + " ".join(given) if given else "the whole capture"
 
 
 def _pct(r: float | None, digits: int = 2) -> str:
