@@ -65,6 +65,7 @@ def test_comparable_with_the_candidate_gpu(store: Path) -> None:
     with pytest.raises(InconclusiveError, match=r"1 run\(s\) of 'main' comparable .*NVIDIA H200.* at least 2") as e:
         baseline.pick(s, baseline.parse(f"history:{store}@main~5"), _fp(1, "NVIDIA H200"))
     assert e.value.exit_code == 3
+    assert str(e.value).endswith("; 7 run(s) of 'main' were captured otherwise (GPU, scope or graph mode)")
     s.close()
 
 
