@@ -33,7 +33,7 @@ import re
 import sqlite3
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -373,14 +373,23 @@ class Store:
             raise self._error(e) from None
         try:
             yield
+        except sqlite3.Error as e:
+            # A full disk, a read-only file system, a lock held past the timeout: one line.
+            self._rollback()
+            raise self._error(e) from None
         except BaseException:
-            self.con.execute("ROLLBACK")
+            self._rollback()
             raise
         try:
             self.con.execute("COMMIT")
         except sqlite3.Error as e:
-            self.con.execute("ROLLBACK")
+            self._rollback()
             raise self._error(e) from None
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled the transaction back itself (a full disk): nothing to undo.
+        with suppress(sqlite3.Error):
+            self.con.execute("ROLLBACK")
 
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:

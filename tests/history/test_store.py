@@ -275,3 +275,31 @@ def test_tampered_keys(tmp_path: Path) -> None:
     con.commit()
     con.close()
     _refused(path, "malformed", "series", "totals")
+
+
+def test_a_failed_write_is_one_line_and_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    path = _store(tmp_path, 2)
+    s = st.open_store(path)  # read-only: every write fails inside SQLite
+    with pytest.raises(NsysdiffError, match="readonly") as info:
+        s.add(_fp(), ref="main", commit="c9")
+    assert info.value.exit_code == 2 and "\n" not in str(info.value)
+    s.close()
+    s = st.open_store(path)
+    assert len(s.entries()) == 2
+    s.close()
+
+
+def test_a_lock_held_too_long_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _store(tmp_path, 1)
+    monkeypatch.setattr(st, "BUSY_MS", 50)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        s = st.create_or_open(path)
+        with pytest.raises(NsysdiffError, match="locked") as info:
+            s.add(_fp(), ref="main", commit="c9")
+        assert info.value.exit_code == 2
+        s.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
