@@ -3,6 +3,7 @@ the report on stdout and in any ``--output`` files, the verdict as the exit code
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from datetime import date
@@ -33,7 +34,7 @@ from nsysdiff.cli.options import (
 from nsysdiff.cli.root import Command, app, handled, notify, stderr
 from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
-from nsysdiff.errors import UsageError
+from nsysdiff.errors import InconclusiveError, UsageError
 from nsysdiff.fingerprint import scope
 from nsysdiff.render import Format, format_for, layout, render
 from nsysdiff.render.names import Names
@@ -188,24 +189,40 @@ def diff(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+        step_ranges=_step_ranges(ruleset),
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     history = _history_spec(base_paths)
     with progress.reading(quiet) as report_progress:
-        if history is not None:
-            # The candidate first: its GPU, scope and graph mode pick the comparable history.
-            c_runs = sides.read_one(
-                lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
-                                      keep_export=keep_export, notify=notify)
-            )  # fmt: skip
-            b_runs = api.history_baseline(history, c_runs.runs[0])
-        else:
-            b_runs, c_runs = sides.read_both(
-                lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
+
+        def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
+            if history is not None:
+                # The candidate first: its GPU, scope and graph mode pick the comparable history.
+                c = sides.read_one(
+                    lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
+                                          keep_export=keep_export, notify=notify)
+                )  # fmt: skip
+                return api.history_baseline(history, c.runs[0]), c
+            return sides.read_both(
+                lambda: api.load_runs(base_paths, o, progress=report_progress, side="base", by=by,
                                       keep_export=keep_export, notify=notify),
-                lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
+                lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
                                       keep_export=keep_export, notify=notify),
             )  # fmt: skip
+
+        whole = dataclasses.replace(opts, step_ranges=())
+        try:
+            b_runs, c_runs = read(opts)
+        except InconclusiveError:
+            if history is None or opts.per is not None or not opts.step_ranges:
+                raise
+            # No run in the history was read per the pack's step range: both sides whole,
+            # the same fallback as a side without it (docs/steps.md).
+            b_runs, c_runs = read(whole)
+        if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
+            # The pack's step range on one side only (or beside a fingerprint saved without
+            # it): both sides are read whole, the documented fallback (docs/steps.md).
+            b_runs, c_runs = read(whole)
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
@@ -279,6 +296,16 @@ def _history_spec(paths: list[Path]) -> str | None:
     if len(paths) > 1:
         raise UsageError(f"{specs[0]}: a history baseline is the whole base side; give no other base run with it")
     return specs[0]
+
+
+def _step_ranges(ruleset: Any) -> tuple[str, ...]:
+    """The rule files' step range, unless their noise profile was made without steps: its
+    runs would not be read alike with sides read per step (docs/steps.md)."""
+    if ruleset is None or not ruleset.steps:
+        return ()
+    if ruleset.noise is not None and any(fp.scope.per is None for fp in ruleset.noise.runs.runs):
+        return ()
+    return tuple(ruleset.steps)
 
 
 def _with_noise(ruleset: Any, profile: Path | None) -> Any:
