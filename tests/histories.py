@@ -138,3 +138,17 @@ def done_when_plan(step: str, drift: str, back: str) -> Plan:
         return 1.0
 
     return plan
+
+
+def with_steps(fp: Fingerprint, periods: list[int]) -> Fingerprint:
+    """``fp`` read per ``decode_step``: one step per period, each all compute."""
+    from nsysdiff.fingerprint.model import Scope
+    from nsysdiff.fingerprint.steps import Step, StepParts, Steps
+
+    steps = tuple(
+        Step(start_ns=sum(periods[:i]), duration_ns=p, period_ns=p, parts=StepParts(p, 0, 0, 0, 0, 0, 0), calls=())
+        for i, p in enumerate(periods)
+    )
+    return dataclasses.replace(
+        fp, steps=Steps("decode_step", "", steps, ()), scope=Scope(per="decode_step", steps=len(periods))
+    )

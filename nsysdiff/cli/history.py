@@ -12,8 +12,9 @@ import typer
 from nsysdiff import api
 from nsysdiff.cli.options import NvtxOpt, OriginOpt, PerOpt, QuietOpt, SkipOpt, WidthOpt, WindowOpt, rows
 from nsysdiff.cli.root import CONTEXT, Command, app, handled, notify
+from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import scope
-from nsysdiff.fingerprint.runset import KeyKind
+from nsysdiff.history.store import KINDS
 from nsysdiff.render import layout
 from nsysdiff.trace import progress, sides
 
@@ -92,8 +93,8 @@ def history_show(
     key: Annotated[str, typer.Argument(metavar="KEY", help="A kernel, family, category, copy kind or NVTX range.")],
     ref: RefOpt = "main",
     kind: Annotated[
-        KeyKind | None,
-        typer.Option("--kind", metavar="|".join(k.value for k in KeyKind), help="Which kind KEY names."),
+        str | None,
+        typer.Option("--kind", metavar="|".join(KINDS), help="Which kind KEY names (step: period or a part of it)."),
     ] = None,
     last: Annotated[int, typer.Option(parser=rows, metavar="N", help="Rows of the newest commits.")] = 30,
     width: WidthOpt = None,
@@ -101,7 +102,9 @@ def history_show(
     """A key's total time per commit with an inline trend."""
     from nsysdiff.render import history as render
 
-    t = api.history_trend(store, ref, key, kind.value if kind else None)
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"--kind {kind[:40]!r}: expected one of {', '.join(KINDS)}")
+    t = api.history_trend(store, ref, key, kind)
     sys.stdout.write(render.render_trend(t, layout.columns(width, sys.stdout), last))
 
 
@@ -124,7 +127,6 @@ def history_changes(
     width: WidthOpt = None,
 ) -> None:
     """Where each key's series stepped (commit, size with a 95% interval, p-value) or drifted."""
-    from nsysdiff.errors import UsageError
     from nsysdiff.render import history as render
 
     if fmt not in ("text", "json"):

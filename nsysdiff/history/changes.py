@@ -149,12 +149,17 @@ def scan(
         keep = set(list(dict.fromkeys(e.provenance.commit for e in chosen))[-last:])
         chosen = [e for e in chosen if e.provenance.commit in keep]
     commits, commit_of = _commit_index(chosen)
-    keys, totals = store.totals(chosen)
+    keys, totals, calls = store.totals(chosen)
     # A key some run lacks is a structural change, not a series: counted, not scanned.
-    whole = (totals > 0).all(axis=0)
-    seen = (totals > 0).any(axis=0)
+    present = (totals > 0) & (calls > 0)
+    whole = present.all(axis=0)
+    seen = present.any(axis=0)
     scanned = [int(i) for i in np.flatnonzero(whole)]
-    logs = np.log(totals[:, whole].astype(np.float64)) if len(chosen) else np.zeros((0, 0))
+    # The series of a step figure is its time per step (per call for a host family's
+    # calls); of every other key, its total time (nsysdiff.history.store.PER_STEP).
+    per_step = np.array([kind in st.PER_STEP for kind, _ in keys], dtype=bool)
+    values: FloatArray = np.where(per_step, totals / np.maximum(calls, 1), totals.astype(np.float64))
+    logs: FloatArray = np.log(values[:, whole]) if len(chosen) else np.zeros((0, 0))
     runs = np.bincount(commit_of, minlength=len(commits)).astype(np.float64)
     level = np.zeros((len(commits), logs.shape[1]))
     np.add.at(level, commit_of, logs)

@@ -100,8 +100,16 @@ _TEXTS = ("ref", "commit_sha", "added", "gpu", "nsys_version", "scope", "graph_m
 # What a ref or commit may be: git's names and hashes, nothing a terminal would act on.
 _NAME = re.compile(r"[A-Za-z0-9._/+@-]{1,200}")
 
-# The kinds of keys a fingerprint gives, in report order.
-KINDS = tuple(runset.KeyKind)
+# The kinds of keys a fingerprint gives, in report order: those a run set compares. The
+# steps of a fingerprint read per a step range (``--per``) are keys of kind ``step``:
+# ``period``, ``duration`` and ``part:NAME`` with the steps as their calls, and
+# ``calls:FAMILY`` with the family's host calls (nsysdiff.fingerprint.runset).
+STEP = runset.KeyKind.STEP.value
+KINDS = tuple(k.value for k in runset.KeyKind)
+# Kinds whose series is total / calls, not the total: for a step figure, the time per step
+# (the number of steps may differ between runs, as --skip-first leaves them); for a host
+# family's calls, the time per call.
+PER_STEP = frozenset({STEP})
 
 
 class StoreError(NsysdiffError):
@@ -261,7 +269,7 @@ class Store:
             params,
         )
         out: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
-        kinds = {k.value for k in KINDS}
+        kinds = set(KINDS)
         for kind, key, entry, calls, total, length in rows:
             if entry not in wanted:
                 continue
@@ -279,13 +287,15 @@ class Store:
             out.setdefault((str(kind), key), {})[int(str(entry))] = (calls, total)
         return out
 
-    def totals(self, entries: Sequence[Entry]) -> tuple[tuple[tuple[str, str], ...], npt.NDArray[np.int64]]:
-        """Every key of ``entries`` as (kind, name), and their total times as one matrix
-        (entries x keys, in the order given; 0 where an entry lacks a key). Read in
-        chunks into numpy and checked there: no Python object per row."""
+    def totals(
+        self, entries: Sequence[Entry]
+    ) -> tuple[tuple[tuple[str, str], ...], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every key of ``entries`` as (kind, name), and their total times and calls as two
+        matrices (entries x keys, in the order given; 0 where an entry lacks a key). Read
+        in chunks into numpy and checked there: no Python object per row."""
         ids = np.array([e.id for e in entries], dtype=np.int64)
         if not len(ids):
-            return (), np.zeros((0, 0), dtype=np.int64)
+            return (), np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0), dtype=np.int64)
         order = np.argsort(ids)
         span = (int(ids.min()), int(ids.max()))
         # Only the keys these entries have: the matrix stays entries x their keys, however
@@ -295,23 +305,25 @@ class Store:
             "WHERE id IN (SELECT DISTINCT key FROM series WHERE entry BETWEEN ? AND ?) ORDER BY id",
             span,
         )
-        kinds = {k.value for k in KINDS}
+        kinds = set(KINDS)
         for kid, kind, name, length in rows:
             if kind not in kinds or not isinstance(name, str) or not isinstance(length, int) or length > MAX_TEXT:
                 raise StoreError(f"{self.path}: key {kid!r} is malformed ({str(name)[:60]!r})")
         key_ids = np.array([r[0] for r in rows], dtype=np.int64)
         names = tuple((str(r[1]), str(r[2])) for r in rows)
         out = np.zeros((len(ids), len(key_ids)), dtype=np.int64)
+        calls = np.zeros_like(out)
         try:
             cur = self.con.execute(
                 "SELECT entry, key, CASE WHEN typeof(total_ns) = 'integer' AND total_ns >= 0 "
                 "AND typeof(calls) = 'integer' AND calls >= 0 AND typeof(entry) = 'integer' "
-                "AND typeof(key) = 'integer' THEN total_ns ELSE -1 END "
+                "AND typeof(key) = 'integer' THEN total_ns ELSE -1 END, "
+                "CASE WHEN typeof(calls) = 'integer' THEN calls ELSE -1 END "
                 "FROM series WHERE entry BETWEEN ? AND ?",
                 span,
             )
             while chunk := cur.fetchmany(65536):
-                a = np.array(chunk, dtype=np.int64).reshape(-1, 3)
+                a = np.array(chunk, dtype=np.int64).reshape(-1, 4)
                 at = np.searchsorted(ids, a[:, 0], sorter=order)
                 at = np.minimum(at, len(ids) - 1)
                 row = order[at]
@@ -322,9 +334,10 @@ class Store:
                     raise StoreError(f"{self.path}: a figure of the series is malformed (negative, not an integer, "
                                      "or of an unknown key)")  # fmt: skip
                 out[row[wanted], col[wanted]] = a[wanted, 2]
+                calls[row[wanted], col[wanted]] = a[wanted, 3]
         except (sqlite3.Error, UnicodeDecodeError, OverflowError, ValueError, TypeError) as e:
             raise self._error(e) from None
-        return names, out
+        return names, out, calls
 
     # -- writing ------------------------------------------------------------------------
 
@@ -341,7 +354,9 @@ class Store:
             raise StoreError(f"{self.path}: a fingerprint of {len(text):,} bytes is too large for a store")
         added = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
         nsys = fp.meta.nsys_version or "unknown"
-        figures = [(kind.value, key, calls, total) for kind in KINDS for key, calls, total in runset.stats(fp, kind)]
+        figures = [
+            (kind.value, key, calls, total) for kind in runset.KeyKind for key, calls, total in runset.stats(fp, kind)
+        ]
         if any(len(key) > MAX_TEXT for _, key, _, _ in figures):
             raise StoreError(f"{self.path}: a key name is over {MAX_TEXT} characters")
         with self._write():

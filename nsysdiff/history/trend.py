@@ -46,7 +46,7 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         raise UsageError(f"{store.path}: no key {key[:120]!r} on ref {ref!r}{hint}")
     # A name of several kinds (a kernel that is its own family) is read as the first kind
     # in report order; the others are named so that --kind can ask for them.
-    order = [k.value for k in st.KINDS]
+    order = list(st.KINDS)
     found.sort(key=lambda k: order.index(k[0]))
     (k_kind, _), values = found[0], series[found[0]]
     groups: dict[str, list[st.Entry]] = {}

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from nsysdiff import units as u
 from nsysdiff.history.changes import FALSE_ALARM, FALSE_ALARM_UPPER, Changes, Drift, Step
-from nsysdiff.history.store import Entry, scope_words
+from nsysdiff.history.store import PER_STEP, STEP, Entry, scope_words
 from nsysdiff.history.trend import Trend
 from nsysdiff.render.cells import finite
 from nsysdiff.render.layout import grid, plain_console, wrap
@@ -59,7 +59,9 @@ def render_trend(t: Trend, width: int, last: int) -> str:
     t = neutral.scrub(t, neutral.text)
     buf = io.StringIO()
     console = plain_console(buf, width)
-    values = [p.total_ns for p in t.points]
+    # A step figure trends by its time per step; every other key by its total time.
+    by_step = t.kind in PER_STEP
+    values = [p.per_call_ns if by_step else p.total_ns for p in t.points]
     wrap(console, f"nsysdiff history: {t.kind} {t.key}", width, hang="  ", bold=True)
     first = values[0] if values else None
     summary = f"{len(t.points):,} commits of {t.ref} in {t.store}"
@@ -78,12 +80,14 @@ def render_trend(t: Trend, width: int, last: int) -> str:
         lo, hi = min(values), max(values)
         rows = [
             [p.commit[:12], str(p.runs), u.ns(p.total_ns), f"{u.ns(p.low_ns)}..{u.ns(p.high_ns)}", f"{p.calls:,}",
-             u.ns(p.per_call_ns), _pct(p.total_ns / first), _bar(p.total_ns, lo, hi), "failed" if p.failed else ""]
-            for p in shown
+             u.ns(p.per_call_ns), _pct(v / first), _bar(v, lo, hi), "failed" if p.failed else ""]
+            for p, v in zip(shown, values[-len(shown):], strict=True)
         ]  # fmt: skip
         console.print()
-        title = f"Total time per commit (geometric mean of its runs), last {len(shown):,}"
-        each = "per step" if t.kind == "nvtx" else "per call"
+        what = ("Time per call" if t.key.startswith("calls:") else "Time per step") if by_step else "Total time"
+        title = f"{what} per commit (geometric mean of its runs), last {len(shown):,}"
+        steps = t.kind == "nvtx" or (t.kind == STEP and not t.key.startswith("calls:"))
+        each = "per step" if steps else "per call"
         console.print(grid(title, ("commit", "runs", "total", "range", "calls", each, "vs first", "level", "gate"),
                            rows, width, optional=(3, 8, 4, 5)))  # fmt: skip
     return buf.getvalue()

@@ -168,3 +168,26 @@ def test_keys_not_in_every_commit_are_structural(tmp_path: Path) -> None:
     c = api.history_changes(path, "main", max_pvalue=1e-5, window=30, last=None)
     assert c.structural >= 1 and all(x.key != newcomer for x in (*c.steps, *c.drifts))
     assert c.structural + c.keys == len({(k, n) for k, n in st.open_store(path).series(st.open_store(path).entries())})
+
+
+def test_a_step_in_the_time_per_step(tmp_path: Path) -> None:
+    """The period per step rises 5% at commit 20 while the number of steps kept varies
+    (32 or 30): the scan follows the time per step, not the total."""
+    base, _ = histories.spec_build()
+    rng = np.random.default_rng(7)
+    path = tmp_path / "h.sqlite"
+    s = st.create_or_open(path)
+    for c in range(40):
+        for run in range(2):
+            n = 32 if (c + run) % 2 else 30
+            per = 3_000_000 * (1.05 if c >= 20 else 1.0)
+            periods = [int(p) for p in per * np.exp(rng.normal(0.0, 0.002, n))]
+            s.add(histories.with_steps(base, periods), ref="main", commit=f"c{c:02d}")
+    s.close()
+    c = api.history_changes(path, "main", max_pvalue=1e-5, window=30, last=None)
+    (period,) = [x for x in c.steps if (x.kind, x.key) == ("step", "period")]
+    assert period.commit == "c20" and 1.04 < period.ratio < 1.06
+    assert abs(period.before_ns - 3_000_000) < 30_000
+    assert not [x for x in c.steps if x.kind == "kernel"]
+    t = api.history_trend(path, "main", "period", "step")
+    assert [p.calls for p in t.points[:2]] == [32, 32] and abs(t.points[0].per_call_ns - 3e6) < 30_000

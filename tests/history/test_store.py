@@ -303,3 +303,25 @@ def test_a_lock_held_too_long_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def _with_steps(periods: list[int]):
+    import histories
+
+    return histories.with_steps(_fp(), periods)
+
+
+def test_steps_are_keys_of_kind_step(tmp_path: Path) -> None:
+    """The period per step and its parts are stored as keys of kind ``step``, with the
+    steps as their calls: total / calls is the time per step."""
+    path = tmp_path / "h.sqlite"
+    s = st.create_or_open(path)
+    s.add(_with_steps([3_000_000] * 32), ref="main", commit="c0")
+    s.add(_with_steps([3_300_000] * 30), ref="main", commit="c1")
+    entries = s.entries()
+    series = s.series(entries)
+    assert series[("step", "period")] == {entries[0].id: (32, 96_000_000), entries[1].id: (30, 99_000_000)}
+    assert series[("step", "part:compute")][entries[1].id] == (30, 99_000_000)
+    assert entries[0].provenance.scope.endswith("per=decode_step skip_first=0")
+    assert st.scope_words(entries[0].provenance.scope) == "scope per=decode_step"
+    s.close()
