@@ -28,8 +28,11 @@ MAX_LINES = 800
 
 # The stages in the order data flows through them; a module may import its own stage and
 # those listed before it. ``errors`` and ``units`` are leaves every stage may use.
+# ``history`` keeps fingerprints over time and turns them into run sets and change points:
+# it reads fingerprints and compare's statistics and is read by render, api and cli.
 STAGES = (
-    "errors", "units", "safe", "trace", "fingerprint", "compare", "rules", "frames", "render", "api", "cli", "__main__",
+    "errors", "units", "safe", "trace", "fingerprint", "compare", "history", "rules", "frames", "render", "api",
+    "cli", "__main__",
 )  # fmt: skip
 # The synthetic-trace writer sits beside the pipeline: it may read the lower stages' names
 # (errors, safe) but nothing in the package may import it.

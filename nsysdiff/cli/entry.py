@@ -35,7 +35,8 @@ def route(argv: list[str]) -> list[str]:
         # before its files, as `nsysdiff diff` takes them.
         return _runs_options(["diff", *argv])
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
-        if not os.path.lexists(argv[0]):
+        # history:STORE@main~5 is a base side, not a file (docs/history.md).
+        if not os.path.lexists(argv[0]) and not argv[0].startswith("history:"):
             close = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.7)
             if close:
                 raise UsageError(

@@ -237,9 +237,12 @@ def _deviations(
     out = []
     if b.shape[1] >= 2 and c.shape[1] >= 2:
         t = runstats.welch_log(b, c, confidence)
-        ratio, lo, hi = t.ratio.tolist(), t.ci_low.tolist(), t.ci_high.tolist()
+        # float() per element, not tolist(): numpy's stubs type tolist() differently across versions.
+        ratio = [float(v) for v in t.ratio]
+        lo: list[float | None] = [float(v) for v in t.ci_low]
+        hi: list[float | None] = [float(v) for v in t.ci_high]
     else:
-        ratio = np.exp(np.log(c).mean(axis=1) - np.log(b).mean(axis=1)).tolist()
+        ratio = [float(v) for v in np.exp(np.log(c).mean(axis=1) - np.log(b).mean(axis=1))]
         lo = hi = [None] * len(keys)
     for i, key in enumerate(keys):
         low, high = lo[i], hi[i]

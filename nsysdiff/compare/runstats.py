@@ -213,8 +213,9 @@ def compare_groups(
     else:
         test = welch_log(b_all, c_all, confidence)
         adjusted = benjamini_hochberg(test.p_value)
-        lo, hi = test.ci_low.tolist(), test.ci_high.tolist()
-        p, q = test.p_value.tolist(), adjusted.tolist()
+        # float() per element, not tolist(): numpy's stubs type tolist() differently across versions.
+        lo, hi = [float(v) for v in test.ci_low], [float(v) for v in test.ci_high]
+        p, q = [float(v) for v in test.p_value], [float(v) for v in adjusted]
         codes = classify(adjusted, test.ci_low, test.ci_high, alpha, band)
         verdicts = [VERDICTS[code] for code in codes]
     ratios, medians = ratio.tolist(), median_ratio.tolist()

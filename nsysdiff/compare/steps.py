@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from nsysdiff.fingerprint.steps import CallTimes, HostFamily, StepPart, Steps
 
@@ -49,7 +50,7 @@ class Dist:
 STATS = ("mean", "p50", "p90", "p99", "max")
 
 
-def dist(values: np.ndarray) -> Dist:
+def dist(values: npt.NDArray[np.int64] | npt.NDArray[np.float64]) -> Dist:
     if values.size == 0:
         return Dist(0.0, 0.0, 0.0, 0.0, 0.0)
     p50, p90, p99 = np.percentile(values, (50.0, 90.0, 99.0))

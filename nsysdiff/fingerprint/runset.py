@@ -54,6 +54,17 @@ class Measure(str, enum.Enum):
     PER_CALL = "mean_ns"
 
 
+def identity(fp: Fingerprint) -> tuple[tuple[str, str], ...]:
+    """What must agree between runs of one side (scope, graph mode, GPU model), as
+    (property, value) pairs."""
+    return _identity(fp)
+
+
+def stats(fp: Fingerprint, kind: KeyKind) -> Iterable[tuple[str, int, int]]:
+    """(key, calls, total_ns) of each key of ``kind`` in ``fp``."""
+    return _stats(fp, kind)
+
+
 def _identity(fp: Fingerprint) -> tuple[tuple[str, str], ...]:
     """What must agree between runs of one side, as (property, value) pairs."""
     s = fp.scope

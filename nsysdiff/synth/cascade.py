@@ -231,12 +231,13 @@ def _copies(b: TraceBuilder, rng: np.random.Generator, side: int, t0: int, end: 
         ops, nbytes = (ops1, bytes1) if side == 1 else (ops16, bytes16)
         sizes = _durations(rng, ops, nbytes)
         at = np.sort(rng.integers(t0, end, ops))
-        for t, size in zip(at.tolist(), sizes.tolist(), strict=True):
+        # int() per element, not tolist(): numpy's stubs type tolist() differently across versions.
+        for t, size in zip((int(v) for v in at), (int(v) for v in sizes), strict=True):
             # Copies overlap kernels on a copy engine; ~1.5 GB/s effective for small copies.
-            b.memcpy(kind, int(t), 1_000 + size // 1_500, int(size), stream=13)
-    for t in np.sort(rng.integers(t0, end, 345 if side == 1 else 429)).tolist():
+            b.memcpy(kind, t, 1_000 + size // 1_500, size, stream=13)
+    for t in np.sort(rng.integers(t0, end, 345 if side == 1 else 429)):
         b.memset(int(t), 1_200, 4_096, stream=13)
-    for t in np.sort(rng.integers(t0, end, 98)).tolist():
+    for t in np.sort(rng.integers(t0, end, 98)):
         b.runtime("cudaStreamSynchronize_v3020", int(t), 45_000)
 
 

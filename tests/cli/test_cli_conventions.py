@@ -65,7 +65,7 @@ USAGE = {
     "typo in a command": (
         ["sumary", "x.sqlite"],
         "'sumary' is no command and no file; did you mean 'nsysdiff summary'? (commands: comment, "
-        "diff, fingerprint, noise, rules, summary)",
+        "diff, fingerprint, history, noise, rules, summary)",
     ),
     "bad choice": (
         ["summary", "x.sqlite", "--format", "html"],
