@@ -63,6 +63,7 @@ class KernelReader(TraceConnection):
     def __init__(self, path: Path, con: sqlite3.Connection, schema: Schema) -> None:
         super().__init__(path, con, schema)
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
+        self._pairs: list[tuple[object, ...]] | None = None  # likewise
 
     def has_kernels(self) -> bool:
         return self.schema.has(s.KERNEL, "start", "end")
@@ -203,6 +204,9 @@ class KernelReader(TraceConnection):
                 raise s.db_error(self.path, e) from None
             if beside is not None:
                 (config_rows,) = beside.result()
+        config_rows = self._raw_configs(config_rows)
+        if source == s.KERNEL and where == "1":
+            self._pairs = list(dict.fromkeys((r[11], r[14]) for r in config_rows))
         # Short names: integer or NULL, as RowRules says; checked on the distinct rows.
         if not all(r[12] is None or type(r[12]) is int for r in config_rows):
             raise self.diagnose(rules, checked)
@@ -305,8 +309,37 @@ class KernelReader(TraceConnection):
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
         # With ``names`` (the short and mangled name columns), each row also says the
         # device and those names: still a handful of distinct rows.
-        more = "" if names is None else f", coalesce(deviceId, -1), {names[0]}, {names[1]}"
-        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node}{more} FROM {source} WHERE {where}"
+        if names is None:
+            return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
+        # The raw columns, NULLs made 0 (-1 for ids) on the distinct rows by _raw_configs:
+        # a coalesce() per column and launch costs more than the whole DISTINCT's b-tree.
+        # The process id makes the (device, process) pairs of the ranks (kernel_pairs).
+        raw = [f'"{c}"' if c in cols else "0" for c in wanted]
+        pid = "globalPid" if "globalPid" in cols else "NULL"
+        return (
+            f"SELECT DISTINCT {name_col}, {', '.join(raw)}, {node}, deviceId, {names[0]}, {names[1]}, {pid} "
+            f"FROM {source} WHERE {where}"
+        )
+
+    @staticmethod
+    def _raw_configs(rows: _Rows) -> _Rows:
+        """Rows of the raw configuration scan as the coalescing scan gives them (the name and
+        device NULL as -1, the configuration NULL as 0), the names and process id after."""
+        return [
+            (
+                -1 if r[0] is None else r[0],
+                *(0 if v is None else v for v in r[1:10]),
+                r[10],
+                -1 if r[11] is None else r[11],
+                *r[12:],
+            )
+            for r in rows
+        ]
+
+    def kernel_pairs(self) -> list[tuple[object, ...]] | None:
+        """The distinct (device, globalPid) of the launches, when a whole-trace read has
+        seen them (the device NULL as -1); None when none has."""
+        return self._pairs
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
