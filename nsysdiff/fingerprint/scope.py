@@ -304,9 +304,15 @@ class _Scoper:
 
     def fingerprint(self) -> Fingerprint:
         within = [self.nvtx] if self.nvtx is not None else []
-        total = self.r.kernel_time_ns(Selection(window=self.window))
         filtered = bool(within) or self.cut
-        fp = self._build(within, "nsysdiff_scope", total, filtered=filtered, phase=False)
+        if filtered:
+            total = self.r.kernel_time_ns(Selection(window=self.window))
+            fp = self._build(within, "nsysdiff_scope", total, filtered=True, phase=False)
+        else:
+            # The whole window's kernels are read anyway: their time is the denominator,
+            # without a scan of its own.
+            fp = self._build(within, "nsysdiff_scope", 0, filtered=False, phase=False)
+            total = sum(k.total_ns for k in fp.kernels)
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
             instances = self.r.count_ranges(mask, self._att(within)) if mask else 0
