@@ -74,10 +74,12 @@ class KernelReader(TraceConnection):
         With ``shapes``, each (name, grid, block) is a kernel of its own, as ``nsys stats``'
         ``gpukernsum`` groups them: its name gets ``[grid X,Y,Z, block X,Y,Z]`` appended.
 
-        Three scans, each bounded in memory whatever the row count: a histogram of the
-        distinct durations per (name, device) in a temporary table (counts, totals and exact
-        quantiles come from it), a window query for the busy union per device, and the
-        distinct launch configurations.
+        Two scans, each bounded in memory whatever the row count: one pass over the
+        launches in rowid order, folded chunk by chunk in numpy (counts, totals, exact
+        quantiles and the busy union: :mod:`nsysdiff.trace.kernel_scan`), and beside it the
+        distinct launch configurations (with the short and mangled names and the rank
+        pairs). With ``shapes``, the older reader: a histogram of the distinct durations per
+        (name, shape, device) in a temporary table and a window query for the busy union.
         """
         if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
             e = np.empty(0, dtype=np.int64)
@@ -86,7 +88,7 @@ class KernelReader(TraceConnection):
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
         # Exports from nsys 2022.1 on carry the mangled name; one per demangled name is
-        # taken in the histogram scan itself (the least id), never in a scan of its own.
+        # taken in a scan made anyway (the least id), never in a scan of its own.
         mangled_col = "mangledName" if "mangledName" in cols else "NULL"
         source, where = s.KERNEL, self._where(s.KERNEL, sel)
         checked = where  # the rows' own conditions, for the diagnosis of impossible rows
