@@ -31,6 +31,7 @@ from nsysdiff.trace.records import QUANTILE_GRID, DeviceRow, FloatArray, IntArra
 
 _ROWS = 1 << 18  # launches per chunk: about 12 MB of text, whatever the trace size
 _HIST_LIMIT = 1 << 20  # distinct (name, duration) pairs held in numpy before they spill
+_CHUNK = 1 << 16  # histogram rows per insert when it spills
 _NO_REACH = np.iinfo(np.int64).min
 
 
@@ -225,11 +226,14 @@ def _spill(con: sqlite3.Connection, keys: list[IntArray], n: IntArray, *, fresh:
             "CREATE TEMP TABLE nsysdiff_hist (name INTEGER, shape TEXT, dev INTEGER, dur INTEGER, "
             "n INTEGER, short INTEGER, mangled INTEGER, PRIMARY KEY (name, shape, dev, dur))"
         )
-    con.executemany(
-        "INSERT INTO temp.nsysdiff_hist (name, shape, dev, dur, n) VALUES (?, '', 0, ?, ?) "
-        "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + excluded.n",
-        zip(keys[0].tolist(), keys[1].tolist(), n.tolist(), strict=True),
-    )
+    # In slices: the Python rows of one slice at a time, not of the whole histogram.
+    for at in range(0, len(n), _CHUNK):
+        part = slice(at, at + _CHUNK)
+        con.executemany(
+            "INSERT INTO temp.nsysdiff_hist (name, shape, dev, dur, n) VALUES (?, '', 0, ?, ?) "
+            "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + excluded.n",
+            zip(keys[0][part].tolist(), keys[1][part].tolist(), n[part].tolist(), strict=True),
+        )
 
 
 def _quantiles(name: IntArray, dur: IntArray, n: IntArray) -> dict[int, FloatArray]:
