@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysdiff.compare import comparability, ranks, runstats
-from nsysdiff.compare.diff import Diff
+from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode, UsageError
 from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json
@@ -170,7 +170,9 @@ def load_runs(
     return runset.run_set(runs, sources)
 
 
-if TYPE_CHECKING:  # the noise model loads only where a profile is made or read
+if TYPE_CHECKING:  # the noise model and pandas load only where they are used
+    import pandas as pd
+
     from nsysdiff.fingerprint.noise import NoiseProfile
 
 
@@ -295,3 +297,116 @@ def load_job(
             fp = fingerprint_from_json(inputs.saved_text(src), str(src.path))
             parts.append((src.path.name, fp))
     return ranks.job(parts)
+
+
+# --- DataFrame views (pandas, imported only here: docs/frames.md) ----------------------
+
+
+def compare(
+    base: Fingerprint | runset.RunSet, candidate: Fingerprint | runset.RunSet, settings: Settings | None = None
+) -> Diff:
+    """The diff of two fingerprints, or of two run sets (several runs per side), as
+    ``nsysdiff diff`` computes it before the rules judge it."""
+    from nsysdiff.compare import rundiff
+
+    def runs(side: Fingerprint | runset.RunSet, name: str) -> runset.RunSet:
+        return side if isinstance(side, runset.RunSet) else runset.RunSet((side,), (name,))
+
+    return rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
+
+
+def check(diff: Diff, rules: Sequence[str] = ("default",), *, strict: bool = False) -> Report:
+    """A diff judged by rule packs or rule files (as ``nsysdiff diff --rules``), today's waivers applied."""
+    from datetime import date
+
+    from nsysdiff import rules as rule_engine
+
+    ruleset = rule_engine.load_rules(list(rules))
+    findings, results = rule_engine.evaluate(diff, ruleset, today=date.today())
+    reasons, notes = comparability.assess(diff.base, diff.candidate)
+    return judge(diff, findings, results, strict=strict, reasons=reasons, notes=notes, packs=tuple(rules))
+
+
+def kernels_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per kernel: ``Name``, ``Demangled Name``, ``Total Time (ns)``, ``Instances``..."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.kernels(fp)
+
+
+def families_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per kernel family, largest first."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.families(fp)
+
+
+def categories_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per kernel category, largest first."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.categories(fp)
+
+
+def copies_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per memcpy kind and memset, as ``nsys stats``' ``gpumemtimesum``."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.copies(fp)
+
+
+def nvtx_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per NVTX range name and domain."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.nvtx(fp)
+
+
+def sync_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per synchronising CUDA API call."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.sync(fp)
+
+
+def diff_frame(diff: Diff, table: str = "kernels") -> pd.DataFrame:
+    """One row per key of a diff table (kernels, families, categories, nvtx, sync, graphs)."""
+    from nsysdiff.frames import diff as frames
+
+    return frames.rows(diff, table)
+
+
+def diff_copies_frame(diff: Diff) -> pd.DataFrame:
+    """One row per memory operation kind of a diff."""
+    from nsysdiff.frames import diff as frames
+
+    return frames.copies(diff)
+
+
+def attribution_frame(diff: Diff, by: str = "kernels") -> pd.DataFrame:
+    """The change split into count, per-call, new and removed parts per kernel, family,
+    category or phase."""
+    from nsysdiff.frames import diff as frames
+
+    return frames.attribution(diff, by)
+
+
+def runs_frame(diff: Diff) -> pd.DataFrame:
+    """Several runs per side: per key and measure, the ratio, its interval, p, q and verdict."""
+    from nsysdiff.frames import runs as frames
+
+    return frames.comparisons(diff)
+
+
+def run_values_frame(diff: Diff) -> pd.DataFrame:
+    """Several runs per side: every run's value, one row per key, measure, side and run."""
+    from nsysdiff.frames import runs as frames
+
+    return frames.values(diff)
+
+
+def findings_frame(report: Report) -> pd.DataFrame:
+    """One row per finding of a judged diff: level, rule, subject, observed and limit values."""
+    from nsysdiff.frames import diff as frames
+
+    return frames.findings(report)

@@ -28,7 +28,9 @@ MAX_LINES = 800
 
 # The stages in the order data flows through them; a module may import its own stage and
 # those listed before it. ``errors`` and ``units`` are leaves every stage may use.
-STAGES = ("errors", "units", "safe", "trace", "fingerprint", "compare", "rules", "render", "api", "cli", "__main__")
+STAGES = (
+    "errors", "units", "safe", "trace", "fingerprint", "compare", "rules", "frames", "render", "api", "cli", "__main__",
+)  # fmt: skip
 # The synthetic-trace writer sits beside the pipeline: it may read the lower stages' names
 # (errors, safe) but nothing in the package may import it.
 SIDE = {"synth": ("errors", "units", "safe", "synth")}

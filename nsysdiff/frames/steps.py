@@ -1,0 +1,59 @@
+"""Steps as DataFrames: one row per step (its period split into parts, its host calls), and
+one row per host-call family with the time per call across steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps
+from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
+
+_PART_COLUMN = {
+    StepPart.COMPUTE: "Compute (ns)",
+    StepPart.COMMUNICATION: "Communication (ns)",
+    StepPart.COPIES: "Copies (ns)",
+    StepPart.LAUNCH_BOUND: "Launch-bound (ns)",
+    StepPart.SYNC: "Sync (ns)",
+    StepPart.HOST: "Host (ns)",
+    StepPart.BETWEEN: "Between (ns)",
+}
+
+
+def steps(s: Steps) -> pd.DataFrame:
+    """One row per step, in order: the parts of its period add up to ``Period (ns)``."""
+    xs = s.steps
+    cols: dict[str, tuple[str, Sequence[object]]] = {
+        "Step": (COUNT, [s.skipped + i for i in range(len(xs))]),
+        "Start (ns)": (NS, [x.start_ns for x in xs]),
+        "Duration (ns)": (NS, [x.duration_ns for x in xs]),
+        "Period (ns)": (NS, [x.period_ns for x in xs]),
+        "Kernel Time (ns)": (NS, [x.kernel_ns for x in xs]),
+    }
+    for part, column in _PART_COLUMN.items():
+        cols[column] = (NS, [x.parts.of(part) for x in xs])
+    for family in HostFamily:
+        cols[f"{family.value} Calls"] = (COUNT, [x.calls_of(family).calls for x in xs])
+        cols[f"{family.value} Time (ns)"] = (NS, [x.calls_of(family).total_ns for x in xs])
+        if family.value.startswith("copy_"):
+            cols[f"{family.value} Bytes"] = (COUNT, [x.calls_of(family).bytes for x in xs])
+    return frame(cols)
+
+
+def call_times(s: Steps) -> pd.DataFrame:
+    """One row per host-call family: calls, bytes and the time per call across every step."""
+    ts = s.call_times
+    return frame({
+        "Family": (TEXT, [t.family.value for t in ts]),
+        "Num Calls": (COUNT, [t.calls for t in ts]),
+        "Total (bytes)": (COUNT, [t.bytes for t in ts]),
+        "Total Time (ns)": (NS, [t.total_ns for t in ts]),
+        "Avg (ns)": (NS, [round(t.mean_ns) for t in ts]),
+        "Med (ns)": (NS, [t.p50_ns for t in ts]),
+        "P90 (ns)": (NS, [t.p90_ns for t in ts]),
+        "P99 (ns)": (NS, [t.p99_ns for t in ts]),
+        "Max (ns)": (NS, [t.max_ns for t in ts]),
+        "Calls per Step": (RATIO, [t.calls / len(s.steps) if s.steps else None for t in ts]),
+    })  # fmt: skip
