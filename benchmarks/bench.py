@@ -533,6 +533,7 @@ class Plan:
     work: Path
     fingerprints: bool = True
     scoped_summary: bool = False  # scoped summaries of the base instead of scoped diffs
+    scoped_repeat: int | None = None  # runs per scoped command (None: repeat)
 
 
 def _case(rows: list[Row], label: str, counts: str, floor: float | None, target: str, ratio: float | None,
@@ -590,11 +591,11 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
             if plan.scoped_summary:
                 summary = ["summary", "--format", "json", str(base), *options]
                 _case(rows, f"{label} summary {name}", counts, floor, "<=2x CPU", 2.0, summary, plan, "scoped.json",
-                      floor_cpu=fcpu)  # fmt: skip
+                      repeat=plan.scoped_repeat, floor_cpu=fcpu)  # fmt: skip
             else:
                 scoped = [*diff, *options]
                 _case(rows, f"{label} diff {name}", f"{counts} x2", floor2, "<=2x CPU", 2.0, scoped, plan,
-                      "scoped.json", floor_cpu=fcpu2)  # fmt: skip
+                      "scoped.json", repeat=plan.scoped_repeat, floor_cpu=fcpu2)  # fmt: skip
     return rows
 
 
@@ -663,7 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", type=int, nargs="+", default=[1_000_000],
                     help="kernel rows per trace, one pair per size (default 1M)")  # fmt: skip
-    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median counts")
+    ap.add_argument("--scoped-repeat", type=int, help="runs per scoped diff (default: --repeat)")
     ap.add_argument("--keep", type=Path, help="build traces in DIR and keep them (reused if present)")
     ap.add_argument("--shape", nargs="+", choices=SHAPES, default=list(SHAPES),
                     help="kernel-heavy (NVTX as captured) and/or NVTX-dense (default: both)")  # fmt: skip
@@ -687,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp.name)
     plan = Plan(
         args.repeat, int(args.mem_cap_gb * 1024 * MB), not args.no_scoped, work,
-        fingerprints=not args.no_fingerprint, scoped_summary=args.scoped_summary,
+        fingerprints=not args.no_fingerprint, scoped_summary=args.scoped_summary, scoped_repeat=args.scoped_repeat,
     )  # fmt: skip
     try:
         startup = run_cli(["--version"], work / "version.out", args.repeat, plan.cap_bytes)
