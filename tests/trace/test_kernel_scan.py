@@ -106,3 +106,24 @@ def test_a_real_short_name_is_diagnosed(tmp_path: Path) -> None:
     path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET shortName = shortName + 0.5 WHERE rowid = 9")
     with open_trace(path) as r, pytest.raises(TraceError, match=r"1 row.*rowid 9"):
         r.kernels()
+
+
+def test_a_kernel_table_without_rowids_is_read(tmp_path: Path) -> None:
+    path = _trace(tmp_path / "t.sqlite")
+    with open_trace(path) as r:
+        want = r.kernels()
+    con = sqlite3.connect(path)
+    cols = [row[1] for row in con.execute(f"PRAGMA table_info({KERNEL})")]
+    names = ", ".join(f'"{c}"' for c in cols)
+    con.executescript(
+        f"ALTER TABLE {KERNEL} RENAME TO old; "
+        f"CREATE TABLE {KERNEL} ({names}, PRIMARY KEY (correlationId)) WITHOUT ROWID; "
+        f"INSERT INTO {KERNEL} SELECT {names} FROM old; DROP TABLE old;"
+    )
+    con.close()
+    with open_trace(path) as r:
+        got = r.kernels()
+    assert got.demangled == want.demangled
+    assert got.calls.tolist() == want.calls.tolist()
+    assert got.quantiles.tolist() == want.quantiles.tolist()
+    assert got.devices == want.devices
