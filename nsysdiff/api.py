@@ -21,7 +21,7 @@ from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import TraceReader, open_trace
-from nsysdiff.trace.records import GraphMode, RangeRow, RankStats
+from nsysdiff.trace.records import GraphMode, JobIdentity, RangeRow, RankStats
 
 
 def fingerprint_trace(
@@ -35,10 +35,12 @@ def fingerprint_trace(
     """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
     ``progress`` hears ``(side, table)`` before each table is read; ``by`` says what makes
     two launches the same kernel."""
-    scoped = options is not None and options.active
-    if scoped and by is not Grouping.name:
-        raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
     with open_trace(path) as r:
+        if options is not None and options.step_ranges and by is Grouping.name:
+            # A rule pack's step range: the trace's own --per, when it has the range.
+            options = scope.find_steps(r, options)
+        if options is not None and options.active and by is not Grouping.name:
+            raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
@@ -234,15 +236,16 @@ def judge(
 ) -> Report:
     """The outcome and exit code of a diff and its findings.
 
-    Without a meaningful overall scale the statistics judge nothing, so the outcome is
-    inconclusive, unless a structure check (a fact, not a statistic) already fails.
+    Without a meaningful overall scale the findings judged against it decide nothing, so
+    the outcome is inconclusive, unless a finding that needs no scale (a budget, a
+    structure check) already fails.
     """
     no_scale = comparability.scale_reason(diff) if judged else None
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
-        if any(not f.statistical for f in provisional.failed):
+        if any(not f.scaled for f in provisional.failed):
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)
@@ -279,23 +282,38 @@ def load_job(
     progress: Step = silent,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = _quiet,
+    force: bool = False,
 ) -> tuple[RankStats, ...]:
     """The ranks of one job given as several traces (reports and saved fingerprints too),
     numbered in the order given (:func:`nsysdiff.compare.ranks.job`). A trace is read for its ranks
-    alone: one scan of its kernel table, not a whole fingerprint."""
+    alone: one scan of its kernel table, not a whole fingerprint, and a few rows that tell
+    whether the traces are one job's (:func:`nsysdiff.compare.ranks.not_one_job`): when they
+    are not, a UsageError says why, unless ``force`` (then ``notify`` is told)."""
     parts: list[tuple[str, Sequence[RankStats] | Fingerprint]] = []
+    idents: list[tuple[str, JobIdentity]] = []
     for i, path in enumerate(paths):
         progress(f"rank {i + 1:,} of {len(paths):,}", "ranks")
         src = inputs.recognise(Path(path))
         if src.kind is inputs.Kind.NSYS_REPORT:
             with inputs.exported(src.path, keep_export, notify) as exported, open_trace(exported) as r:
                 parts.append((src.path.name, trace_ranks.read(r)))
+                idents.append((src.path.name, trace_ranks.identity(r)))
         elif src.kind is inputs.Kind.SQLITE:
             with open_trace(src.path) as r:
                 parts.append((src.path.name, trace_ranks.read(r)))
+                idents.append((src.path.name, trace_ranks.identity(r)))
         else:
             fp = fingerprint_from_json(inputs.saved_text(src), str(src.path))
             parts.append((src.path.name, fp))
+            idents.append((src.path.name, JobIdentity(None, tuple(sorted({g.name for g in fp.meta.gpus})), ())))
+    reasons = ranks.not_one_job(idents)
+    if reasons and not force:
+        raise UsageError(
+            "these traces do not look like the ranks of one job: " + "; ".join(reasons)
+            + "; give --ranks to show them side by side anyway"
+        )
+    if reasons:
+        notify("shown as ranks of one job (--ranks), although: " + "; ".join(reasons))
     return ranks.job(parts)
 
 

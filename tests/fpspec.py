@@ -20,6 +20,7 @@ from nsysdiff.fingerprint.model import (
     fingerprint_to_json,
 )
 from nsysdiff.fingerprint.reduce import group_by
+from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, Step, StepPart, StepParts, Steps
 from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
 
 
@@ -49,6 +50,15 @@ def kernel(
         devices=(DeviceShare(0, calls, total_ns),),
         configs=(LaunchConfig(grid, block, 32, 0, 0),),
     )
+
+
+def skewed_quantiles(median_ns: float, mean_ns: float) -> tuple[float, ...]:
+    """A per-call sketch with this median and (about) this mean: calls near the median up
+    to p50, then a tail that carries the rest (a collective whose late calls waited)."""
+    low = [median_ns * (0.9 + 0.2 * q / 100) for q in QUANTILE_GRID if q <= 50]
+    tail = [q for q in QUANTILE_GRID if q > 50]
+    top = median_ns + 4 * max(mean_ns - median_ns, 0.0)
+    return (*low, *(median_ns + (top - median_ns) * (q - 50) / 50 for q in tail))
 
 
 def fingerprint(
@@ -100,3 +110,45 @@ def saved_pair(
         p.write_text(fingerprint_to_json(spec if isinstance(spec, Fingerprint) else fingerprint(spec)))
         paths.append(str(p))
     return paths[0], paths[1]
+
+
+def steps(
+    count: int,
+    period_ns: int,
+    duration_ns: int,
+    *,
+    parts: Mapping[str, int] = {},
+    calls: Mapping[str, tuple[int, int]] = {},
+    nbytes: Mapping[str, int] = {},
+    slow_every: int = 0,
+    slow_ns: int = 0,
+    name: str = "decode_step",
+) -> Steps:
+    """``count`` steps of one period and range duration. ``parts`` maps a part (compute,
+    launch_bound, ...) to its time per step; the rest of the range is host time and the
+    rest of the period is between. ``calls`` maps a host family to (calls, ns per call)
+    per step, ``nbytes`` to bytes per step. Every ``slow_every``-th step is ``slow_ns``
+    longer (host time), for tails. The last step's period is its range duration (there is
+    no next step to measure to), as the reader makes it."""
+    out = []
+    for i in range(count):
+        extra = slow_ns if slow_every and i % slow_every == slow_every - 1 else 0
+        inside = {p.value: parts.get(p.value, 0) for p in StepPart if p is not StepPart.BETWEEN}
+        inside["host"] = duration_ns + extra - sum(v for k, v in inside.items() if k != "host")
+        last = i == count - 1
+        between = 0 if last else period_ns - duration_ns
+        sp = StepParts(**{f"{k}_ns": v for k, v in inside.items()}, between_ns=between)
+        hc = tuple(
+            HostCalls(f, calls[f.value][0], calls[f.value][0] * calls[f.value][1], nbytes.get(f.value, 0))
+            for f in HostFamily
+            if f.value in calls and calls[f.value][0]
+        )
+        period = duration_ns + extra + between
+        out.append(Step(i * period_ns, duration_ns + extra, period, sp, hc, parts.get("compute", 0)))
+    times = []
+    for f in HostFamily:
+        if f.value in calls and calls[f.value][0]:
+            n, each = calls[f.value]
+            moved = nbytes.get(f.value, 0) * count
+            times.append(CallTimes(f, n * count, n * each * count, moved, each, each, each, each))
+    return Steps(name, "", tuple(out), tuple(times))

@@ -65,8 +65,8 @@ def test_strict_keeps_failing_on_warnings(tmp_path: Path) -> None:
     assert run(b, c, "--rules", str(rules), "--strict")[0] == 1
 
 
-def test_no_common_families_is_inconclusive_unless_a_structure_rule_fails(tmp_path: Path) -> None:
-    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 90 * MS)})
+def test_no_common_families_fails_on_a_scale_free_rule_only(tmp_path: Path) -> None:
+    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_200_000)})
     code, out = run(b, c)
     assert code == 3 and "no meaningful overall scale" in out
     rules = tmp_path / "r.yaml"
@@ -93,7 +93,57 @@ def test_one_small_kernel_faster_on_another_gpu_passes() -> None:
     assert code == 0 and "FAIL" not in out
 
 
-def test_traces_with_nothing_in_common_are_inconclusive() -> None:
+def test_traces_with_nothing_in_common_are_judged_on_their_budgets_only() -> None:
+    # No kernel in common: no outlier can be judged, but kernel time grew 25.84x, which
+    # the total-time budget judges without a scale.
     code, out = run(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")))
-    assert code == 3 and "no meaningful overall scale" in out
+    assert code == 1 and "note: no meaningful overall scale" in out
+    assert "ERROR          total-time · whole trace" in out
     assert "scaled ~1.00x" not in out
+
+
+def test_a_failed_budget_fails_without_a_scale(tmp_path: Path) -> None:
+    # Two offload builds with no kernel in common: 696 ms -> 2.543 s. No scale can be
+    # measured, but a total-time budget needs none: the verdict is FAIL, not inconclusive.
+    b, c = saved_pair(tmp_path, {"__omp_offloading_a_l10": (40, 696 * MS)}, {"__omp_offloading_b_l12": (40, 2543 * MS)})
+    code, out = run(b, c)
+    assert code == 1, out
+    assert "ERROR          total-time · whole trace" in out
+    assert "note: no meaningful overall scale" in out
+
+
+def test_without_a_scale_only_scale_free_findings_decide(tmp_path: Path) -> None:
+    # No kernel in common, the total within budget: the statistics judge nothing, so the
+    # outcome stays inconclusive.
+    b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_500_000)})
+    code, out = run(b, c)
+    assert code == 3 and "no meaningful overall scale" in out
+
+
+def test_with_no_outlier_the_verdict_line_names_the_top_contributor(tmp_path: Path) -> None:
+    # The lm_head run in fp32: +21.69 ms, of which a new fp32 GEMM is +20.68 ms in place
+    # of a 1.60 ms bf16 one. No kernel on both sides scaled abnormally: the verdict line
+    # names the cause and its share of the change, not only "total-time 1.17x".
+    rest = {f"op{i}_kernel": (160, 12 * MS) for i in range(10)}
+    fp32 = (
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+        "alignc4_execute_kernel__5x_cublas"
+    )
+    b, c = saved_pair(
+        tmp_path,
+        rest | {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT": (32, 1_600_000)},
+        {k: (n, t + 61_000) for k, (n, t) in rest.items()} | {fp32: (32, 20_680_000)},
+    )
+    _, out = run(b, c)
+    first = out.split("\n\n")[0].replace("\n  ", " ")
+    assert "top outlier" not in first
+    assert "top change new sm80_xmma_gemm_f32f32" in first and "(97% of +19.69 ms)" in first, first
+
+
+def test_nccl_growth_that_is_waiting_says_so_on_the_first_screen() -> None:
+    # The job got faster (0.91x); SendRecv +8.34 ms is mostly waiting for the other rank.
+    b, c = real_trace("nsysai_mfu_h100x2_before"), real_trace("nsysai_mfu_h100x2_after")
+    r = CliRunner().invoke(app, route([str(b), str(c), "--width", "120"]))
+    assert r.exit_code == 0, r.stdout
+    assert "ncclDevKernel_SendRecv +8.34 ms (slower calls, +7.52 ms of it waiting for other ranks)" in r.stdout
+    assert "outlier" not in r.stdout.split("\n")[0]

@@ -3,6 +3,7 @@ the report on stdout and in any ``--output`` files, the verdict as the exit code
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from datetime import date
@@ -187,15 +188,24 @@ def diff(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases, phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+        step_ranges=_step_ranges(ruleset),
     )  # fmt: skip
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
-        b_runs, c_runs = sides.read_both(
-            lambda: api.load_runs(base_paths, opts, progress=report_progress, side="base", by=by,
-                                  keep_export=keep_export, notify=notify),
-            lambda: api.load_runs(candidate_paths, opts, progress=report_progress, side="candidate", by=by,
-                                  keep_export=keep_export, notify=notify),
-        )  # fmt: skip
+
+        def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
+            return sides.read_both(
+                lambda: api.load_runs(base_paths, o, progress=report_progress, side="base", by=by,
+                                      keep_export=keep_export, notify=notify),
+                lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
+                                      keep_export=keep_export, notify=notify),
+            )  # fmt: skip
+
+        b_runs, c_runs = read(opts)
+        if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
+            # The pack's step range on one side only (or beside a fingerprint saved without
+            # it): both sides are read whole, the documented fallback (docs/steps.md).
+            b_runs, c_runs = read(dataclasses.replace(opts, step_ranges=()))
     # With several runs, the figures are the median runs' (docs/statistics.md).
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
@@ -259,6 +269,16 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _step_ranges(ruleset: Any) -> tuple[str, ...]:
+    """The rule files' step range, unless their noise profile was made without steps: its
+    runs would not be read alike with sides read per step (docs/steps.md)."""
+    if ruleset is None or not ruleset.steps:
+        return ()
+    if ruleset.noise is not None and any(fp.scope.per is None for fp in ruleset.noise.runs.runs):
+        return ()
+    return tuple(ruleset.steps)
 
 
 def _with_noise(ruleset: Any, profile: Path | None) -> Any:

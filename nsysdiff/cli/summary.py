@@ -67,11 +67,19 @@ def summary(
     per: PerOpt = None,
     phases: PhasesOpt = None,
     keep_export: KeepExportOpt = None,
+    force_ranks: Annotated[
+        bool,
+        typer.Option(
+            "--ranks",
+            help="Show several traces as the ranks of one job even when they do not look like one "
+            "(other GPUs, sessions started apart, other programs).",
+        ),
+    ] = False,
 ) -> None:
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
     several traces, the ranks of one job: per-rank figures and the collective skew."""
     if len(traces) > 1:
-        _job_summary(traces, fmt, output, width, keep_export, quiet,
+        _job_summary(traces, fmt, output, width, keep_export, quiet, force_ranks,
                      given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),
                                           ("--phases", phases), ("--skip-first", skip_first),
                                           ("--by", by is not Grouping.name)) if v])  # fmt: skip
@@ -98,7 +106,7 @@ def summary(
 
 def _job_summary(
     traces: list[Path], fmt: SummaryFormat, output: Path | None, width: int | None, keep_export: Path | None,
-    quiet: bool, given: list[str],
+    quiet: bool, force: bool, given: list[str],
 ) -> None:
     """``summary`` of several traces: the ranks of one job side by side."""
     from nsysdiff.compare.ranks import view
@@ -108,7 +116,8 @@ def _job_summary(
         raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
     with progress.reading(quiet) as report_progress:
         v = view(sides.read_one(
-            lambda: api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=notify)
+            lambda: api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=notify,
+                                 force=force)
         ))  # fmt: skip
     assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
     sources = [str(p) for p in traces]

@@ -1,9 +1,13 @@
 """Where the kernel-time change went: an exact decomposition of the total delta.
 
-Every kernel's change is split into four parts that add up to it: a **count effect**
+Every kernel's change is split into parts that add up to it: a **count effect**
 (calls changed, at the base time per call), a **per-call effect** (each call got slower
 or faster), **new** (time of a kernel only in the candidate) and **removed** (minus the
-time of a kernel only in the base). The parts of all kernels add up to the total delta;
+time of a kernel only in the base). A kernel whose calls changed by an order of magnitude
+one way while its time per call changed by one the other way did the same work in calls
+of another size (one call against 10,000 chunks): its count and per-call effects would be
+two opposed figures far larger than the change, so its whole change is one **resized**
+part instead. The parts of all kernels add up to the total delta;
 families, categories and phases are sums of their kernels' parts. A kernel that
 disappeared is paired with one that appeared when they plausibly do the same work (a
 **replacement**). Documented in ``docs/diff.md``; the JSON report carries every figure.
@@ -26,6 +30,9 @@ from dataclasses import dataclass
 SIMILAR_CALLS = 2.0
 FAMILY_CALLS = 4.0
 TOP = 3  # contributors named in the headline
+# Calls up (down) by at least this factor while the time per call went down (up) by as
+# much: the work was cut into (merged from) calls of another size.
+RESIZE = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +43,11 @@ class Effects:
     per_call_ns: float = 0
     new_ns: float = 0
     removed_ns: float = 0  # zero or negative
+    resized_ns: float = 0  # the change of kernels that ran in calls of another size
 
     @property
     def total_ns(self) -> float:
-        return self.count_ns + self.per_call_ns + self.new_ns + self.removed_ns
+        return self.count_ns + self.per_call_ns + self.new_ns + self.removed_ns + self.resized_ns
 
     def __add__(self, other: Effects) -> Effects:
         return Effects(
@@ -47,6 +55,7 @@ class Effects:
             self.per_call_ns + other.per_call_ns,
             self.new_ns + other.new_ns,
             self.removed_ns + other.removed_ns,
+            self.resized_ns + other.resized_ns,
         )
 
 
@@ -62,6 +71,16 @@ class Change:
     base_ns: float
     candidate_calls: float
     candidate_ns: float
+    waiting_ns: float = 0.0  # a collective's change of waiting for other ranks (compare.collective)
+
+    @property
+    def resized(self) -> bool:
+        """Calls and time per call changed by ``RESIZE`` or more in opposite directions."""
+        if not (self.base_calls and self.candidate_calls and self.base_ns and self.candidate_ns):
+            return False
+        calls = self.candidate_calls / self.base_calls
+        mean = (self.candidate_ns / self.candidate_calls) / (self.base_ns / self.base_calls)
+        return (calls >= RESIZE and mean <= 1 / RESIZE) or (calls <= 1 / RESIZE and mean >= RESIZE)
 
     @property
     def effects(self) -> Effects:
@@ -70,6 +89,8 @@ class Change:
         if not self.candidate_calls:
             return Effects(removed_ns=-self.base_ns)
         delta = self.candidate_ns - self.base_ns
+        if self.resized:
+            return Effects(resized_ns=delta)
         count = (self.candidate_calls - self.base_calls) * self.base_ns / self.base_calls
         if isinstance(delta, int):
             count = round(count)  # integer parts, so that they sum exactly
@@ -105,13 +126,15 @@ class Replacement:
 class Contributor:
     """One line of the headline: a replacement, a new or removed kernel, or a change."""
 
-    kind: str  # replacement, new, removed, per-call, count
+    kind: str  # replacement, new, removed, per-call, count, resized
     name: str  # the kernel (the new one, for a replacement)
     key: str
     delta_ns: float
     replaces: str | None = None  # the removed kernel's short name, for a replacement
     replaces_ns: float | None = None  # its base time
     replaces_key: str | None = None  # its key (demangled name), to label it unambiguously
+    calls: tuple[float, float] | None = None  # base and candidate calls, for a resized kernel
+    waiting_ns: float = 0.0  # of a collective's change, the waiting for other ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +216,11 @@ def _contributors(changes: Sequence[Change], replacements: Sequence[Replacement]
             items.append(Contributor("new", c.name, c.key, e.new_ns))
         elif e.removed_ns:
             items.append(Contributor("removed", c.name, c.key, e.removed_ns))
+        elif e.resized_ns:
+            items.append(Contributor("resized", c.name, c.key, e.resized_ns, calls=(c.base_calls, c.candidate_calls)))
         elif e.total_ns:
             kind = "per-call" if abs(e.per_call_ns) >= abs(e.count_ns) else "count"
-            items.append(Contributor(kind, c.name, c.key, e.total_ns))
+            items.append(Contributor(kind, c.name, c.key, e.total_ns, waiting_ns=c.waiting_ns))
     items.sort(key=lambda i: (-abs(i.delta_ns), i.key))
     return tuple(items[:TOP])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.compare.diff import MIN_COMMON, Diff, basis_of
+from nsysdiff.compare.diff import MAX_SPREAD, MIN_COMMON, Diff, basis_of
 from nsysdiff.fingerprint.model import Fingerprint, Scope
 from nsysdiff.fingerprint.scope import describe
 from nsysdiff.trace.records import GraphMode
@@ -218,6 +218,9 @@ def assess(
     return tuple(reasons), tuple(notes)
 
 
+_KEYS = {"kernels": "kernel families", "nvtx": "NVTX ranges"}
+
+
 def scale_reason(d: Diff) -> str | None:
     """Why the diff has no meaningful overall scale, when it has none (docs/diff.md)."""
     info, basis = d.headline.scale_info, d.headline.basis
@@ -225,6 +228,12 @@ def scale_reason(d: Diff) -> str | None:
         return None
     if basis == "kernels" and not (d.base.kernels and d.candidate.kernels):
         return None  # kernel-less sides have their own reason
+    if info.covered:
+        return (
+            f"no meaningful overall scale: the {_KEYS.get(basis, 'graphs')} changed too unevenly "
+            f"(half the weight between {info.low:.2f}x and {info.high:.2f}x, a spread over "
+            f"{MAX_SPREAD:g}x), so their median {info.factor:.2f}x is no reference to judge the rest against"
+        )
     what = {"kernels": "kernel time is in kernel families", "nvtx": "NVTX range time is in ranges"}
     return (
         f"no meaningful overall scale: only {_pct(info.base_share)} of base and "

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsysdiff.compare import attribution, stats
+from nsysdiff.compare import attribution, collective, stats
+from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
@@ -74,6 +75,14 @@ class Side:
     p50_ns: float | None = None
     p90_ns: float | None = None
     share: float = 0.0  # of that side's total kernel time
+    # A collective's time without waiting for other ranks (nsysdiff.compare.collective);
+    # None for keys without collective kernels. Outliers are judged on it.
+    transfer_ns: float | None = None
+
+    @property
+    def waiting_ns(self) -> float:
+        """A collective's time above its transfer part: waiting for the other ranks."""
+        return 0.0 if self.transfer_ns is None else self.total_ns - self.transfer_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +117,9 @@ class Row:
     # With several runs per side: the interval of ``deviation`` over the runs (the point
     # is the runs' geometric mean, see nsysdiff.compare.rundiff); None with one run per side.
     deviation_ci: tuple[float, float] | None = None
+    # The change of a kernel that ran in calls of another size (nsysdiff.compare.attribution):
+    # then its count and per-call effects are 0, and this is its whole change.
+    resized_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +178,10 @@ class VariantDrift:
 WEIGHT_CAP = 0.20
 # Below this share of either side's kernel time in families on both sides, no scale.
 MIN_COMMON = 0.5
+# Above this ratio between the weighted quartiles of the family ratios (half the weight
+# spread over more than an order of magnitude), the families changed in unrelated ways:
+# their median is no reference to judge a key against.
+MAX_SPREAD = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +197,20 @@ class Scale:
     candidate_share: float
 
     @property
-    def meaningful(self) -> bool:
-        """Enough of both sides' time in common families for a scale to mean something."""
+    def covered(self) -> bool:
+        """Enough of both sides' time in common families for a scale to be measured."""
         return self.families > 0 and min(self.base_share, self.candidate_share) >= MIN_COMMON
+
+    @property
+    def scattered(self) -> bool:
+        """The family ratios spread too wide (``MAX_SPREAD`` between the quartiles) for
+        their median to be a reference."""
+        return self.families > 0 and self.high > MAX_SPREAD * self.low
+
+    @property
+    def meaningful(self) -> bool:
+        """A scale that means something: covered and not scattered."""
+        return self.covered and not self.scattered
 
     def times(self, k: float) -> Scale:
         """The same scale with every ratio multiplied by ``k`` (per-step normalisation)."""
@@ -239,6 +266,9 @@ class Diff:
     # Several runs on a side: the statistics across runs (the figures above are the
     # median runs'); None with one run per side.
     runs: RunsDiff | None = None
+    # The steps of both sides compared (time per step, its parts, host calls per step);
+    # None unless both fingerprints carry steps.
+    steps: step_diff.StepsDiff | None = None
 
     @property
     def intervals(self) -> bool:
@@ -312,7 +342,13 @@ def _div(value: int, n: int | None) -> float:
 def _per_step(items: list[_Item], n: int | None) -> list[_Item]:
     if n is None:
         return items
-    return [dataclasses.replace(i, calls=i.calls / n, total_ns=i.total_ns / n) for i in items]
+    return [
+        dataclasses.replace(
+            i, calls=i.calls / n, total_ns=i.total_ns / n,
+            transfer_ns=None if i.transfer_ns is None else i.transfer_ns / n,
+        )
+        for i in items
+    ]  # fmt: skip
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -353,6 +389,7 @@ class _Item:
     family: str | None = None
     category: str | None = None
     kernel: KernelStats | None = None
+    transfer_ns: float | None = None
 
 
 def _side(item: _Item | None, total: float) -> Side | None:
@@ -366,6 +403,7 @@ def _side(item: _Item | None, total: float) -> Side | None:
         item.p50_ns,
         item.p90_ns,
         item.total_ns / total if total else 0.0,
+        item.transfer_ns,
     )
 
 
@@ -392,19 +430,23 @@ def _rows(
         b_mean = bs.mean_ns if bs else 0.0
         c_mean = cs.mean_ns if cs else 0.0
         ratio = _ratio(b_ns, c_ns) if bs and cs else None
+        judged = ratio
+        if bs and cs and bs.transfer_ns is not None and cs.transfer_ns is not None:
+            judged = _ratio(bs.transfer_ns, cs.transfer_ns)  # a collective: its transfer part
         if bs and cs:
             # The same split as the attribution's: integer parts when the times are.
             e = attribution.Change(key, "", "", "", b_calls, b_ns, c_calls, c_ns).effects
-            count_effect, per_call = e.count_ns, e.per_call_ns
+            count_effect, per_call, resized = e.count_ns, e.per_call_ns, e.resized_ns
         else:
             # Removed: every call went (a count effect); new: all of it is per-call time.
             count_effect, per_call = (-float(b_ns), 0.0) if bs else (0.0, float(c_ns))
+            resized = 0.0
         z = dev = None
         outlier = False
-        if score and ratio:
-            lr = math.log(ratio) if ratio > 0 else -math.inf
+        if score and judged:
+            lr = math.log(judged) if judged > 0 else -math.inf
             z = 0.6745 * (lr - math.log(scale)) / spread if math.isfinite(lr) else None
-            dev = ratio / scale
+            dev = judged / scale
             share = max(bs.share if bs else 0.0, cs.share if cs else 0.0)
             outlier = (
                 z is not None
@@ -440,6 +482,7 @@ def _rows(
                 is_outlier=outlier,
                 verdict=verdict,
                 distribution=Distribution(stats.DISTRIBUTION_METHOD, *dist) if dist else None,
+                resized_ns=resized,
             )
         )
     return tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.key)))
@@ -447,15 +490,17 @@ def _rows(
 
 def _kernel_items(fp: Fingerprint) -> list[_Item]:
     return [
-        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k)
+        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k,
+              collective.transfer_ns(k))
         for k in fp.kernels
     ]
 
 
-def _group_items(groups: Iterable[GroupStats], kind: str) -> list[_Item]:
+def _group_items(groups: Iterable[GroupStats], kind: str, kernels: Sequence[KernelStats]) -> list[_Item]:
+    transfer = collective.group_transfer(kernels, kind)
     return [
         _Item(g.name, g.name, g.calls, g.total_ns, family=g.name if kind == "family" else None,
-              category=g.name if kind == "category" else None)
+              category=g.name if kind == "category" else None, transfer_ns=transfer.get(g.name))
         for g in groups
     ]  # fmt: skip
 
@@ -631,6 +676,7 @@ def _attribute(
             r.key, r.name, r.family or "", r.category or "",
             r.base.calls if r.base else 0, r.base.total_ns if r.base else 0,
             r.candidate.calls if r.candidate else 0, r.candidate.total_ns if r.candidate else 0,
+            r.candidate.waiting_ns - r.base.waiting_ns if r.base and r.candidate else 0.0,
         )
         for r in kernels
     ]  # fmt: skip
@@ -675,13 +721,13 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     fam = _rows(
-        _per_step(_group_items(group_by(base.kernels, "family"), "family"), bn),
-        _per_step(_group_items(group_by(cand.kernels, "family"), "family"), cn),
+        _per_step(_group_items(group_by(base.kernels, "family"), "family", base.kernels), bn),
+        _per_step(_group_items(group_by(cand.kernels, "family"), "family", cand.kernels), cn),
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     cats = _rows(
-        _per_step(_group_items(group_by(base.kernels, "category"), "category"), bn),
-        _per_step(_group_items(group_by(cand.kernels, "category"), "category"), cn),
+        _per_step(_group_items(group_by(base.kernels, "category"), "category", base.kernels), bn),
+        _per_step(_group_items(group_by(cand.kernels, "category"), "category", cand.kernels), cn),
         bt, ct, settings, scale, spread, scored,
     )  # fmt: skip
     b_names = {k.demangled for k in base.kernels}
@@ -749,4 +795,5 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         graphs=graphs,
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,
+        steps=step_diff.compare(base.steps, cand.steps) if base.steps and cand.steps else None,
     )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.trace.collectives import collective_op, label
-from nsysdiff.trace.records import CollectiveShare, RankStats
+from nsysdiff.trace.records import CollectiveShare, JobIdentity, RankStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,3 +207,40 @@ def compare(base: Sequence[RankStats], candidate: Sequence[RankStats]) -> RankDi
     if b is None or c is None:
         return None
     return RankDiff(b, c)
+
+
+# Ranks of one job start their nsys sessions together (one launcher starts them all);
+# sessions this far apart were separate runs.
+SESSION_TOLERANCE_NS = 10 * 60 * 1_000_000_000
+
+
+def not_one_job(parts: Sequence[tuple[str, JobIdentity]]) -> tuple[str, ...]:
+    """Why traces do not look like the ranks of one job: GPUs of different models,
+    sessions started more than ``SESSION_TOLERANCE_NS`` apart, or no kernel-running process
+    name common to all (each check only over the traces that record it)."""
+    reasons = []
+    gpus = {name: ident.gpus for name, ident in parts if ident.gpus}
+    if len({g for names in gpus.values() for g in names}) > 1:
+        reasons.append("different GPUs (" + "; ".join(f"{n}: {', '.join(g)}" for n, g in gpus.items()) + ")")
+    starts = {name: ident.session_start_ns for name, ident in parts if ident.session_start_ns is not None}
+    if len(starts) > 1 and max(starts.values()) - min(starts.values()) > SESSION_TOLERANCE_NS:
+        apart = (max(starts.values()) - min(starts.values())) / 1e9
+        reasons.append(
+            f"nsys sessions started {_duration(apart)} apart (ranks of one job start within "
+            f"{SESSION_TOLERANCE_NS // 60_000_000_000} minutes)"
+        )
+    procs = {name: set(ident.processes) for name, ident in parts if ident.processes}
+    if len(procs) > 1 and not set.intersection(*procs.values()):
+        reasons.append(
+            "different programs ran the kernels ("
+            + "; ".join(f"{n}: {', '.join(sorted(p))}" for n, p in procs.items())
+            + ")"
+        )
+    return tuple(reasons)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86_400.0), ("hours", 3_600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

@@ -33,6 +33,8 @@ import numpy as np
 from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, scale_of, totals_of
 from nsysdiff.compare.runs import Deviation, KeyRuns, RunsDiff, Spread
+from nsysdiff.compare.steps import StepSide
+from nsysdiff.compare.steps import side as step_side
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
@@ -114,8 +116,20 @@ def compare_sides(
         band=band,
         confidence=confidence,
         threshold=threshold,
+        steps=_steps(base, cand),
     )
     return dataclasses.replace(d, runs=runs)
+
+
+def _steps(base: RunSet, cand: RunSet) -> tuple[tuple[StepSide, ...], tuple[StepSide, ...]] | None:
+    """Every run's steps summarised, when every run of both sides has steps."""
+    runs = (*base.runs, *cand.runs)
+    if not all(fp.steps is not None and fp.steps.steps for fp in runs):
+        return None
+    return (
+        tuple(step_side(fp.steps) for fp in base.runs if fp.steps is not None),
+        tuple(step_side(fp.steps) for fp in cand.runs if fp.steps is not None),
+    )
 
 
 def _keys(

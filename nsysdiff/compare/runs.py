@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nsysdiff.compare import runstats
+from nsysdiff.compare.steps import StepSide
 from nsysdiff.fingerprint.runset import KeyKind, Measure
 
 
@@ -70,6 +71,8 @@ class RunsDiff:
     band: float
     confidence: float
     threshold: float  # the deviation an outlier's interval must clear, either way
+    # Every run's steps summarised, base runs then candidate runs, when every run has steps.
+    steps: tuple[tuple[StepSide, ...], tuple[StepSide, ...]] | None = None
 
     @property
     def base_runs(self) -> int:

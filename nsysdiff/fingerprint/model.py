@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
+from nsysdiff.fingerprint.steps import Steps
 
 # The records the reader hands on as they are, kept in the trace stage that makes them;
 # imported here because the fields below name them (from_data resolves the hints here).
@@ -30,7 +31,9 @@ from nsysdiff.trace.records import (
 )
 
 FORMAT = "nsysdiff-fingerprint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 1 is version 2 without ``steps``: it still reads, with steps absent.
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +193,9 @@ class Fingerprint:
     # Per rank, when the trace holds several (process, device) pairs; () otherwise and in
     # fingerprints saved before ranks were kept.
     ranks: tuple[RankStats, ...] = ()
+    # The steps (docs/steps.md), when made with a step range; None otherwise and in
+    # version-1 fingerprints.
+    steps: Steps | None = None
 
     @property
     def kernel_calls(self) -> int:
@@ -294,15 +300,37 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
     doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}")')
-    if doc.get("version") != FORMAT_VERSION:
+    version = doc.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FingerprintError(
-            f"{source}: fingerprint format version {doc.get('version')!r} is not supported "
-            f"(this nsysdiff reads version {FORMAT_VERSION}); re-create it with `nsysdiff fingerprint`"
+            f"{source}: fingerprint format version {version!r} is not supported "
+            f"(this nsysdiff reads versions {', '.join(map(str, READABLE_VERSIONS))}); "
+            "re-create it with `nsysdiff fingerprint`"
         )
+    if version == 1 and doc.get("steps") is not None:
+        raise FingerprintError(f"{source}: malformed fingerprint at $.steps: version 1 has no steps")
     validation.check_schema(doc, source)
     validation.check_semantics(doc, source)
     body = {k: v for k, v in doc.items() if k not in ("format", "version")}
     try:
-        return from_data(Fingerprint, body)
+        return current_taxonomy(from_data(Fingerprint, body))
     except FingerprintError as e:
         raise FingerprintError(f"{source}: malformed fingerprint at {e}") from None
+
+
+def current_taxonomy(fp: Fingerprint) -> Fingerprint:
+    """``fp`` with its kernels placed by this version's taxonomy: a category is derived from
+    the names, and a baseline saved by an earlier version must meet its candidate under the
+    same categories (a convolution once saved as element-wise is a convolution now)."""
+    from nsysdiff.fingerprint.categories import categorize
+
+    kernels = tuple(dataclasses.replace(k, category=categorize(k.name, k.demangled)) for k in fp.kernels)
+    if all(k.category == old.category for k, old in zip(kernels, fp.kernels, strict=True)) and not fp.phases:
+        return fp
+    acc: dict[str, list[int]] = {}
+    for k in kernels:
+        a = acc.setdefault(k.category, [0, 0, 0])
+        a[0], a[1], a[2] = a[0] + k.calls, a[1] + k.total_ns, a[2] + 1
+    groups = sorted((GroupStats(n, c, t, m) for n, (c, t, m) in acc.items()), key=lambda g: (-g.total_ns, g.name))
+    phases = tuple(dataclasses.replace(p, fingerprint=current_taxonomy(p.fingerprint)) for p in fp.phases)
+    return dataclasses.replace(fp, kernels=kernels, categories=tuple(groups), phases=phases)

@@ -47,7 +47,7 @@ MIN_RUNS = 2
 MAD_TO_SD = 1.482602218505602
 # The SD of the difference of two independent runs' logs, in SDs of one run.
 PAIR = math.sqrt(2.0)
-KINDS = (KeyKind.KERNEL, KeyKind.FAMILY, KeyKind.CATEGORY, KeyKind.COPY, KeyKind.NVTX)
+KINDS = (KeyKind.KERNEL, KeyKind.FAMILY, KeyKind.CATEGORY, KeyKind.COPY, KeyKind.NVTX, KeyKind.STEP)
 
 
 @dataclass(frozen=True, slots=True)

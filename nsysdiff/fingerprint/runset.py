@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint.steps import HostFamily, StepPart
 
 RUN_SET_FORMAT = "nsysdiff-run-set"
 RUN_SET_VERSION = 1
@@ -37,6 +38,9 @@ class KeyKind(str, enum.Enum):
     CATEGORY = "category"
     COPY = "copy"
     NVTX = "nvtx"
+    # The steps (docs/steps.md): per run, the mean period and range duration, each part's
+    # mean and each host family's calls and time, all per step.
+    STEP = "step"
 
 
 class Measure(str, enum.Enum):
@@ -123,7 +127,31 @@ def run_set_from_json(text: str, source: str) -> RunSet:
 _Stat = tuple[str, int, int]  # key, calls, total_ns
 
 
+def _step_stats(fp: Fingerprint) -> Iterable[_Stat]:
+    """Keys of the steps: ``period``, ``duration``, ``part:NAME`` and ``calls:FAMILY``; each
+    with the steps as its calls (families: their calls) so that values come out per step."""
+    s = fp.steps
+    if s is None or not s.steps:
+        return ()
+    n = len(s.steps)
+    out: list[_Stat] = [
+        ("period", n, sum(x.period_ns for x in s.steps)),
+        ("duration", n, sum(x.duration_ns for x in s.steps)),
+    ]
+    for part in StepPart:
+        total = sum(x.parts.of(part) for x in s.steps)
+        if total > 0:  # a part that never happens has no log to compare
+            out.append((f"part:{part.value}", n, total))
+    for fam in HostFamily:
+        calls = [x.calls_of(fam) for x in s.steps]
+        if sum(c.calls for c in calls):
+            out.append((f"calls:{fam.value}", sum(c.calls for c in calls), sum(c.total_ns for c in calls)))
+    return out
+
+
 def _stats(fp: Fingerprint, kind: KeyKind) -> Iterable[_Stat]:
+    if kind is KeyKind.STEP:
+        return _step_stats(fp)
     if kind is KeyKind.KERNEL:
         return ((k.demangled, k.calls, k.total_ns) for k in fp.kernels)
     if kind is KeyKind.CATEGORY:
@@ -168,6 +196,14 @@ def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure, *, per_step: boo
     divide = [
         (fp.scope.steps or 1) if per_step and measure is not Measure.PER_CALL else 1 for fp in rs.runs
     ]
+    if kind is KeyKind.STEP:
+        # Step keys are always per step: totals and calls over the run's own steps. A part's
+        # "calls" are its steps, so its total measure and its per-call mean are both the
+        # mean per step; a family's calls are its calls per step, exact.
+        divide = [
+            len(fp.steps.steps) if fp.steps and fp.steps.steps and measure is not Measure.PER_CALL else 1
+            for fp in rs.runs
+        ]
     every = set.union(*(set(r) for r in per_run))
     values: dict[str, tuple[float, ...]] = {}
     partial: list[str] = []

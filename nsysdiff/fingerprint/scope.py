@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import step_figures
 from nsysdiff.fingerprint.model import Fingerprint, Phase, Scope
 from nsysdiff.fingerprint.reduce import assemble, fold_nvtx
+from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
@@ -141,6 +143,9 @@ class ScopeOptions:
     nvtx: str | None = None
     per: str | None = None
     phases: PhaseMap = ()  # (phase name, NVTX patterns), in file order
+    # Without --per: step ranges a rule pack names (`steps: range:`), tried in order; the
+    # first the trace has becomes its --per (find_steps).
+    step_ranges: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.window is not None:
@@ -163,6 +168,8 @@ class ScopeOptions:
         for name, patterns in self.phases:
             for p in patterns:
                 parse_pattern(p, f"phase {name!r}:")
+        for p in self.step_ranges:
+            parse_pattern(p, "steps: range:")
 
     @property
     def active(self) -> bool:
@@ -303,27 +310,51 @@ class _Scoper:
     # -- fingerprints -----------------------------------------------------------------
 
     def fingerprint(self) -> Fingerprint:
-        within = [self.nvtx] if self.nvtx is not None else []
+        # Per-step figures divide only what runs inside the steps: --per keeps the GPU
+        # work launched inside its ranges, as --nvtx does.
+        # The NVTX ranges listed are those of the --nvtx scope: a range that encloses the
+        # steps (the whole decode loop) stays listed.
+        ranges = [self.nvtx] if self.nvtx is not None else []
+        within = [*ranges, self.per] if self.per is not None else ranges
         filtered = bool(within) or self.cut
         if filtered:
             total = self.r.kernel_time_ns(Selection(window=self.window))
-            fp = self._build(within, "nsysdiff_scope", total, filtered=True, phase=False)
+            fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=True, phase=False)
         else:
             # The whole window's kernels are read anyway: their time is the denominator,
             # without a scan of its own.
-            fp = self._build(within, "nsysdiff_scope", 0, filtered=False, phase=False)
+            fp = self._build(within, ranges, "nsysdiff_scope", 0, filtered=False, phase=False)
             total = sum(k.total_ns for k in fp.kernels)
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
-            instances = self.r.count_ranges(mask, self._att(within)) if mask else 0
+            instances = self.r.count_ranges(mask, self._att(ranges)) if mask else 0
             sub = self._build(
-                [*within, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
+                [*ranges, mask], [*ranges, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
             )
             phases.append(Phase(name, instances, sub, patterns))
-        return replace(fp, phases=tuple(phases))
+        return replace(fp, phases=tuple(phases), steps=self._steps())
+
+    def _steps(self) -> Steps | None:
+        if self.per is None or self.o.per is None:
+            return None
+        # The steps of the --nvtx scope (its window, warm-up cut and ranges).
+        rows = self.r.steps(self.per, self._att([self.nvtx] if self.nvtx is not None else []))
+        if rows is None:
+            return None
+        names = [k for i, k in enumerate(self._unique) if i in self.per]
+        pattern = parse_pattern(self.o.per, "--per")
+        name, domain = names[0] if len(names) == 1 else (pattern.name, pattern.domain or "")
+        return step_figures.build(name, domain, rows, self.o.skip_first)
 
     def _build(
-        self, within: list[tuple[int, ...]], table: str, total: int, *, filtered: bool, phase: bool
+        self,
+        within: list[tuple[int, ...]],
+        ranges: list[tuple[int, ...]],
+        table: str,
+        total: int,
+        *,
+        filtered: bool,
+        phase: bool,
     ) -> Fingerprint:
         r, o = self.r, self.o
         att = self._att(within)
@@ -350,9 +381,27 @@ class _Scoper:
             r.memcpy(sel),
             r.memset(sel),
             r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
-            r.nvtx_summary_in(att) if filtered else r.nvtx_summary(self.window),
+            r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
         )
+
+
+def find_steps(r: TraceReader, options: ScopeOptions) -> ScopeOptions:
+    """``options`` with the first of its step ranges that the trace has as ``--per``
+    (docs/steps.md); unchanged when ``--per`` is given or the trace has none of them."""
+    if options.per is not None or not options.step_ranges:
+        return options
+    present = {(fold_nvtx(k.sql_name), k.domain) for k in r.nvtx_keys()}
+    for text in options.step_ranges:
+        pattern = parse_pattern(text, "steps: range:")
+        if any(pattern.matches(n, d) for n, d in present):
+            return replace(options, per=text, step_ranges=())
+    return replace(options, step_ranges=())
+
+
+def same_steps(fps: Sequence[Fingerprint]) -> bool:
+    """Whether every fingerprint was read per the same step range (or none was)."""
+    return len({fp.scope.per for fp in fps}) <= 1
 
 
 def fingerprint(r: TraceReader, options: ScopeOptions) -> Fingerprint:
@@ -406,6 +455,7 @@ def options(
     phases_file: str | Path | None = None,
     phases: Any = None,
     phases_source: str = "rules",
+    step_ranges: Sequence[str] = (),
 ) -> ScopeOptions:
     """:class:`ScopeOptions` from command-line values; ``phases_file`` wins over ``phases``
     (a ``phases:`` mapping found elsewhere, e.g. in the rule files)."""
@@ -414,4 +464,4 @@ def options(
         phase_map = load_phases(phases_file)
     elif phases:
         phase_map = parse_phases(dict(phases), phases_source)
-    return ScopeOptions(window, window_origin, skip_first, nvtx, per, phase_map)
+    return ScopeOptions(window, window_origin, skip_first, nvtx, per, phase_map, tuple(step_ranges))

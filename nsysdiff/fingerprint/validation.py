@@ -11,7 +11,8 @@ read like untrusted input:
    nanoseconds, at least one call per listed kernel, 15 finite quantiles...
 3. **Semantic checks** a schema can't express: keys unique within each list (two rows for
    one kernel would be summed twice), per-device shares that add up to the kernel's
-   totals, quantiles in order around the mean, busy time within the span.
+   totals, quantiles in order around the mean, busy time within the span, steps whose
+   parts add up to their period and whose periods reach the next step's start.
 
 Every failure is one line naming the file and the JSON path of the first bad value.
 """
@@ -150,6 +151,8 @@ def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
     if sum(k["total_ns"] for k in kernels) > _INT64_MAX:
         yield f"{path}.kernels: total_ns sums past the int64 range"
     yield from _rank_problems(body.get("ranks", []), f"{path}.ranks")
+    if body.get("steps") is not None:
+        yield from _steps_problems(body["steps"], f"{path}.steps")
     phases = body.get("phases", [])
     yield from _unique(phases, lambda p: p["name"], f"{path}.phases")
     for i, p in enumerate(phases):
@@ -172,3 +175,56 @@ def _rank_problems(ranks: Sequence[dict[str, Any]], path: str) -> Iterator[str]:
         yield from _unique(shares, lambda c: c["op"], f"{where}.collectives")
         if sum(c["calls"] for c in shares) > r["kernels"] or sum(c["total_ns"] for c in shares) > r["kernel_ns"]:
             yield f"{where}.collectives: more calls or time than the rank's kernels"
+
+
+_PARTS = ("compute_ns", "communication_ns", "copies_ns", "launch_bound_ns", "sync_ns", "host_ns", "between_ns")
+_FAMILIES = ("launch", "sync", "copy_h2d", "copy_d2h", "copy_d2d", "alloc")
+_COPY_FAMILIES = ("copy_h2d", "copy_d2h", "copy_d2d")
+
+
+def _steps_problems(steps: dict[str, Any], path: str) -> Iterator[str]:
+    """The accounting of docs/steps.md, checked: a fingerprint that breaks it would show
+    parts that don't add up, or times per step that no trace could give."""
+    rows = steps["steps"]
+    totals: dict[str, list[int]] = {f: [0, 0, 0] for f in _FAMILIES}
+    last_is_duration = steps.get("last_period_is_duration", True)
+    for i, st in enumerate(rows):
+        where = f"{path}.steps[{i}]"
+        period, duration = st["period_ns"], st["duration_ns"]
+        if i == 0 and st["start_ns"] != 0:
+            yield f"{where}.start_ns: the first step starts at 0"
+        if i + 1 < len(rows):
+            if rows[i + 1]["start_ns"] - st["start_ns"] != period:
+                yield f"{where}.period_ns: not the time to the next step's start"
+        elif last_is_duration and period != duration:
+            yield f"{where}.period_ns: the last step's period is its duration"
+        parts = st["parts"]
+        if sum(parts[k] for k in _PARTS) != period:
+            yield f"{where}.parts: don't add up to period_ns ({period})"
+        if parts["between_ns"] != max(0, period - duration):
+            yield f"{where}.parts.between_ns: not the time from the range's end to the next start"
+        calls = st["calls"]
+        yield from _unique(calls, lambda c: c["family"], f"{where}.calls")
+        order = [_FAMILIES.index(c["family"]) for c in calls]
+        if order != sorted(order):
+            yield f"{where}.calls: not in family order"
+        for j, c in enumerate(calls):
+            if c.get("bytes", 0) and c["family"] not in _COPY_FAMILIES:
+                yield f"{where}.calls[{j}].bytes: only copies move bytes"
+            t = totals[c["family"]]
+            t[0] += c["calls"]
+            t[1] += c["total_ns"]
+            t[2] += c.get("bytes", 0)
+    times = steps["call_times"]
+    yield from _unique(times, lambda c: c["family"], f"{path}.call_times")
+    for j, c in enumerate(times):
+        where = f"{path}.call_times[{j}]"
+        if [c["calls"], c["total_ns"], c["bytes"]] != totals[c["family"]]:
+            yield f"{where}: calls, total_ns or bytes don't add up over the steps"
+        tail = [c["p50_ns"], c["p90_ns"], c["p99_ns"], c["max_ns"]]
+        if any(b < a for a, b in itertools.pairwise(tail)) or c["total_ns"] > c["max_ns"] * c["calls"]:
+            yield f"{where}: p50, p90, p99 and max not in order around the mean"
+    listed = {c["family"] for c in times}
+    for family, t in totals.items():
+        if t[0] and family not in listed:
+            yield f"{path}.call_times: no row for {family}, which the steps call"

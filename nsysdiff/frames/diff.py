@@ -57,6 +57,7 @@ def rows(d: Diff, table: str = "kernels") -> pd.DataFrame:
         "Avg Ratio": (RATIO, [ratio(r.mean_ratio) for r in rs]),
         "Count Effect (ns)": (NS, [ns(r.count_effect_ns) for r in rs]),
         "Per-call Effect (ns)": (NS, [ns(r.per_call_effect_ns) for r in rs]),
+        "Resized Effect (ns)": (NS, [ns(r.resized_ns) for r in rs]),
         "Verdict": (TEXT, ["outlier" if r.is_outlier else r.verdict.value for r in rs]),
         "Outlier": (FLAG, [r.is_outlier for r in rs]),
         "Outlier Score": (RATIO, [ratio(r.outlier_score) for r in rs]),
@@ -89,7 +90,7 @@ def copies(d: Diff) -> pd.DataFrame:
 
 
 def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
-    """The change split exactly into count, per-call, new and removed parts, per kernel,
+    """The change split exactly into count, per-call, resized, new and removed parts, per kernel,
     family, category or phase (``by``); per kernel, the parts of all rows add up to the
     total change (``Diff.attribution.delta_ns``)."""
     parts: tuple[Part, ...] = getattr(d.attribution, by)
@@ -103,6 +104,7 @@ def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
         "Delta (ns)": (NS, [ns(p.effects.total_ns) for p in parts]),
         "Count Effect (ns)": (NS, [ns(p.effects.count_ns) for p in parts]),
         "Per-call Effect (ns)": (NS, [ns(p.effects.per_call_ns) for p in parts]),
+        "Resized (ns)": (NS, [ns(p.effects.resized_ns) for p in parts]),
         "New (ns)": (NS, [ns(p.effects.new_ns) for p in parts]),
         "Removed (ns)": (NS, [ns(p.effects.removed_ns) for p in parts]),
     })  # fmt: skip

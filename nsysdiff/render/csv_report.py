@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nsysdiff.compare.diff import CopyDelta, Diff, Row
 from nsysdiff.errors import NsysdiffError
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.devices import device_verdict
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.rules.report import Report
@@ -44,7 +45,7 @@ def _ns(x: float | None) -> Cell:
 
 _SIDE_COLS = ("Total Time (ns)", "Instances", "Avg (ns)")
 _CHANGE_COLS = ("Delta (ns)", "Ratio", "Calls Ratio", "Avg Ratio", "Count Effect (ns)",
-                "Per-call Effect (ns)", "Verdict")  # fmt: skip
+                "Per-call Effect (ns)", "Resized Effect (ns)", "Verdict")  # fmt: skip
 
 
 def _sides(r: Row) -> list[Cell]:
@@ -57,7 +58,7 @@ def _sides(r: Row) -> list[Cell]:
 def _change(r: Row) -> list[Cell]:
     return [
         _ns(r.delta_ns), _num(r.ratio), _num(r.calls_ratio), _num(r.mean_ratio),
-        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns),
+        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns), _ns(r.resized_ns),
         "outlier" if r.is_outlier else r.verdict.value,
     ]  # fmt: skip
 
@@ -139,7 +140,17 @@ def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
         "sync": _named(d.sync, "Call"),
         "devices": _devices(d),
         "findings": _findings(report),
+        **({"steps": _steps(d)} if d.steps is not None else {}),
     }
+
+
+def _steps(d: Diff) -> Table:
+    assert d.steps is not None
+    rows: list[list[Cell]] = [
+        [section, item, _num(b), _num(c), _num(delta), _num(ratio)]
+        for section, item, b, c, delta, ratio in step_lines.csv_rows(d.steps)
+    ]
+    return step_lines.CSV_HEADER, rows
 
 
 def _document(table: Table) -> str:

@@ -20,6 +20,7 @@ from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Sid
 from nsysdiff.compare.runs import RunsDiff, Spread
 from nsysdiff.compare.runstats import KeyComparison
 from nsysdiff.fingerprint.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import finite
 from nsysdiff.rules.report import Finding, Report, RuleResult
 from nsysdiff.safe import neutral
@@ -38,6 +39,8 @@ def _side(s: Side | None) -> dict[str, Any] | None:
         "p50_ns": s.p50_ns,
         "p90_ns": s.p90_ns,
         "share": s.share,
+        # Only rows of collective kernels have a transfer part (nsysdiff.compare.collective).
+        **({"transfer_ns": s.transfer_ns, "waiting_ns": s.waiting_ns} if s.transfer_ns is not None else {}),
     }
 
 
@@ -54,6 +57,7 @@ def _stats(r: Row) -> dict[str, Any]:
         "p50_ratio": r.p50_ratio,
         "count_effect_ns": r.count_effect_ns,
         "per_call_effect_ns": r.per_call_effect_ns,
+        "resized_effect_ns": r.resized_ns,
         "verdict": r.verdict.value,
         "outlier_score": r.outlier_score,
         "deviation": r.deviation,
@@ -209,6 +213,7 @@ def _effects(e: Effects) -> dict[str, Any]:
         "per_call_ns": e.per_call_ns,
         "new_ns": e.new_ns,
         "removed_ns": e.removed_ns,
+        "resized_ns": e.resized_ns,
     }
 
 
@@ -230,6 +235,7 @@ def attribution_data(d: Diff) -> dict[str, Any]:
                 "delta_ns": c.delta_ns,
                 "replaces": c.replaces,
                 "replaces_ns": c.replaces_ns,
+                "calls": list(c.calls) if c.calls is not None else None,
             }
             for c in a.top
         ],
@@ -319,6 +325,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "scope": {"base": _scope(d.base), "candidate": _scope(d.candidate)},
         **_ranks(d),
         **_runs(d),
+        **({"steps": step_lines.data(d.steps)} if d.steps is not None else {}),
     }
 
 

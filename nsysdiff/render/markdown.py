@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
 from nsysdiff.compare.attribution import Contributor, Effects
-from nsysdiff.compare.diff import MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.compare.diff import MAX_SPREAD, MIN_COMMON, CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
+from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
@@ -119,8 +120,13 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
             f"over {plural(i.families, one, many)} on both sides: "
             f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
         )
-    if not i.meaningful:
+    if not i.covered:
         return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    if i.scattered:
+        return (
+            f"none meaningful: {i.factor:.2f}x, but half the weight between {i.low:.2f}x and "
+            f"{i.high:.2f}x (a spread over {MAX_SPREAD:g}x)"
+        ), over
     return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
 
 
@@ -130,6 +136,20 @@ def scale_line(diff: Diff) -> str:
 
 
 _KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
+
+
+def effect_cells(r: Row) -> tuple[str, str]:
+    """A row's count and per-call effects as two cells; a resized kernel's change in the
+    second, after the word ``resized`` (nsysdiff.compare.attribution)."""
+    if r.resized_ns:
+        return "resized", u.signed_ns(r.resized_ns)
+    return u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns)
+
+
+def resized_phrase(base_calls: float, candidate_calls: float) -> str:
+    """``1 call → 10,000 smaller calls``: the same work in calls of another size."""
+    size = "smaller" if candidate_calls > base_calls else "larger"
+    return f"{plural_calls(base_calls)} → {count(candidate_calls)} {size} calls"
 
 
 def contributor_text(
@@ -149,9 +169,14 @@ def contributor_text(
         )
     if c.kind in ("new", "removed"):
         return f"{c.kind} {name(this)} {u.signed_ns(c.delta_ns)}"
+    if c.kind == "resized" and c.calls is not None:
+        return f"{name(this)} {u.signed_ns(c.delta_ns)} ({resized_phrase(*c.calls)})"
     word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
     if c.kind == "count" and c.delta_ns < 0:
         word = "fewer calls"
+    if c.waiting_ns * c.delta_ns > 0 and abs(c.waiting_ns) >= abs(c.delta_ns) / 2:
+        # A collective that grew (or shrank) mostly by waiting for other ranks.
+        word += f", {u.signed_ns(c.waiting_ns)} of it waiting for other ranks"
     return f"{name(this)} {u.signed_ns(c.delta_ns)} ({word})"
 
 
@@ -164,9 +189,11 @@ def no_outlier_line(diff: Diff) -> str:
 
 
 def effects_text(e: Effects) -> str:
-    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``."""
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``, with ``resized``
+    after per-call when some kernel ran in calls of another size."""
+    resized = f"resized {u.signed_ns(e.resized_ns)} · " if e.resized_ns else ""
     return (
-        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · "
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · {resized}"
         f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
     )
 
@@ -254,6 +281,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     else:
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
+    if report.diff.steps is not None:
+        parts.append(step_lines.verdict_phrase(report.diff.steps))
     parts.append(kernel_time_phrase(report.diff))
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
@@ -265,7 +294,24 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name) ->
     elif report.diff.outlier_families:
         fam = report.diff.outlier_families[0]
         parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
+    else:
+        top_change = top_change_phrase(report.diff)
+        if top_change is not None:
+            parts.append(top_change)
     return parts
+
+
+def top_change_phrase(diff: Diff) -> str | None:
+    """``top change new X +20.68 ms replaces Y -1.60 ms (97% of +19.69 ms)``: what the
+    verdict line names when no key stands out against the scale. None when nothing changed
+    or the largest contributor went against the change (it is no cause of it)."""
+    a = diff.attribution
+    if not a.top or not a.delta_ns or a.top[0].delta_ns * a.delta_ns <= 0:
+        return None
+    share = f"{a.top[0].delta_ns / a.delta_ns:.0%} of {u.signed_ns(a.delta_ns)}"
+    text = contributor_text(a.top[0])
+    # "X -143.01 us (faster calls)" takes the share inside its parentheses.
+    return f"top change {text[:-1]}; {share})" if text.endswith(")") else f"top change {text} ({share})"
 
 
 def verdict_line(report: Report, name: Callable[[Row], str] = _short_name) -> str:
@@ -392,7 +438,7 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
                 f"**{u.ratio(r.ratio)}**",
                 per_call_pair(r),
                 calls_pair(r),
-                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                " / ".join(effect_cells(r)),
                 _vs_scale(diff, r),
                 "-" if r.outlier_score is None else f"{r.outlier_score:.1f}",
                 "-" if dist is None else f"{dist.prob_slower:.2f} / {dist.ks_distance:.2f}",
@@ -568,7 +614,7 @@ def _top_changes(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[
                 u.signed_ns(r.delta_ns),
                 u.ratio(r.ratio),
                 calls_pair(r),
-                f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+                " / ".join(effect_cells(r)),
                 ("**outlier**" if r.is_outlier else r.verdict.value),
             ]
         )
@@ -603,12 +649,24 @@ def _named_rows(rows: Sequence[Row]) -> list[str]:
         b, c = side_ns(r)
         out.append(
             [code(r.key), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), calls_pair(r),
-             f"{u.signed_ns(r.count_effect_ns)} / {u.signed_ns(r.per_call_effect_ns)}",
+             " / ".join(effect_cells(r)),
              "**outlier**" if r.is_outlier else r.verdict.value]
         )  # fmt: skip
     header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect",
               "verdict")  # fmt: skip
     return _table(header, out, "lrrrrrrl")
+
+
+def _steps(diff: Diff) -> list[str]:
+    sd = diff.steps
+    if sd is None:
+        return []
+    body = _table(step_lines.STAT_HEADER, [[cell(c) for c in r] for r in step_lines.stat_rows(sd)], "lrrrrr")
+    body += ["", *_table(step_lines.PART_HEADER, step_lines.part_rows(sd), "lrrr")]
+    if sd.families:
+        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd), "lrrrrr")]
+    body += ["", f"<sub>{cell(step_lines.METHOD)}</sub>"]
+    return _details(cell(step_lines.title(sd)), body)
 
 
 def _devices(diff: Diff) -> list[str]:
@@ -658,6 +716,10 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if steps:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
+    if d.steps is not None:
+        out += [f"**Steps** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
+                for i, line in enumerate(step_lines.first_lines(d.steps))]  # fmt: skip
+        out.append("")
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
@@ -690,6 +752,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out.append("")
         out += _chart(d)
         out.append("")
+    out += _steps(d)
     if d.phases:
         out += ["### Phases", ""]
         out += _phases(d)

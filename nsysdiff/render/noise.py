@@ -18,6 +18,7 @@ _KIND_WORDS = {
     KeyKind.CATEGORY: ("category", "categories"),
     KeyKind.COPY: ("copy kind", "copy kinds"),
     KeyKind.NVTX: ("NVTX range", "NVTX ranges"),
+    KeyKind.STEP: ("step figure", "step figures"),
 }
 
 

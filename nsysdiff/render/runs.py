@@ -23,6 +23,7 @@ _KIND = {
     KeyKind.CATEGORY: ("category", "categories"),
     KeyKind.COPY: ("copy kind", "copy kinds"),
     KeyKind.NVTX: ("NVTX range", "NVTX ranges"),
+    KeyKind.STEP: ("step figure", "step figures"),
 }
 # Keys listed: changed first, then those the runs can't tell; the order of the verdicts.
 _LISTED = (RunVerdict.CHANGED, RunVerdict.TOO_NOISY)

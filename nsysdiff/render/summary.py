@@ -10,6 +10,7 @@ from rich.console import Console
 
 from nsysdiff import units as u
 from nsysdiff.fingerprint.model import Fingerprint, KernelStats, to_data
+from nsysdiff.render import steps_summary
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.names import Names, labels_of, mangled_of
 from nsysdiff.safe import neutral
@@ -66,6 +67,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
         "sync": to_data(fp.sync),
         "nvtx": to_data(fp.nvtx),
         **_ranks_data(fp),
+        **({} if fp.steps is None else {"steps": steps_summary.steps_data(fp.steps)}),
     }
 
 
@@ -95,6 +97,8 @@ def scope_lines(fp: Fingerprint) -> list[str]:
     if s.steps:
         per_step = u.ns(fp.kernel_ns / s.steps)
         out.append(f"{s.steps:,} {s.per} steps · kernel time per step (GPU-side TPOT) {per_step}")
+    if fp.steps is not None:
+        out += steps_summary.headline(fp.steps)
     if s.coverage is not None:
         out.append(f"coverage: {100 * s.coverage:.1f}% of the kernel time")
     for ph in fp.phases:
@@ -185,7 +189,7 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
             (f"NVTX ranges (top {len(shown_r)} of {len(fp.nvtx):,})",
              ("range", "domain", "count", "total"), rows, (1,))
         )  # fmt: skip
-    return out
+    return [*steps_summary.tables(fp), *out] if fp.steps is not None else out
 
 
 def render_text(fp: Fingerprint, console: Console, top: int = 20, names: Names = Names.short) -> None:

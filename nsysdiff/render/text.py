@@ -30,6 +30,7 @@ from nsysdiff.compare import comparability, stats
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import markdown as m
 from nsysdiff.render import runs
+from nsysdiff.render import steps as st
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
 from nsysdiff.render.names import Names, labels, mangled_of
@@ -70,6 +71,9 @@ def _headline(
             ("base", _side_label(bm.source, bm.nsys_version)),
             ("candidate", _side_label(cm.source, cm.nsys_version)),
         ]
+    if d.steps is not None:
+        # What a user waits per token leads: it is what a TPOT gate is about.
+        rows += [("time/step" if i == 0 else "", line) for i, line in enumerate(st.first_lines(d.steps))]
     if h.per is None:
         rows.append(
             ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
@@ -155,11 +159,13 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
             else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, "
             f"KS {r.distribution.ks_distance:.2f}"
         )
-        effects = (
-            f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
-            f"{u.signed_ns(r.per_call_effect_ns)} · {u.ratio(r.deviation)} vs the overall scale · "
-            f"score {score}"
+        split = (
+            f"resized {u.signed_ns(r.resized_ns)} ({m.resized_phrase(r.base.calls, r.candidate.calls)})"
+            if r.resized_ns and r.base and r.candidate
+            else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
+            f"{u.signed_ns(r.per_call_effect_ns)}"
         )
+        effects = f"{split} · {u.ratio(r.deviation)} vs the overall scale · score {score}"
         # On the first screen the call distributions run on after the score; --details
         # gives them a line of their own.
         if dist is not None and not details:
@@ -299,6 +305,22 @@ def _phases(console: Console, d: Diff, width: int) -> None:
     console.print(grid("Phases", header, rows, width, optional=(1, 5)))
 
 
+def _steps(console: Console, d: Diff, width: int) -> None:
+    """The Steps section: period and range across steps, the parts, host calls per step."""
+    sd = d.steps
+    if sd is None:
+        return
+    console.print()
+    console.print(grid(st.title(sd), st.STAT_HEADER, st.stat_rows(sd), width))
+    console.print()
+    console.print(grid("Where each step's time goes (mean per step)", st.PART_HEADER, st.part_rows(sd), width))
+    if sd.families:
+        console.print()
+        console.print(grid("Host calls per step", st.FAMILY_HEADER, st.family_rows(sd), width, optional=(5, 4)))
+    console.print()
+    wrap(console, st.METHOD, width)
+
+
 def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     if not deltas:
         return
@@ -364,7 +386,7 @@ def _kernel_rows(rows: Sequence[Row], label: Label) -> list[list[str]]:
         b, c = m.side_ns(r)
         out.append(
             [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), m.calls_pair(r),
-             u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns), _verdict_cell(r)]
+             *m.effect_cells(r), _verdict_cell(r)]
         )  # fmt: skip
     return out
 
@@ -454,6 +476,7 @@ def hidden_sections(report: Report) -> list[str]:
     others = [f for f in report.findings if f not in set(report.failed)]
     parts = [
         (len(others), "other finding"),
+        (1 if d.steps is not None else 0, "steps table", "steps tables"),
         (len(d.categories), "category", "categories"),
         (len(d.phases), "phase"),
         (len(d.memcpy) + len(d.memset), "copy kind"),
@@ -513,6 +536,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     else:
         _findings(console, f"Findings ({m.finding_counts_of(report.findings)})", report.findings,
                   failing, width)  # fmt: skip
+        _steps(console, d, width)
         _categories(console, d, width)
         _phases(console, d, width)
         _copies(console, (*d.memcpy, *d.memset), width)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from nsysdiff.errors import RuleError
+from nsysdiff.errors import RuleError, UsageError
 from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import noise_limits
 from nsysdiff.rules import options as opt
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 PACKAGE = "nsysdiff.packs"
-TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases", "noise_profile")
+TOP_KEYS = ("version", "description", "extends", "rules", "waivers", "phases", "noise_profile", "steps")
 RULE_KEYS = ("id", "kind", "level", "message", "description")
 LEVELS = tuple(level.value for level in Level)
 MAX_EXTENDS_DEPTH = 16  # files extending files; the shipped packs need 2
@@ -213,6 +213,7 @@ class _Loader:
         self.loaded: set[str] = set()
         self.files: list[str] = []
         self.noise: NoiseProfile | None = None
+        self.steps: tuple[str, ...] = ()
 
     def load(self, src: Source, stack: tuple[Source, ...] = ()) -> None:
         if src.identity in self.loaded:
@@ -287,6 +288,8 @@ class _Loader:
             self._phases(f, top["phases"][1])
         if "noise_profile" in top:
             self.noise = self._noise_profile(f, src, top["noise_profile"][1])
+        if "steps" in top:
+            self.steps = self._steps(f, top["steps"][1])
         self.loaded.add(src.identity)
         self.files.append(src.label)
 
@@ -508,6 +511,37 @@ class _Loader:
                 f.fail(vn, "phases", name, str(e))
 
 
+    def _steps(self, f: _File, node: Node) -> tuple[str, ...]:
+        """``steps: {range: NAME or [NAME, ...]}``: the step range, in the ``--per`` syntax
+        (``NAME[@DOMAIN]``, each part equal to the range's or an RE2 regex matching all of it)."""
+        from nsysdiff.fingerprint.scope import parse_pattern
+
+        if not isinstance(node, MappingNode):
+            got = opt.type_name(f.value(node, None, "steps"))
+            f.fail(node, None, "steps", f"expected a mapping with the key 'range', got {got}")
+        pairs = {k: vn for k, _, vn in f.pairs(node, "steps")}
+        for k in pairs:
+            if k != "range":
+                f.fail(node, "steps", k, f"unknown key ({_hint(k, ('range',))})")
+        if "range" not in pairs:
+            f.fail(node, "steps", "range", "missing required key (the NVTX range whose instances are steps)")
+        v = f.value(pairs["range"], "steps", "range")
+        items = v if isinstance(v, list) else [v]
+        if not items or not all(isinstance(x, str) and x.strip() for x in items):
+            got = opt.type_name(v)
+            f.fail(pairs["range"], "steps", "range", f"expected a range name or a non-empty list of them, got {got}")
+        for x in items:
+            name, at, domain = x.rpartition("@")
+            try:
+                parse_pattern(x, "steps: range:")
+                for part in (name, domain) if at else (x,):
+                    if part:
+                        opt.regex(part)
+            except (ValueError, UsageError) as e:
+                f.fail(pairs["range"], "steps", "range", str(e))
+        return tuple(items)
+
+
 def load_rules(specs: Sequence[str]) -> RuleSet:
     """Load shipped packs (by name) and rule files (by path), later ones overriding."""
     loader = _Loader()
@@ -532,5 +566,6 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
         waivers=tuple(loader.waivers),
         phases=types.MappingProxyType(dict(loader.phases)),
         files=tuple(loader.files),
+        steps=loader.steps,
     )
     return noise_limits.attach(ruleset, loader.noise) if loader.noise is not None else ruleset

@@ -58,7 +58,9 @@ OPTIONS = (
 # Categories (nsysdiff.fingerprint.categories) each cause looks at. Element-wise kernels and copies
 # compute every output element on its own, so their grid follows the tensor size
 # without changing any summation order: they are left out of launch-config.
-_GEMM = re.compile(r"^gemm")
+# GEMMs, and convolutions: cuDNN picks a convolution algorithm (implicit GEMM, Winograd, FFT
+# tiles) by heuristics on the problem size exactly as cuBLAS picks a GEMM kernel.
+_GEMM = re.compile(r"^(gemm|convolution$)")
 _NO_REDUCTION = frozenset({"elementwise", "memory"})
 _ATTENTION = frozenset({"attention"})
 _REDUCING = frozenset({"reduction", "normalization", "sampling"})
@@ -75,7 +77,7 @@ _WHY = {
     "gemm-selection": (
         "cuBLAS/cuBLASLt picks GEMM kernels (tile shape, split-K, stream-K) by heuristics on "
         "the problem size, so the batch size changes the kernel and with it the order in "
-        "which each output element is accumulated"
+        "which each output element is accumulated (cuDNN picks convolution kernels the same way)"
     ),
     "launch-config": (
         "the same kernel split its work differently (another block shape, or fewer blocks "

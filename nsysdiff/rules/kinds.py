@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from nsysdiff.rules import budget, danger_zone, invariance, noise_limits, outlier, structure, waivers
+from nsysdiff.rules import (
+    budget,
+    collective_wait,
+    danger_zone,
+    invariance,
+    noise_limits,
+    outlier,
+    step_budget,
+    structure,
+    waivers,
+)
 from nsysdiff.rules.model import Kind, Section
 
 KINDS: dict[str, Kind] = {
     k.name: k
-    for k in (budget.KIND, outlier.KIND, danger_zone.KIND, structure.KIND, invariance.KIND)
+    for k in (
+        budget.KIND,
+        step_budget.KIND,
+        outlier.KIND,
+        danger_zone.KIND,
+        structure.KIND,
+        invariance.KIND,
+        collective_wait.KIND,
+    )
 }
 
 # Documented like a kind (``nsysdiff rules explain waivers``) but a top-level section.

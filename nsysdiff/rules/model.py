@@ -123,6 +123,9 @@ class RuleSet:
     phases: Mapping[str, tuple[str, ...]]  # phase name -> NVTX regex patterns (read-only)
     files: tuple[str, ...] = ()  # every file read, extends included, in load order
     noise: NoiseProfile | None = None  # what budgets judge against (noise_profile:, --noise-profile)
+    # The NVTX range whose instances are steps (steps: range:), in the --per syntax: tried
+    # in order when no --per is given; the first a trace has becomes its --per.
+    steps: tuple[str, ...] = ()
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)

@@ -138,7 +138,7 @@ def attach(ruleset: RuleSet, profile: NoiseProfile | None) -> RuleSet:
     the one its rule files name)."""
     rules = tuple(
         dataclasses.replace(rule, options=dataclasses.replace(rule.options, noise=profile))
-        if rule.kind == "budget"
+        if rule.kind in ("budget", "step")
         else rule
         for rule in ruleset.rules
     )

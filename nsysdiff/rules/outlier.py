@@ -192,18 +192,32 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         f"total {units.fmt_time(row.base.total_ns)} -> "
         f"{units.fmt_time(row.candidate.total_ns)} "
         f"({units.fmt_ratio(row.ratio)}) vs overall scale {units.fmt_ratio(scale)}; "
-        f"count effect {_signed(row.count_effect_ns)} (calls {units.fmt_count(row.base.calls)} -> "
-        f"{units.fmt_count(row.candidate.calls)}), "
-        f"per-call effect {_signed(row.per_call_effect_ns)} "
-        f"(mean {units.fmt_time(row.base.mean_ns)} -> "
-        f"{units.fmt_time(row.candidate.mean_ns)}); "
-        f"share {units.fmt_percent(share)}{extra}"
+        + (
+            f"resized {_signed(row.resized_ns)} (calls {units.fmt_count(row.base.calls)} -> "
+            f"{units.fmt_count(row.candidate.calls)}, mean {units.fmt_time(row.base.mean_ns)} -> "
+            f"{units.fmt_time(row.candidate.mean_ns)}: the same work in calls of another size); "
+            if row.resized_ns
+            else f"count effect {_signed(row.count_effect_ns)} (calls {units.fmt_count(row.base.calls)} -> "
+            f"{units.fmt_count(row.candidate.calls)}), "
+            f"per-call effect {_signed(row.per_call_effect_ns)} "
+            f"(mean {units.fmt_time(row.base.mean_ns)} -> "
+            f"{units.fmt_time(row.candidate.mean_ns)}); "
+        )
+        + f"share {units.fmt_percent(share)}{extra}"
     )
+    if row.base.transfer_ns is not None and row.candidate.transfer_ns is not None:
+        evidence += (
+            f"; a collective, judged on its transfer part (calls x median call) "
+            f"{units.fmt_time(row.base.transfer_ns)} -> {units.fmt_time(row.candidate.transfer_ns)}"
+        )
     if gate.runs and row.deviation_ci is not None:
         # The interval the gate judged: the reader sees why the runs agree.
         low, high = row.deviation_ci
         evidence += f"; across runs {units.fmt_ratio(low)} to {units.fmt_ratio(high)} of scale"
-    driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
+    if row.resized_ns:
+        driver = "the same work in calls of another size"
+    else:
+        driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
     way = "slower" if dev > 1 else "faster"
     message = rule.message or (
         ("" if dev > 1 else "improvement: ")
@@ -231,6 +245,7 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         observed_value=dev,
         limit_value=gate.deviation if dev > 1 else 1 / gate.deviation,
         unit="ratio",
+        scaled=True,
     )
 
 

@@ -50,6 +50,9 @@ class Finding:
     # The limit is within the measured noise of what it judges: neither a pass nor a
     # breach can be told (nsysdiff.rules.noise_limits). Decides an inconclusive outcome.
     inconclusive: bool = False
+    # Judged against the overall scale (the outlier rule): without a meaningful scale such
+    # a finding decides nothing, while a budget or a fact still does.
+    scaled: bool = False
 
 
 def undecided_reason(f: Finding) -> str:

@@ -18,7 +18,7 @@ from nsysdiff.trace.collectives import collective_op, label
 from nsysdiff.trace.connection import split_checks
 from nsysdiff.trace.names import name_text
 from nsysdiff.trace.reader import TraceReader
-from nsysdiff.trace.records import CollectiveShare, RankStats
+from nsysdiff.trace.records import CollectiveShare, JobIdentity, RankStats
 
 _COLL = "nsysdiff_coll"
 
@@ -128,3 +128,22 @@ def read(r: TraceReader) -> tuple[RankStats, ...]:
         )
         for n, (dev, p) in enumerate(order)
     )
+
+
+def identity(r: TraceReader) -> JobIdentity:
+    """The session start, GPU names and kernel-running process names of a trace (a few rows
+    of small tables, and one scan of the kernels' process ids)."""
+    start = None
+    if r.schema.has("TARGET_INFO_SESSION_START_TIME", "utcEpochNs"):
+        rows = r.query(
+            "SELECT min(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME WHERE typeof(utcEpochNs) = 'integer'"
+        )
+        start = rows[0][0] if rows and isinstance(rows[0][0], int) else None
+    processes: tuple[str, ...] = ()
+    if r.schema.has(s.KERNEL, "globalPid") and r.schema.has("PROCESSES", "pid", "name"):
+        rows = r.query(
+            f"SELECT DISTINCT name FROM PROCESSES WHERE pid IN "
+            f"(SELECT DISTINCT (globalPid >> 24) & 16777215 FROM {s.KERNEL}) ORDER BY name LIMIT 16"
+        )
+        processes = tuple(name_text(n) for (n,) in rows if n is not None)
+    return JobIdentity(start, tuple(sorted({g.name for g in r.gpus()})), processes)

@@ -15,9 +15,10 @@ from nsysdiff.trace.connection import tune
 from nsysdiff.trace.kernels import KernelReader
 from nsysdiff.trace.nvtx import NvtxReader
 from nsysdiff.trace.runtime import RuntimeReader
+from nsysdiff.trace.steps import StepReader
 
 
-class TraceReader(KernelReader, RuntimeReader, NvtxReader):
+class TraceReader(KernelReader, RuntimeReader, NvtxReader, StepReader):
     """Read-only access to one export, through its probed schema."""
 
 

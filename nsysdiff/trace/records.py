@@ -69,6 +69,16 @@ class CollectiveShare:
 
 
 @dataclass(frozen=True, slots=True)
+class JobIdentity:
+    """What tells whether traces are ranks of one job: when the nsys session started (UTC
+    epoch ns), the GPUs, and the names of the processes that ran kernels."""
+
+    session_start_ns: int | None
+    gpus: tuple[str, ...]
+    processes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RankStats:
     """One rank of a job: a (process, device) pair of a multi-GPU trace, or a trace of its own.
 

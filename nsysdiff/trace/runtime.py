@@ -95,6 +95,10 @@ class RuntimeReader(TraceConnection):
             graph_total_ns=total,
         )
 
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs of the export, from its GPU table (empty when it has none)."""
+        return self._gpus()
+
     def _gpus(self) -> tuple[GpuInfo, ...]:
         for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
             cols = self.schema.tables.get(table)

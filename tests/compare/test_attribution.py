@@ -13,6 +13,7 @@ from nsysdiff.api import load
 from nsysdiff.compare.attribution import Change, Effects, attribute, pair
 from nsysdiff.compare.diff import Diff, compare
 from nsysdiff.fingerprint.model import Scope
+from nsysdiff.render.markdown import contributor_text, effects_text
 
 MS = 1_000_000
 
@@ -24,7 +25,7 @@ def _exact(d: Diff) -> None:
     assert a.delta_ns == delta and a.effects.total_ns == delta
     for parts in (a.kernels, a.families, a.categories):
         assert sum(p.effects.total_ns for p in parts) == delta
-        for field in ("count_ns", "per_call_ns", "new_ns", "removed_ns"):
+        for field in ("count_ns", "per_call_ns", "resized_ns", "new_ns", "removed_ns"):
             assert sum(getattr(p.effects, field) for p in parts) == getattr(a.effects, field)
     for p in a.kernels:
         assert all(isinstance(v, int) for v in (p.effects.count_ns, p.effects.per_call_ns))
@@ -150,3 +151,32 @@ def test_per_step_parts_sum_to_the_per_step_change() -> None:
     parts = {p.key: p.effects for p in a.kernels}
     assert parts["a_kernel"].count_ns == pytest.approx(0.0)  # 10 calls per step on both sides
     assert parts["a_kernel"].per_call_ns == pytest.approx(1200 - 1000)
+
+
+def test_work_cut_into_thousands_of_calls_is_one_resized_part() -> None:
+    # vectorAdd: one 9.10 ms kernel against the same work in 10,000 chunks on 4 streams.
+    # Count effect (+9.099 s) and per-call effect (-9.061 s) would be exact and absurd.
+    rest = {f"op{i}_kernel": (100, 5 * MS) for i in range(6)}
+    base = rest | {"vectorAdd": (1, 9_100_000)}
+    cand = rest | {"vectorAdd": (10_000, 47_060_000)}
+    d = compare(fingerprint(base), fingerprint(cand))
+    _exact(d)
+    part = next(p for p in d.attribution.kernels if p.key == "vectorAdd")
+    assert part.effects == Effects(resized_ns=37_960_000)
+    assert d.attribution.effects.count_ns == 0 and d.attribution.effects.per_call_ns == 0
+    top = d.attribution.top[0]
+    assert top.kind == "resized" and top.calls == (1, 10_000)
+    assert contributor_text(top) == "vectorAdd +37.96 ms (1 call → 10,000 smaller calls)"
+    assert effects_text(d.attribution.effects) == "count 0 · per-call 0 · resized +37.96 ms · new 0 · removed 0"
+    row = next(r for r in d.kernels if r.name == "vectorAdd")
+    assert (row.count_effect_ns, row.per_call_effect_ns, row.resized_ns) == (0, 0, 37_960_000)
+
+
+def test_sixteen_times_the_calls_at_the_same_size_is_a_count_effect() -> None:
+    # A batch of 16 runs a per-request kernel 16x: more calls of the same size, not resized.
+    rest = {f"op{i}_kernel": (100, 5 * MS) for i in range(6)}
+    d = compare(
+        fingerprint(rest | {"per_req_kernel": (10, MS)}), fingerprint(rest | {"per_req_kernel": (160, 16 * MS)})
+    )
+    part = next(p for p in d.attribution.kernels if p.key == "per_req_kernel")
+    assert part.effects == Effects(count_ns=15 * MS, per_call_ns=0)

@@ -20,8 +20,9 @@ from nsysdiff.compare import ranks
 from nsysdiff.errors import FingerprintError
 from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.synth.writer import Gpu
 from nsysdiff.trace import collectives
-from nsysdiff.trace.records import CollectiveShare, RankStats
+from nsysdiff.trace.records import CollectiveShare, JobIdentity, RankStats
 
 
 @pytest.mark.parametrize(
@@ -198,3 +199,45 @@ def test_a_trace_without_kernels_is_a_rank_that_ran_nothing(tmp_path: Path) -> N
         ("empty.sqlite", 0, 0),
     ]
     assert doc["slowest_rank"] == 0 and doc["fastest_rank"] == 1
+
+
+START = 1_700_000_000_000_000_000
+
+
+def _trace(path: Path, gpu: str = "NVIDIA H200", start: int = START, process: str = "python") -> Path:
+    b = TraceBuilder(gpus=(Gpu(name=gpu),), session_start_ns=start, process_name=process)
+    b.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1_000, 2_000, 5_000)
+    return b.write(path)
+
+
+def test_traces_of_other_jobs_are_refused_as_ranks_unless_forced(tmp_path: Path) -> None:
+    # An RTX 3070 trace and an A30 trace, captured days apart by other programs, are no job.
+    a = _trace(tmp_path / "rtx3070.sqlite", gpu="NVIDIA GeForce RTX 3070", process="./bench")
+    b = _trace(tmp_path / "a30.sqlite", gpu="NVIDIA A30", start=START + 3 * 86_400 * 10**9)
+    r = CliRunner().invoke(app, ["summary", str(a), str(b)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("nsysdiff: error: these traces do not look like the ranks of one job: different GPUs")
+    assert "nsys sessions started 3.0 days apart" in r.stderr
+    assert "different programs ran the kernels (rtx3070.sqlite: ./bench; a30.sqlite: python)" in r.stderr
+    assert "give --ranks to show them side by side anyway" in r.stderr and r.stderr.count("\n") == 1
+    forced = CliRunner().invoke(app, ["summary", str(a), str(b), "--ranks"])
+    assert forced.exit_code == 0 and "slowest rank" in forced.stdout
+    assert "shown as ranks of one job (--ranks), although: different GPUs" in forced.stderr
+
+
+def test_ranks_of_one_job_pass_the_check(tmp_path: Path) -> None:
+    # Same program, same GPU model, sessions 30 s apart: one job.
+    a = _trace(tmp_path / "rank0.sqlite")
+    b = _trace(tmp_path / "rank1.sqlite", start=START + 30 * 10**9)
+    r = CliRunner().invoke(app, ["summary", str(a), str(b)])
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_one_job_check_on_what_each_trace_records() -> None:
+    h200 = JobIdentity(1_000, ("NVIDIA H200",), ("python",))
+    assert ranks.not_one_job([("a", h200), ("b", h200)]) == ()
+    # A saved fingerprint records only its GPUs; a trace without a GPU table, no GPU.
+    saved, bare = JobIdentity(None, ("NVIDIA H200",), ()), JobIdentity(None, (), ())
+    assert ranks.not_one_job([("a", h200), ("b", saved), ("c", bare)]) == ()
+    (why,) = ranks.not_one_job([("a", h200), ("b", JobIdentity(None, ("NVIDIA A30",), ()))])
+    assert why == "different GPUs (a: NVIDIA H200; b: NVIDIA A30)"

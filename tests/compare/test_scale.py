@@ -14,8 +14,10 @@ from fpspec import fingerprint, kernel, saved_pair
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
+from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Diff, compare
 from nsysdiff.fingerprint.model import KernelStats
+from nsysdiff.render.markdown import scale_line
 
 MS = 1_000_000
 
@@ -162,3 +164,26 @@ def test_a_family_flagged_as_a_whole_is_reported_as_one(tmp_path: Path) -> None:
     assert "Families flagged as a whole (1)" in r.stdout and "[21 variants]" in r.stdout
     (finding,) = [line for line in r.stdout.splitlines() if "outlier · " in line]
     assert "vectorized_elementwise_kernel" in finding
+
+
+def test_a_scale_with_an_enormous_spread_is_no_reference() -> None:
+    # fp32 then fp16 convolutions: the families changed by 0.3x to 40x, so their weighted
+    # median (the "scale") is no reference, and a kernel 3,477x slower is not an outlier
+    # of z 0.75 against it: the scale is absent, as with too little time in common.
+    ratios = [0.3, 0.32, 0.5, 1.0, 3.0, 25.0, 26.0, 40.0, 42.0, 60.0]
+    base = {f"conv{i}_kernel": (100, 10 * MS) for i in range(len(ratios))} | {"odd_kernel": (10, 1 * MS)}
+    cand = {f"conv{i}_kernel": (100, round(10 * MS * r)) for i, r in enumerate(ratios)} | {
+        "odd_kernel": (10, 3477 * MS)
+    }
+    d = compare(fingerprint(base), fingerprint(cand))
+    info = d.headline.scale_info
+    assert info.scattered and not info.meaningful
+    assert not d.outliers
+    reason = comparability.scale_reason(d)
+    assert reason is not None and "no meaningful overall scale" in reason and "spread" in reason
+    assert scale_line(d).startswith("none meaningful")
+
+
+def test_an_ordinary_spread_keeps_the_scale() -> None:
+    d = compare(fingerprint(background()), fingerprint(scaled(background(), 1.5, jitter=0.4)))
+    assert d.headline.scale_info.meaningful and not d.headline.scale_info.scattered

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import ROOT
-from fpspec import fingerprint
+from fpspec import fingerprint, kernel
 
 from nsysdiff.api import load
 from nsysdiff.compare.diff import compare
@@ -45,7 +45,7 @@ def test_fingerprint_is_small() -> None:
         ("[]", 'x.json: not an nsysdiff fingerprint (no "format": "nsysdiff-fingerprint")'),
         (
             json.dumps({"format": "nsysdiff-fingerprint", "version": 99}),
-            f"x.json: fingerprint format version 99 is not supported (this nsysdiff reads version {FORMAT_VERSION}); "
+            "x.json: fingerprint format version 99 is not supported (this nsysdiff reads versions 1, 2); "
             "re-create it with `nsysdiff fingerprint`",
         ),
         (
@@ -71,3 +71,14 @@ def test_fingerprint_without_mangled_names_stays_valid() -> None:
     assert fingerprint_from_json(json.dumps(doc), "old.json") == fp
     doc["kernels"][0]["mangled"] = "_Z4gemmv"
     assert fingerprint_from_json(json.dumps(doc), "new.json").kernels[0].mangled == "_Z4gemmv"
+
+
+def test_a_fingerprint_saved_under_an_earlier_taxonomy_loads_under_this_one() -> None:
+    # Saved when a cuDNN convolution fused with its ReLU was classed element-wise: a
+    # baseline and its candidate must meet under the same categories.
+    conv = kernel("volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", 10, 5_000_000, category="elementwise")
+    old = fingerprint([conv, kernel("reduce_kernel", 10, 1_000_000)])
+    assert [g.name for g in old.categories] == ["elementwise", "reduction"]
+    loaded = fingerprint_from_json(fingerprint_to_json(old), "old.json")
+    assert [k.category for k in loaded.kernels] == ["convolution", "reduction"]
+    assert [(g.name, g.total_ns) for g in loaded.categories] == [("convolution", 5_000_000), ("reduction", 1_000_000)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import traces_dir
+from conftest import real_trace, traces_dir
 from typer.testing import CliRunner
 
 from nsysdiff import api
@@ -219,7 +219,8 @@ def test_window(tmp_path: Path) -> None:
     fp = api.load(path, ScopeOptions(window="5ms:5010us", window_origin="capture"))
     assert [k.name for k in fp.kernels] == [GEMM]  # capture starts at 0 here
     fp = api.load(path, ScopeOptions(window="6ms:", per="decode_step"))
-    assert fp.scope.steps == 10 and fp.scope.coverage is None
+    # --per keeps the work inside the steps: all of the window's kernels here.
+    assert fp.scope.steps == 10 and fp.scope.coverage == 1.0
 
 
 def test_per_step_normalisation_flags_nothing(tmp_path: Path) -> None:
@@ -410,3 +411,70 @@ def test_scoped_kernels_keep_their_mangled_names(tmp_path: Path) -> None:
     # A scope filters the launches into a table of its own first; the mangled name travels.
     fp = api.load(serving(tmp_path / "t.sqlite", 3), ScopeOptions(nvtx="decode_step"))
     assert {k.name: k.mangled for k in fp.kernels} == {n: f"_Z{len(n)}{n}v" for n in (ATTN, GEMM, NORM)}
+
+
+def test_per_divides_only_the_work_inside_the_steps(tmp_path: Path) -> None:
+    # Model load and prefill run outside the decode steps: a per-step figure that counted
+    # them would be the whole trace divided by the step count.
+    path = serving(tmp_path / "s.sqlite", 10)
+    fp = api.load(path, ScopeOptions(per="decode_step"))
+    assert {k.name: k.calls for k in fp.kernels} == {ATTN: 10, GEMM: 10, NORM: 10}
+    assert fp.kernel_ns == 10 * (20 + 60 + 10) * US
+    assert fp.scope.coverage == pytest.approx(fp.kernel_ns / (fp.kernel_ns + 2 * MS + 500 * US))
+    d = compare(fp, api.load(serving(tmp_path / "t.sqlite", 20), ScopeOptions(per="decode_step")))
+    assert d.headline.base_per_step_ns == d.headline.candidate_per_step_ns == (20 + 60 + 10) * US
+    # The ranges listed stay those of the whole scope: prefill is not inside a step.
+    assert {r.name for r in fp.nvtx} >= {"prefill", "decode", "decode_step"}
+
+
+@pytest.mark.parametrize(("base", "cand", "per_step"), [("llm_bs1", "llm_bs16", (2_003_253, 2_751_905))])
+def test_per_step_kernel_time_of_real_decode_steps(base: str, cand: str, per_step: tuple[int, int]) -> None:
+    # The decode steps of llm_bs1 and llm_bs16 hold 2.00 and 2.75 ms of kernel time each;
+    # the whole trace (prefill included) divided by 32 would be 2.12 and 3.94 ms.
+    opts = ScopeOptions(per="decode_step")
+    d = compare(api.load(real_trace(f"h100/{base}"), opts), api.load(real_trace(f"h100/{cand}"), opts))
+    assert d.headline.base_per_step_ns is not None and d.headline.candidate_per_step_ns is not None
+    got = (round(d.headline.base_per_step_ns), round(d.headline.candidate_per_step_ns))
+    assert got == per_step
+
+
+def test_a_rule_packs_step_range_is_the_per_of_a_trace_that_has_it(tmp_path: Path) -> None:
+    path = serving(tmp_path / "s.sqlite", 10)
+    fp = api.load(path, scope.options(step_ranges=("no_such_range", "decode_step")))
+    assert fp.scope.per == "decode_step" and fp.steps is not None and len(fp.steps.steps) == 10
+    assert fp == api.load(path, ScopeOptions(per="decode_step"))
+    # Fallback: a trace without any of the ranges is read whole, without steps.
+    assert api.load(path, scope.options(step_ranges=("no_such_range",))) == api.load(path)
+    # An explicit --per wins.
+    fp = api.load(path, scope.options(per="sample", step_ranges=("decode_step",)))
+    assert fp.scope.per == "sample"
+
+
+def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
+    a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 20)
+    result = CliRunner().invoke(app, ["diff", str(a), str(b), "--rules", "tpot", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    overall = json.loads(result.stdout)["overall"]
+    assert (overall["per"], overall["base_steps"], overall["candidate_steps"]) == ("decode_step", 10, 20)
+    assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
+
+
+def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) -> None:
+    a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 10)
+    saved = tmp_path / "a.json"
+    saved.write_text(fingerprint_to_json(api.load(a)), encoding="utf-8")  # saved without --per
+    result = CliRunner().invoke(app, ["diff", str(saved), str(b), "--rules", "tpot", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
+
+
+def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> None:
+    runs = [serving(tmp_path / f"r{i}.sqlite", 10, slow=1.0 + i / 100) for i in range(3)]
+    profile = tmp_path / "noise.json"
+    made = CliRunner().invoke(app, ["noise", *map(str, runs), "-o", str(profile)])
+    assert made.exit_code == 0, made.output
+    args = ["diff", str(runs[0]), str(runs[1]), "--rules", "tpot", "--noise-profile", str(profile), "--format", "json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    assert json.loads(result.stdout)["overall"]["per"] is None

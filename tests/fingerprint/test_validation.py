@@ -17,7 +17,7 @@ from nsysdiff import api
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, FingerprintError
-from nsysdiff.fingerprint import model
+from nsysdiff.fingerprint import model, steps
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.validation import schema_path
 from nsysdiff.synth.builder import Gpu, TraceBuilder
@@ -186,6 +186,11 @@ SCHEMA_DEFS: dict[str, type] = {
     "device": model.DeviceStats,
     "scope": model.Scope,
     "phase": model.Phase,
+    "steps": steps.Steps,
+    "step": steps.Step,
+    "step_parts": steps.StepParts,
+    "host_calls": steps.HostCalls,
+    "call_times": steps.CallTimes,
 }
 
 
@@ -214,3 +219,81 @@ def test_schema_is_documented() -> None:
 def test_real_fingerprints_validate(trace: Path) -> None:
     fp = fingerprint_trace(trace)
     assert fingerprint_from_json(fingerprint_to_json(fp), trace.name) == fp
+
+
+# --- steps (format version 2) --------------------------------------------------------------------
+
+
+def _two_steps() -> steps.Steps:
+    """Two steps by hand: 10 us and 12 us periods, each part accounted for."""
+    launch = steps.HostFamily.LAUNCH
+    d2h = steps.HostFamily.COPY_D2H
+    first = steps.Step(
+        0, 8_000, 10_000, steps.StepParts(3_000, 0, 500, 1_500, 2_000, 1_000, 2_000),
+        (steps.HostCalls(launch, 3, 1_800), steps.HostCalls(d2h, 1, 2_100, 4)), 3_000,
+    )
+    last = steps.Step(
+        10_000, 12_000, 12_000, steps.StepParts(4_000, 0, 0, 2_000, 0, 6_000, 0),
+        (steps.HostCalls(launch, 2, 1_200),), 4_000,
+    )
+    times = (
+        steps.CallTimes(launch, 5, 3_000, 0, 600, 700, 700, 700),
+        steps.CallTimes(d2h, 1, 2_100, 4, 2_100, 2_100, 2_100, 2_100),
+    )
+    return steps.Steps("decode_step", "", (first, last), times)
+
+
+@pytest.fixture(scope="module")
+def with_steps(good: str) -> str:
+    fp = dataclasses.replace(fingerprint_from_json(good, "x.json"), steps=_two_steps())
+    return fingerprint_to_json(fp)
+
+
+def test_steps_round_trip(with_steps: str) -> None:
+    doc = json.loads(with_steps)
+    assert doc["version"] == 2
+    assert fingerprint_from_json(with_steps, "x.json").steps == _two_steps()
+
+
+def test_version_1_reads_without_steps(good: str) -> None:
+    doc = json.loads(good)
+    doc["version"] = 1
+    del doc["steps"]
+    fp = fingerprint_from_json(json.dumps(doc), "old.json")
+    assert fp.steps is None and fp == fingerprint_from_json(good, "x.json")
+    doc["steps"] = json.loads(fingerprint_to_json(dataclasses.replace(fp, steps=_two_steps())))["steps"]
+    _fails(json.dumps(doc), "$.steps: version 1 has no steps")
+
+
+STEP_CASES: dict[str, tuple[Callable[[Doc], None], tuple[str, ...]]] = {
+    "parts short": (_set("steps.steps.0.parts.host_ns", 999), ("$.steps.steps[0].parts: don't add up",)),
+    "negative part": (_set("steps.steps.0.parts.host_ns", -1), ("$.steps.steps[0].parts.host_ns", "minimum")),
+    "period off the next start": (
+        _set("steps.steps.1.start_ns", 10_001),
+        ("$.steps.steps[0].period_ns: not the time to the next step's start",),
+    ),
+    "first step late": (_set("steps.steps.0.start_ns", 5), ("$.steps.steps[0].start_ns",)),
+    "last period": (_set("steps.steps.1.period_ns", 13_000), ("$.steps.steps[1].",)),
+    "between": (
+        lambda d: d["steps"]["steps"][0]["parts"].update(between_ns=1_000, host_ns=2_000),
+        ("$.steps.steps[0].parts.between_ns",),
+    ),
+    "no steps": (_set("steps.steps", []), ("$.steps.steps",)),
+    "unknown family": (_set("steps.steps.0.calls.0.family", "python"), ("$.steps.steps[0].calls[0].family",)),
+    "duplicate family": (
+        lambda d: d["steps"]["steps"][0]["calls"].append(dict(d["steps"]["steps"][0]["calls"][0])),
+        ("$.steps.steps[0].calls[2]: duplicate",),
+    ),
+    "bytes on launches": (_set("steps.steps.0.calls.0.bytes", 8), ("$.steps.steps[0].calls[0].bytes",)),
+    "call times don't add up": (_set("steps.call_times.0.calls", 6), ("$.steps.call_times[0]: calls",)),
+    "tail out of order": (_set("steps.call_times.0.p50_ns", 800), ("$.steps.call_times[0]: p50",)),
+    "family without times": (
+        lambda d: d["steps"]["call_times"].pop(), ("$.steps.call_times: no row for copy_d2h",),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", STEP_CASES, ids=list(STEP_CASES))
+def test_hostile_steps(with_steps: str, case: str) -> None:
+    change, parts = STEP_CASES[case]
+    _fails(_edit(with_steps, change), *parts)

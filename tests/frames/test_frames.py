@@ -89,7 +89,9 @@ def test_diff_frames_line_up_with_the_diff(tmp_path: Path) -> None:
     assert rows["Delta (ns)"].sum() == d.candidate.kernel_ns - d.base.kernel_ns
     assert set(nd.diff_frame(d, "families")["Family"]) == {r.key for r in d.families}
     parts = nd.attribution_frame(d)
-    effects = parts[["Count Effect (ns)", "Per-call Effect (ns)", "New (ns)", "Removed (ns)"]].sum(axis=1)
+    effects = parts[["Count Effect (ns)", "Per-call Effect (ns)", "Resized (ns)", "New (ns)", "Removed (ns)"]].sum(
+        axis=1
+    )
     assert (effects == parts["Delta (ns)"]).all()
     assert parts["Delta (ns)"].sum() == d.attribution.delta_ns
     copies = nd.diff_copies_frame(d)

@@ -281,7 +281,7 @@ TOP_LEVEL = [
 ]  # fmt: skip
 KERNEL_KEYS = [
     "name", "demangled", "family", "category", "base", "candidate", "delta_ns", "ratio",
-    "calls_ratio", "mean_ratio", "p50_ratio", "count_effect_ns", "per_call_effect_ns",
+    "calls_ratio", "mean_ratio", "p50_ratio", "count_effect_ns", "per_call_effect_ns", "resized_effect_ns",
     "verdict", "outlier_score", "deviation", "is_outlier", "distribution",
 ]  # fmt: skip
 
@@ -302,7 +302,8 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
     attr = doc["attribution"]
     assert attr["delta_ns"] == 1_380_528_000 - 1_211_500_000
     parts = attr["effects"]
-    assert parts["count_ns"] + parts["per_call_ns"] + parts["new_ns"] + parts["removed_ns"] == attr["delta_ns"]
+    split = ("count_ns", "per_call_ns", "resized_ns", "new_ns", "removed_ns")
+    assert sum(parts[k] for k in split) == attr["delta_ns"]
     assert sum(k["delta_ns"] for k in attr["kernels"]) == attr["delta_ns"]
     (swap,) = attr["replacements"]
     assert swap["why"] == "same family" and swap["delta_ns"] == swap["new_ns"] - swap["removed_ns"]

@@ -13,11 +13,13 @@ Every file in ``cases/`` holds ``cases:``, a list of::
       - {rule: ID, subject: S, level: error, waived: false, kind: budget, observed: "1.50x",
          inconclusive: false}
 
-Kernels: ``{name, calls, total, demangled, family, category, grid, block}``, times with units.
+Kernels: ``{name, calls, total, demangled, family, category, grid, block, median}``, times with
+units (``median``: the median call, below the mean for a collective that waited).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,14 @@ def _ns(v: Any) -> int:
 
 
 def _kernel(spec: dict[str, Any]) -> KernelStats:
+    k = _uniform_kernel(spec)
+    if "median" in spec:
+        # Calls skewed to the right (a collective that waited): the median below the mean.
+        k = dataclasses.replace(k, quantiles_ns=fpspec.skewed_quantiles(_ns(spec["median"]), k.total_ns / k.calls))
+    return k
+
+
+def _uniform_kernel(spec: dict[str, Any]) -> KernelStats:
     name = spec["name"]
     return fpspec.kernel(
         name,
@@ -100,6 +110,19 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
         ),
         devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
         scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
+        steps=_steps(spec["steps"]) if "steps" in spec else None,
+    )
+
+
+def _steps(spec: dict[str, Any]) -> Any:
+    """``steps: {count, period, duration, parts: {part: time}, calls: {family: [calls, time]},
+    bytes: {family: size}, slow_every, slow}``: see :func:`fpspec.steps`."""
+    return fpspec.steps(
+        int(spec.get("count", 8)), _ns(spec["period"]), _ns(spec.get("duration", spec["period"])),
+        parts={k: _ns(v) for k, v in spec.get("parts", {}).items()},
+        calls={k: (int(v[0]), _ns(v[1])) for k, v in spec.get("calls", {}).items()},
+        nbytes={k: int(v) for k, v in spec.get("bytes", {}).items()},
+        slow_every=int(spec.get("slow_every", 0)), slow_ns=_ns(spec.get("slow", 0)),
     )
 
 

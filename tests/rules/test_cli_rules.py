@@ -24,7 +24,7 @@ def test_list_shows_every_pack_with_counts() -> None:
     # One entry a pack, its description wrapped under it (indented).
     lines = [line for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
-    assert lines[1].startswith("default             4 rules  Sensible budgets")
+    assert lines[1].startswith("default             5 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
 
 
@@ -54,7 +54,8 @@ def test_explain_unknown() -> None:
     assert r.stdout == ""
     assert r.stderr == (
         "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
-        "strict, tpot; kinds: budget, danger-zone, invariance, outlier, structure, noise_profile, waivers)\n"
+        "strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, "
+        "noise_profile, waivers)\n"
     )
 
 
@@ -63,8 +64,8 @@ def test_explain_suggests_a_close_name() -> None:
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
-        "batch-invariance, default, strict, tpot; kinds: budget, danger-zone, invariance, outlier, "
-        "structure, noise_profile, waivers)\n"
+        "batch-invariance, default, strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, "
+        "step, structure, noise_profile, waivers)\n"
     )
 
 
@@ -72,9 +73,9 @@ def test_explain_a_pack() -> None:
     r = runner.invoke(app, ["rules", "explain", "tpot"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert lines[0] == "pack tpot: 9 rules (rules/tpot.yaml)"
+    assert lines[0] == "pack tpot: 21 rules (rules/tpot.yaml)"
     assert lines[1] == ""
-    assert "  decode-step-time             budget       error" in lines
+    assert "  decode-step-time             budget       warning" in lines
 
 
 def test_validate_ok(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def test_validate_ok(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["rules", "validate", str(path)])
     assert r.exit_code == 0, r.output
-    assert r.stdout == f"ok: {path} (9 rules, 1 waiver)\n"
+    assert r.stdout == f"ok: {path} (21 rules, 1 waiver)\n"
 
 
 def test_validate_error(tmp_path: Path) -> None:
@@ -97,7 +98,7 @@ def test_validate_error(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert r.stderr == (
         f"nsysdiff: error: {path}:4: rule 't': key 'kind': unknown kind 'nope' "
-        "(kinds: budget, danger-zone, invariance, outlier, structure)\n"
+        "(kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure)\n"
     )
 
 

@@ -35,8 +35,8 @@ ERRORS = {
     ),
     "unknown kind": (
         "version: 1\nrules:\n  - id: t\n    kind: budgte\n",
-        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, danger-zone, "
-        "invariance, outlier, structure)",
+        "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, collective-wait, "
+        "danger-zone, invariance, outlier, step, structure)",
     ),
     "duplicate id": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n  - id: t\n    kind: outlier\n",
@@ -126,11 +126,9 @@ ERRORS = {
     ),
     "unknown category": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    category: attn\n    max_ratio: 2x\n",
-        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: nccl, "
-        "gemm.nvjet, "
-        "gemm.cublas, gemm.cutlass, attention, torch.compile, normalization, sampling, reduction, "
-        "memory, "
-        "elementwise, other)",
+        "{file}:5: rule 't': key 'category': 'attn' matches no category (categories: torch.compile, "
+        "nccl, attention, fft, convolution, gemm.nvjet, gemm.cutlass, gemm.cublas, gemm.other, "
+        "normalization, sampling, reduction, memory, elementwise, other)",
     ),
     "YAML syntax error": (
         "version: 1\nrules:\n  - id: t\n    kind: [budget\n",
@@ -229,6 +227,24 @@ ERRORS = {
         "version: 1\nnoise_profile: [a, b]\n",
         "{file}:2: key 'noise_profile': expected a string, got a list",
     ),
+    "steps not a mapping": (
+        "version: 1\nsteps: decode_step\n",
+        "{file}:2: key 'steps': expected a mapping with the key 'range', got a string ('decode_step')",
+    ),
+    "steps unknown key": ("version: 1\nsteps: {name: x}\n", "{file}:2: steps: key 'name': unknown key (known: range)"),
+    "steps without range": (
+        "version: 1\nsteps: {}\n",
+        "{file}:2: steps: key 'range': missing required key (the NVTX range whose instances are steps)",
+    ),
+    "steps empty range": (
+        "version: 1\nsteps: {range: []}\n",
+        "{file}:2: steps: key 'range': expected a range name or a non-empty list of them, got a list",
+    ),
+    "steps bad regex": (
+        "version: 1\nsteps: {range: '(?<=x)y'}\n",
+        "{file}:2: steps: key 'range': bad regex '(?<=x)y': invalid perl operator: (?<= "
+        "(patterns are RE2: no lookaround, no backreferences)",
+    ),
 }
 
 
@@ -299,7 +315,8 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
     )
     rs = load_rules([str(path), "default"])  # default again: already loaded, no re-override
     assert rs.sources == (str(path), "default")
-    assert [r.id for r in rs.rules] == ["total-time", "category-time", "outlier", "improvement", "mine"]
+    ids = ["total-time", "category-time", "outlier", "improvement", "collective-wait", "mine"]
+    assert [r.id for r in rs.rules] == ids
     total = rs.rule("total-time")
     assert total is not None and total.source == str(path) and total.level.value == "warning"
     assert dict(rs.phases) == {"decode": ("^decode", "step")}
@@ -351,3 +368,11 @@ def test_a_shipped_pack_names_no_noise_profile(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(RuleError) as e:
         load_rules(["noisy"])
     assert str(e.value) == "rules/noisy.yaml:2: key 'noise_profile': a shipped pack can't name a noise profile"
+
+
+def test_steps_names_the_step_range(tmp_path: Path) -> None:
+    assert load_rules(["tpot"]).steps == ("decode_step",)
+    assert load_rules(["default"]).steps == ()
+    path = tmp_path / "team.yaml"
+    path.write_text("version: 1\nextends: tpot\nsteps:\n  range: [step@serving, decode_step]\n", encoding="utf-8")
+    assert load_rules([str(path)]).steps == ("step@serving", "decode_step")

@@ -205,3 +205,32 @@ def test_cascade_names_the_outlier_the_variant_swap_and_the_danger_zone() -> Non
     swap = errors["gemm-selection"]
     assert swap.subject == "nvjet_tst_*_bz" and "7 variants -> 7" in swap.observed
     assert "also flagged by dz-cublas-gemm" in swap.evidence
+
+
+def _conv_trace(path: Path, conv: str, block: tuple[int, int, int], scale: float = 1.0) -> Path:
+    """A convolution step (a cuDNN kernel fused with its ReLU) and an element-wise add, 32 times."""
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(32):
+        step = ((conv, None, 9_000, block), ("vectorized_elementwise_kernel", ADD, 800, (128, 1, 1)))
+        for name, dem, dur, blk in step:
+            d = round(dur * scale)
+            b.launch(name, t - 5_000, t, d, demangled=dem, grid=(64, 1, 1), block=blk)
+            t += d + 500
+    return b.write(path)
+
+
+def test_a_relu_fused_convolution_is_judged_as_a_convolution(tmp_path: Path) -> None:
+    """A cuDNN convolution with `relu` in its name used to be an element-wise kernel, which
+    launch-split leaves out: its changed block shape (another split of the reduction over
+    channels) went unseen, and a swap of convolution algorithm was no selection change."""
+    conv = "volta_scudnn_128x64_relu_interior_nn_v1"
+    base = _conv_trace(tmp_path / "bs1.sqlite", conv, (256, 1, 1))
+    reshaped = _conv_trace(tmp_path / "bs16.sqlite", conv, (128, 1, 1), scale=2.0)
+    by = {f.rule_id: f for f in _findings(base, reshaped)}
+    assert by["launch-split"].subject == "volta_scudnn_*_relu_interior_*_v1"
+    assert by["launch-split"].observed == "block 256x1x1 -> 128x1x1"
+    swapped = _conv_trace(tmp_path / "bs16_swap.sqlite", "volta_scudnn_128x128_relu_interior_nn_v1", (256, 1, 1))
+    by = {f.rule_id: f for f in _findings(base, swapped)}
+    assert by["gemm-selection"].observed == "1 variant -> 1: tile 128x64 -> 128x128"
+    assert "cuDNN picks convolution kernels the same way" in by["gemm-selection"].message

@@ -1,0 +1,110 @@
+"""Steps from the reader's step scan: periods, the parts each period splits into, and the
+host calls per family (the accounting of ``docs/steps.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, Step, StepPart, StepParts, Steps
+from nsysdiff.trace.steps import StepRows
+
+
+def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
+    """:class:`Steps` from a scan: times from the first step's start, each period split
+    into parts that add up to it exactly."""
+    origin = rows.start_ns[0]
+    n = len(rows.start_ns)
+    steps = []
+    for i in range(n):
+        start, end = rows.start_ns[i], rows.end_ns[i]
+        duration = end - start
+        period = rows.start_ns[i + 1] - start if i + 1 < n else duration
+        inside = min(duration, period)
+        compute, comm, copies, launch, sync, host = rows.parts[i]
+        parts = StepParts(compute, comm, copies, launch, sync, host, period - inside)
+        if parts.total_ns != period:
+            raise RuntimeError(  # a bug in the scan: exit 70
+                f"step {i}: parts add up to {parts.total_ns} ns, not the period {period} ns"
+            )
+        calls = tuple(HostCalls(HostFamily(f), c, t, b) for f, c, t, b in rows.calls[i])
+        steps.append(Step(start - origin, duration, period, parts, calls, rows.kernel_ns[i]))
+    times = tuple(
+        CallTimes(HostFamily(t.family), t.calls, t.total_ns, t.bytes, t.p50_ns, t.p90_ns, t.p99_ns, t.max_ns)
+        for t in rows.times
+    )
+    return Steps(name, domain, tuple(steps), times, skipped=skipped, last_period_is_duration=True)
+
+
+# --- figures across the steps ------------------------------------------------------------
+
+# The seed guidance: a p99 above 1.5x the p50 is a tail that recurs, not one slow step.
+SYSTEMATIC_TAIL = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """The distribution of one figure across the steps (linear interpolation between
+    steps, as for the kernels' per-call quantiles)."""
+
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    mean: float
+
+    @property
+    def tail(self) -> float | None:
+        """p99 / p50; None when the p50 is 0."""
+        return self.p99 / self.p50 if self.p50 else None
+
+
+def spread(values: Sequence[int]) -> Spread:
+    a = np.asarray(values, dtype=np.float64)
+    p50, p90, p99 = (float(x) for x in np.percentile(a, (50, 90, 99)))
+    return Spread(p50, p90, p99, float(a.max()), float(a.mean()))
+
+
+def periods(steps: Steps) -> Spread:
+    return spread([s.period_ns for s in steps.steps])
+
+
+def durations(steps: Steps) -> Spread:
+    return spread([s.duration_ns for s in steps.steps])
+
+
+def kernel_times(steps: Steps) -> Spread:
+    return spread([s.kernel_ns for s in steps.steps])
+
+
+def mean_parts(steps: Steps) -> dict[StepPart, float]:
+    """Each part's mean per step; they add up to the mean period."""
+    n = len(steps.steps)
+    return {p: sum(s.parts.of(p) for s in steps.steps) / n for p in StepPart}
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyPerStep:
+    """One host family per step: the median count (counts are exact: what a step issues),
+    the range of counts, and the mean time and bytes per step."""
+
+    family: HostFamily
+    # The median step's count, the upper one of an even number of steps: the last step,
+    # whose period ends with its range, may miss calls the others make between steps.
+    calls: int
+    least: int
+    most: int
+    time_ns: float
+    bytes: float
+    times: CallTimes
+
+
+def families(steps: Steps) -> tuple[FamilyPerStep, ...]:
+    n = len(steps.steps)
+    out = []
+    for t in steps.call_times:
+        counts = sorted(s.calls_of(t.family).calls for s in steps.steps)
+        out.append(FamilyPerStep(t.family, counts[n // 2], counts[0], counts[-1], t.total_ns / n, t.bytes / n, t))
+    return tuple(out)

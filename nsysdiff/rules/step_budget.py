@@ -1,0 +1,347 @@
+"""Rule kind ``step``: a limit on the time per step, its tail, one of its parts, or host calls per step.
+
+Counts per step are exact (identical across runs of one build): a breach is a breach.
+Times per step are noisy: a breach of the point value is judged against the noise,
+measured when it can be and assumed when it can't (docs/steps.md, "Judging a step"):
+
+1. several runs per side: the runs' Welch interval of the metric must clear the limit
+   (fail); an interval that straddles it is inconclusive;
+2. a noise profile: the limit and the change against the metric's noise width in the
+   profile's runs, as every budget (:mod:`nsysdiff.rules.noise_limits`);
+3. one run per side and no profile: the change must exceed the rule's ``noise`` (the
+   run-to-run noise assumed of one run, measured on real repeats) to fail; within it the
+   finding is inconclusive, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nsysdiff import units as u
+from nsysdiff.compare import runstats
+from nsysdiff.compare.diff import Diff
+from nsysdiff.compare.steps import STATS, StepSide, side
+from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
+from nsysdiff.fingerprint.steps import HostFamily, StepPart
+from nsysdiff.rules import noise_limits, units
+from nsysdiff.rules import options as opt
+from nsysdiff.rules.model import Kind, Option, OptionError, Rule
+from nsysdiff.rules.report import Finding
+
+PARTS = tuple(p.value for p in StepPart)
+FAMILIES = tuple(f.value for f in HostFamily)
+COUNTED = ("calls", "bytes")  # exact: never judged against the noise
+METRICS = ("period", "duration", "tail", *PARTS, "calls", "bytes", "call_time")
+_TIME = ("period", "duration", *PARTS, "call_time")
+
+OPTIONS = (
+    Option(
+        "metric", "choice", opt.choice(METRICS),
+        "What to measure per step: `period` (start to the next start: the time per step), "
+        "`duration` (the range's own), `tail` (p99 / p50 of the periods), a part of the "
+        f"period ({', '.join(PARTS)}: its mean per step), `calls` or `bytes` per step of a "
+        "host `family`, or `call_time` (the mean time per call of a `family`).",
+        default="period",
+    ),
+    Option(
+        "stat", "choice", opt.choice(STATS),
+        "For period and duration: which statistic across steps (mean is the time per step; "
+        "p50, p90, p99, max).", default="mean",
+    ),
+    Option("family", "choice", opt.choice(FAMILIES), "The host family of calls, bytes and call_time: "
+           + ", ".join(FAMILIES) + "."),
+    Option("max_ratio", "ratio", opt.ratio, "Fail when candidate / base exceeds this (`1.05x`)."),
+    Option("max_increase", "metric unit", lambda v: v,
+           "Fail when candidate - base exceeds this: a time, or a count for calls, a size for bytes."),
+    Option("max_value", "metric unit", lambda v: v, "Fail when the candidate value exceeds this."),
+    Option("max_increase_of_step", "percent", opt.percent,
+           "Fail when candidate - base exceeds this share of the base time per step (for parts)."),
+    Option(
+        "noise", "ratio", opt.ratio,
+        "The run-to-run noise of a time metric assumed with one run per side and no noise "
+        "profile: a change within it is inconclusive, beyond it a breach fails. For parts "
+        "it is a share of the base time per step (`1.6x`: 60%).",
+        default=1.6, default_doc="1.6x",
+    ),
+    Option("min_time", "time", opt.time, "Floor: a time metric under this on both sides is not judged.",
+           default=0.0, default_doc="0ns"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    metric: str
+    stat: str
+    family: HostFamily | None
+    max_ratio: float | None
+    max_increase: float | None
+    max_value: float | None
+    max_increase_of_step: float | None
+    assumed: float  # the `noise` option
+    min_time_ns: float
+    noise: NoiseProfile | None = None  # attached after loading (noise_limits.attach)
+
+    @property
+    def counted(self) -> bool:
+        return self.metric in COUNTED
+
+    @property
+    def subject(self) -> str:
+        if self.family is not None:
+            return f"{self.family.value} {self.metric.replace('_', ' ')}"
+        if self.metric in ("period", "duration"):
+            return f"{self.metric} {self.stat}"
+        return self.metric
+
+
+def _parser(metric: str) -> Callable[[Any], float]:
+    if metric == "calls":
+        return opt.count
+    if metric == "bytes":
+        return opt.size
+    if metric == "tail":
+        return opt.ratio
+    return opt.time
+
+
+def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
+    metric: str = values["metric"]
+    limits = ("max_ratio", "max_increase", "max_value", "max_increase_of_step")
+    if not any(k in given for k in limits):
+        raise OptionError(None, f"a step rule needs a limit: one of {', '.join(limits)}")
+    needs_family = metric in ("calls", "bytes", "call_time")
+    if needs_family and "family" not in given:
+        raise OptionError("metric", f"{metric!r} needs a host family (family: {', '.join(FAMILIES)})")
+    if not needs_family and "family" in given:
+        raise OptionError("family", f"a family goes with calls, bytes or call_time, not {metric!r}")
+    if "stat" in given and metric not in ("period", "duration"):
+        raise OptionError("stat", f"a statistic across steps goes with period or duration, not {metric!r}")
+    if "max_increase_of_step" in given and metric not in (*PARTS, "period", "duration"):
+        raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {metric!r}")
+    parse = _parser(metric)
+    bounds: dict[str, float | None] = {}
+    for key in ("max_increase", "max_value"):
+        try:
+            bounds[key] = parse(values[key]) if key in given else None
+        except ValueError as e:
+            raise OptionError(key, f"{e} (the unit of metric {metric!r})") from None
+    return StepOptions(
+        metric=metric, stat=values["stat"], family=HostFamily(values["family"]) if needs_family else None,
+        max_ratio=values["max_ratio"], max_increase=bounds["max_increase"], max_value=bounds["max_value"],
+        max_increase_of_step=values["max_increase_of_step"], assumed=values["noise"],
+        min_time_ns=values["min_time"],
+    )  # fmt: skip
+
+
+# --- measuring ------------------------------------------------------------------------
+
+
+def value(s: StepSide, o: StepOptions) -> float | None:
+    """The metric on one side's steps; None where it has no value (no calls of the family)."""
+    m = o.metric
+    if m in ("period", "duration"):
+        return float(getattr(s, m).of(o.stat))
+    if m == "tail":
+        return s.tail
+    if m in PARTS:
+        return s.part(StepPart(m))
+    assert o.family is not None
+    if m == "calls":
+        return s.calls_per_step(o.family)
+    if m == "bytes":
+        return s.bytes_per_step(o.family)
+    return s.mean_call_ns(o.family)
+
+
+def _fmt(o: StepOptions) -> Callable[[float], str]:
+    if o.metric == "calls":
+        return lambda x: f"{x:,.2f}".rstrip("0").rstrip(".")
+    if o.metric == "bytes":
+        return units.fmt_size
+    if o.metric == "tail":
+        return units.fmt_ratio
+    return units.fmt_time
+
+
+def _unit(o: StepOptions) -> str:
+    return {"calls": "calls", "bytes": "bytes", "tail": "ratio"}.get(o.metric, "ns")
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    text: str
+    bound: float  # the largest candidate value within the limit
+    limit_value: float
+
+
+def _limits(o: StepOptions, bv: float, base: StepSide) -> list[_Limit]:
+    fmt = _fmt(o)
+    out = []
+    if o.max_ratio is not None:
+        out.append(_Limit(f"max_ratio {units.fmt_ratio(o.max_ratio)}", bv * o.max_ratio, o.max_ratio))
+    if o.max_increase is not None:
+        out.append(_Limit(f"max_increase {fmt(o.max_increase)}", bv + o.max_increase, o.max_increase))
+    if o.max_value is not None:
+        out.append(_Limit(f"max_value {fmt(o.max_value)}", o.max_value, o.max_value))
+    if o.max_increase_of_step is not None:
+        allowed = o.max_increase_of_step * base.period.mean
+        out.append(_Limit(f"max_increase_of_step {units.fmt_percent(o.max_increase_of_step)} "
+                          f"({u.ns(allowed)})", bv + allowed, o.max_increase_of_step))  # fmt: skip
+    return out
+
+
+def _per_run(diff: Diff) -> tuple[Sequence[StepSide], Sequence[StepSide]] | None:
+    r = diff.runs
+    if r is None or r.steps is None:
+        return None
+    return r.steps
+
+
+def _interval(o: StepOptions, runs: tuple[Sequence[StepSide], Sequence[StepSide]]) -> tuple[float, float, float] | None:
+    """The runs' geometric-mean ratio of the metric and its Welch interval; None when a
+    side has fewer than two runs or some run has no positive value."""
+    b = [value(s, o) for s in runs[0]]
+    c = [value(s, o) for s in runs[1]]
+    if len(b) < 2 or len(c) < 2 or any(v is None or v <= 0 for v in (*b, *c)):
+        return None
+    t = runstats.welch_log(np.array([b], dtype=np.float64), np.array([c], dtype=np.float64))
+    return float(t.ratio[0]), float(t.ci_low[0]), float(t.ci_high[0])
+
+
+def _profile_noise(o: StepOptions) -> noise_limits.SubjectNoise | None:
+    if o.noise is None:
+        return None
+    per_run: list[dict[str, float | None]] = []
+    for fp in o.noise.runs.runs:
+        per_run.append({o.subject: value(side(fp.steps), o)} if fp.steps and fp.steps.steps else {})
+    return noise_limits.subjects(per_run).get(o.subject)
+
+
+_CALL_WORDS = {
+    HostFamily.LAUNCH: "launch", HostFamily.SYNC: "sync", HostFamily.COPY_H2D: "H2D copy",
+    HostFamily.COPY_D2H: "D2H copy", HostFamily.COPY_D2D: "D2D copy", HostFamily.ALLOC: "alloc/free",
+}  # fmt: skip
+
+
+def _cause(o: StepOptions, bv: float, cv: float) -> str:
+    """The cause as the first lines name it: what moved, in the rule's terms."""
+    fmt = _fmt(o)
+    if o.metric == "calls":
+        assert o.family is not None
+        delta = f"{cv - bv:+,.2f}".rstrip("0").rstrip(".")
+        return f"{delta} {_CALL_WORDS[o.family]} call{'' if abs(cv - bv) == 1 else 's'} per step"
+    if o.metric in PARTS:
+        return f"{u.signed_ns(cv - bv)} {o.metric.replace('_', ' ')} per step"
+    return f"{o.subject} {fmt(bv)} -> {fmt(cv)}"
+
+
+def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    o: StepOptions = rule.options
+    sd = diff.steps
+    if sd is None:
+        return
+    bv, cv = value(sd.base, o), value(sd.candidate, o)
+    if cv is None:
+        return
+    if o.metric in _TIME and max(bv or 0.0, cv) < o.min_time_ns:
+        return
+    fmt = _fmt(o)
+    evidence = (f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
+                f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
+                f"{u.ns(sd.base.period.mean)} -> {u.ns(sd.candidate.period.mean)}")  # fmt: skip
+    base = bv if bv is not None else 0.0
+    cause = _cause(o, base, cv)
+    message = rule.message or cause
+    runs = _per_run(diff)
+    interval = _interval(o, runs) if runs is not None and not o.counted else None
+    if interval is not None:
+        r, low, high = (units.fmt_ratio(x) for x in interval)
+        evidence += f"; over runs {r} [{low}, {high}]"
+    if o.noise is not None and not o.counted:
+        noise_limits.check_fits(o.noise, diff.base)  # another build's noise would mislead
+    judged = _profile_noise(o) if not o.counted else None
+    if judged is not None and judged.width is not None:
+        evidence += "; " + noise_limits.evidence(judged)
+    for lim in _limits(o, base, sd.base):
+        if interval is not None and base > 0:
+            # Across runs the point is the runs' geometric-mean ratio, not the median runs'.
+            if interval[0] * base <= lim.bound * (1 + 1e-9):
+                continue
+        elif cv <= lim.bound * (1 + 1e-9) + 1e-9:
+            continue  # within the limit
+        shown = interval[0] * base if interval is not None and base > 0 else cv
+        ratio = shown / base if base > 0 else None
+        observed = (units.fmt_ratio(ratio) if lim.text.startswith("max_ratio") and ratio is not None
+                    else f"{'+' if shown >= base else '-'}{fmt(abs(shown - base))}"
+                    if not lim.text.startswith("max_value") else fmt(shown))  # fmt: skip
+        found = Finding(
+            level=rule.level, rule_id=rule.id, kind="step", subject=f"{sd.name} {o.subject}", observed=observed,
+            limit=lim.text, evidence=evidence, message=message, observed_value=shown, limit_value=lim.limit_value,
+            unit=_unit(o),
+        )  # fmt: skip
+        reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged)
+        yield found if reason is None else dataclasses.replace(found, message=f"{cause}: {reason}", inconclusive=True)
+
+
+def _undecided(
+    o: StepOptions, lim: _Limit, bv: float, cv: float, base: StepSide,
+    interval: tuple[float, float, float] | None, judged: noise_limits.SubjectNoise | None,
+) -> str | None:  # fmt: skip
+    """Why a breach of a noisy metric can't be told from the noise; None when it can."""
+    if interval is not None:
+        _, low, _ = interval
+        # The whole interval must clear the limit (as a ratio of the base value).
+        if bv > 0 and low * bv > lim.bound:
+            return None
+        return f"within the noise of the runs (interval low {units.fmt_ratio(low)} under the limit)"
+    if judged is not None and judged.width is not None:
+        allowed = noise_limits.log_change(bv, lim.bound)
+        change = noise_limits.log_change(bv, cv)
+        if noise_limits.too_small(allowed, change, judged):
+            assert allowed is not None
+            return f"within the measured noise {fmt_width(judged.width)} over {judged.runs} runs"
+        return None
+    # One run per side, nothing measured: the assumed noise of one run.
+    scale = base.period.mean if o.metric in PARTS else bv
+    if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
+        return None
+    what = "the base time per step" if o.metric in PARTS else "the base value"
+    remedy = ("the noise profile has no steps to measure it: make one from runs with steps"
+              if o.noise is not None else "give several runs per side or a noise profile to decide")
+    return (f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of "
+            f"{what}); {remedy}")  # fmt: skip
+
+
+KIND = Kind(
+    name="step",
+    summary="A limit on the time per step, its tail, a part of it, or host calls per step.",
+    doc="""\
+Judges the steps of both sides (an NVTX range, `--per NAME` or the range a pack names;
+docs/steps.md). `metric` chooses what: `period` (start to the next start: the time per
+step) or `duration` (the range's own) with `stat` mean (default), p50, p90, p99 or max;
+`tail` (p99 / p50 of the periods); a part of the period (compute, communication,
+copies, launch_bound, sync, host, between: its mean per step); or, for a host `family`
+(launch, sync, copy_h2d, copy_d2h, copy_d2d, alloc), `calls` or `bytes` per step or
+`call_time` (the mean time per call).
+
+Limits (at least one): max_ratio, max_increase, max_value (in the metric's unit) and
+max_increase_of_step (a share of the base time per step: `5%`). Diffs without steps on
+both sides produce no finding.
+
+Counts and bytes per step are exact: a breach fails. Times are noisy: a breach fails
+only when it is clear of the noise, else the finding is inconclusive (exit 3 unless
+another rule fails). With several runs per side the runs' Welch interval must clear the
+limit; with a noise profile the change is measured in its noise widths, as every
+budget's; with one run per side and no profile the change must exceed `noise` (the
+run-to-run noise assumed of one run: of the value, or for parts of the base time per
+step).
+""",
+    options=OPTIONS,
+    build=build,
+    check=check,
+)

@@ -1,0 +1,57 @@
+"""The Steps section of a diff: in every format, and inert whatever the step range is named."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import fpspec
+import pytest
+
+from nsysdiff import api
+from nsysdiff.compare.diff import compare
+from nsysdiff.render import Format, csv_report, render
+
+HOSTILE = "evil%0A::error::pwned\n::warning title=x::\x1b[31mred\r"
+
+
+def _report(name: str = "decode_step") -> object:
+    fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
+    base = dataclasses.replace(fp, steps=dataclasses.replace(
+        fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)}), name=name))
+    cand = dataclasses.replace(fp, steps=dataclasses.replace(
+        fpspec.steps(8, 20_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (2, 10_000)}), name=name))
+    return api.judge(compare(base, cand), [], [], judged=True, packs=(), notes=())  # fmt: skip
+
+
+def test_every_format_shows_the_steps_first() -> None:
+    report = _report()
+    text = render(report, Format.text, width=100)  # type: ignore[arg-type]
+    head = text.splitlines()[:8]
+    assert any("time per step 9.97 ms → 18.73 ms (1.88x): +8.75 ms between steps, kernels unchanged" in x
+               for x in head), head  # fmt: skip
+    assert any("+1 sync call per step" in x for x in head), head
+    md = render(report, Format.markdown)  # type: ignore[arg-type]
+    assert "**Steps** time per step 9.97 ms → 18.73 ms (1.88x)" in md and "<summary>Steps of decode_step" in md
+    data = json.loads(render(report, Format.json))  # type: ignore[arg-type]
+    steps = data["steps"]
+    assert steps["first_lines"][1] == "+1 sync call per step"
+    assert sum(p["delta_ns"] for p in steps["parts"]) == pytest.approx(steps["delta_ns"])
+    assert "steps" in csv_report.tables(report)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fmt", [Format.text, Format.markdown, Format.github, Format.json, Format.junit])
+def test_a_hostile_step_name_stays_inert(fmt: Format) -> None:
+    out = render(_report(HOSTILE), fmt, width=100, details=True)  # type: ignore[arg-type]
+    assert "\x1b" not in out and "\r" not in out
+    for line in out.splitlines():
+        # As a GitHub runner reads a line: after stripping all Unicode whitespace.
+        stripped = re.sub(r"\s", "", line)
+        assert not stripped.startswith("::") or line.startswith("::notice title=nsysdiff::"), line
+
+
+def test_csv_steps_cells_are_numbers_or_fixed_words() -> None:
+    header, rows = csv_report.tables(_report(HOSTILE))["steps"]  # type: ignore[arg-type]
+    assert header[0] == "Section"
+    assert all(isinstance(c, (int, float)) or c is None for r in rows for c in r[2:])

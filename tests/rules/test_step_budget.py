@@ -1,0 +1,70 @@
+"""Rule kind ``step`` across several runs per side, and its option checks."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date
+from pathlib import Path
+
+import fpspec
+import pytest
+
+from nsysdiff.compare.rundiff import compare_sides
+from nsysdiff.errors import RuleError
+from nsysdiff.fingerprint import runset
+from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.rules import evaluate, load_rules
+from nsysdiff.rules.report import Finding
+
+RULE = "version: 1\nrules:\n  - {id: step-time, kind: step, metric: period, max_ratio: 1.05x, noise: 1.6x}\n"
+
+
+def _run(period_ns: int) -> Fingerprint:
+    fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
+    return dataclasses.replace(fp, steps=fpspec.steps(8, period_ns, period_ns - 100_000))
+
+
+def _judge(base: list[int], cand: list[int], tmp_path: Path) -> list[Finding]:
+    b = runset.run_set([_run(p) for p in base], [f"b{i}" for i in range(len(base))])
+    c = runset.run_set([_run(p) for p in cand], [f"c{i}" for i in range(len(cand))])
+    path = tmp_path / "r.yaml"
+    path.write_text(RULE, encoding="utf-8")
+    findings, _ = evaluate(compare_sides(b, c), load_rules([str(path)]), today=date(2026, 1, 1))
+    return list(findings)
+
+
+def test_runs_whose_interval_clears_the_limit_fail(tmp_path: Path) -> None:
+    # +30%: within the assumed noise of one run, but three runs a side pin it down.
+    found = _judge([10_000_000, 10_200_000, 9_900_000], [13_000_000, 13_100_000, 12_900_000], tmp_path)
+    assert [(f.rule_id, f.inconclusive) for f in found] == [("step-time", False)]
+    assert "over runs 1.30x [" in found[0].evidence
+
+
+def test_runs_whose_interval_reaches_under_the_limit_are_inconclusive(tmp_path: Path) -> None:
+    found = _judge([10_000_000, 13_000_000, 8_000_000], [11_500_000, 9_000_000, 14_000_000], tmp_path)
+    assert [(f.rule_id, f.inconclusive) for f in found] == [("step-time", True)]
+    assert "within the noise of the runs" in found[0].message
+
+
+def test_runs_within_the_limit_pass(tmp_path: Path) -> None:
+    assert _judge([10_000_000, 10_100_000], [10_050_000, 10_150_000], tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        ("{id: x, kind: step, metric: calls, max_increase: 0}", "needs a host family"),
+        ("{id: x, kind: step, metric: period, family: sync, max_ratio: 1.1x}", "a family goes with"),
+        ("{id: x, kind: step, metric: calls, family: bogus, max_increase: 0}", "bogus"),
+        ("{id: x, kind: step, metric: between, stat: p99, max_increase: 1ms}", "a statistic across steps"),
+        ("{id: x, kind: step, metric: period}", "needs a limit"),
+        ("{id: x, kind: step, metric: calls, family: sync, max_increase: 1ms}", "max_increase"),
+    ],
+)
+def test_bad_step_rules_are_one_line_errors(rule: str, words: str, tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(f"version: 1\nrules:\n  - {rule}\n", encoding="utf-8")
+    with pytest.raises(RuleError) as e:
+        load_rules([str(path)])
+    assert words in str(e.value) and "\n" not in str(e.value)
+    assert str(path) in str(e.value)

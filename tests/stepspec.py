@@ -1,0 +1,36 @@
+"""A trace of two decode steps whose every microsecond is accounted for by hand (the
+accounting of docs/steps.md), shared by the steps tests of the fingerprint and the census."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nsysdiff.synth.builder import TraceBuilder
+
+US = 1_000
+T = 100 * US  # the first step's start
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def two_steps(path: Path) -> Path:
+    """Two decode steps whose every microsecond is accounted for in the comments."""
+    b = TraceBuilder()
+    b.launch("load_weights", 0, 10 * US, 20 * US)  # before the steps: not in any
+    # Step 0, range [T, T+100us], period 120us.
+    b.launch("gemm", T, T + 10 * US, 30 * US, api_duration=10 * US)  # launch-bound 0-10, compute 10-40
+    b.launch(NCCL, T + 12 * US, T + 35 * US, 25 * US, api_duration=3 * US)  # communication 40-60
+    copy = b.runtime("cudaMemcpyAsync_v3020", T + 60 * US, 2 * US)
+    b.memcpy("DtoH", T + 55 * US, 15 * US, 4096, correlation_id=copy)  # copies 60-70
+    b.runtime("cudaStreamSynchronize_v3020", T + 62 * US, 13 * US)  # sync 70-75, then host 75-80
+    b.launch("relu", T + 80 * US, T + 90 * US, 5 * US, api_duration=10 * US)  # launch 80-90, compute 90-95
+    b.runtime("cudaMalloc_v3020", T + 95 * US, 2 * US)  # host 95-98
+    b.launch("tail", T + 98 * US, T + 105 * US, 10 * US, api_duration=1 * US)  # launch 98-99, host 99-100
+    b.runtime("cudaFree_v3020", T + 110 * US, 2 * US)  # between steps: step 0's call, between time
+    b.nvtx_range("decode_step", T, T + 100 * US)
+    # Step 1, range [T+120us, T+200us], the last: its period is its duration.
+    b.launch("gemm", T + 120 * US, T + 125 * US, 55 * US, api_duration=5 * US)  # launch 0-5, compute 5-60
+    # Another thread of the process: its launch counts for the parts and the calls, but
+    # its kernel is not launched inside the step's (push/pop) range.
+    b.launch("other", T + 185 * US, T + 190 * US, 5 * US, api_duration=5 * US, tid=2002)
+    b.nvtx_range("decode_step", T + 120 * US, T + 200 * US)
+    return b.write(path)
