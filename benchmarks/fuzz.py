@@ -15,17 +15,26 @@ mutations:
   separators, and (rarely) 10 MB names, in kernel, NVTX, GPU and metadata strings and
   in the input's file name;
 - saved fingerprints, run sets and noise profiles (JSON) with hostile values, over-long
-  integers, NaN, deep nesting, duplicated rows.
+  integers, NaN, deep nesting, duplicated rows;
+- names with every Unicode blank (U+00A0, U+3000, U+2000-U+200A, ...) before ``::``, on a
+  line of their own or repeated so that wrapping starts a line with them;
+- rule files and ``--phases`` maps (YAML) with dates that are not dates, 5,000-digit and
+  400-digit numbers, NaN and negative limits, names over 255 bytes, symlink loops, bad
+  regexes, hostile ids and messages;
+- output paths onto inputs: ``-o`` naming an input, and ``--keep-export`` into the inputs'
+  own directory for reports whose export would take an input's name (a stand-in ``nsys``
+  on PATH exports by copying a seed trace).
 
 A diff compares one run per side, or several (``--base``/``--candidate``, a mutated run
 among good ones); a mutated noise profile is given to a diff as ``--noise-profile``.
 
 The contract, per case: exit 0, 1, 2 or 3 (70 is a crash; running past ``--timeout`` a
 hang); no ``Traceback``; the inputs byte-identical with nothing new beside them (no
-``-journal``, ``-wal`` or ``-shm``); no output line that GitHub's runner would parse as a
-command (``::`` after leading blanks, other than the github format's own annotations, or
-``##[``); no ESC, BEL or NUL in any output; a Markdown report within GitHub's 1 MiB
-step-summary limit.
+``-journal``, ``-wal`` or ``-shm``; a kept export is the one new file allowed); no output
+line that GitHub's runner would parse as a command (counted as the runner parses: every
+leading Unicode blank stripped, then ``::``, other than the github format's own annotations
+at the start of a line; or ``##[`` anywhere); no ESC, BEL or NUL in any output; a Markdown
+report within GitHub's 1 MiB step-summary limit.
 
 Speed: the parent imports nsysdiff once and forks a child per case (no interpreter start),
 ``--jobs`` children at a time; a child past ``--timeout`` seconds is killed.
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -55,6 +65,7 @@ import sys
 import tempfile
 import time
 import traceback
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,7 +86,7 @@ SUMMARY_FORMATS = tuple(f.value for f in cli.SummaryFormat)
 DIFF_FORMATS = tuple(f.value for f in Format)
 
 # Strings an adversary would put in a name. Every command they carry names MARKER.
-HOSTILE = (
+HOSTILE: tuple[str, ...] = (
     f"gemm\n::error file={MARKER},line=1::injected",
     f"gemm\r\n::warning title={MARKER}::injected",
     f"relu\n  ::stop-commands::{MARKER}",
@@ -98,6 +109,13 @@ HOSTILE = (
     "%0A::error::percent",
     "",
 )
+# Every character GitHub's runner trims before it looks for "::" (and Python's isspace()).
+BLANKS = "".join(
+    sorted({chr(c) for c in range(0x3001) if chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"}
+           | {"\u180e", "\u200b", "\ufeff"})
+)  # fmt: skip
+HOSTILE += tuple(f"k\n{b}::error::{MARKER}" for b in BLANKS if b != "\n")
+HOSTILE += tuple(f"k{f' www {b}::warning::{MARKER}' * 30}" for b in "\u3000\u00a0\u2003\u202f\u205f\u1680")
 HUGE = "A" * 10_000_000 + f"\n::error file={MARKER}::end"
 
 _KINDS_BYTES = ("overwrite", "zero_page", "swap_pages", "truncate")
@@ -123,7 +141,6 @@ _TARGETS = (
     ("ENUM_CUDA_MEMCPY_OPER", ("id", "name")),
     ("ENUM_NSYS_EVENT_TYPE", ("id", "name")),
 )  # fmt: skip
-_COMMAND = re.compile(r"^[ \t]*::")
 _OWN_ANNOTATION = re.compile(r"^::(error|warning|notice|debug|group|endgroup)( [^:]*)?::")
 
 
@@ -315,6 +332,110 @@ def mutate_json(rng: random.Random, text: str, what: str = "fingerprint") -> tup
     return out, f"{what} {key!r} = {str(shown)[:40]!r}"
 
 
+_RULE = """version: {version}
+description: {description}
+rules:
+  - id: {id}
+    kind: budget
+    kernel: {kernel}
+    each: true
+    metric: {metric}
+    {key}: {value}
+    message: {message}
+"""
+_LIMIT_KEYS = ("max_ratio", "max_noise_widths", "max_increase", "max_value", "min_time", "max_share", "min_ratio")
+_YAML_VALUES = (
+    "1" + "0" * 400, "9" * 5000, ".nan", "-1", "-0.5", ".inf", "-.inf", "1e400", "2026-02-30", "2026-13-01",
+    "2026-01-01 25:61:61", "'(?<=x)'", "[]", "{}", "null", "true", "1.1x", "5ms", "64MB", "5%", "0", "3",
+)  # fmt: skip
+
+
+def _yaml_string(rng: random.Random) -> str:
+    """A hostile string as a YAML double-quoted scalar (json.dumps escapes what YAML would refuse raw)."""
+    return json.dumps(rng.choice(HOSTILE)[:2000])
+
+
+def mutate_rules(rng: random.Random, directory: Path) -> tuple[Path, str]:
+    """A rule file with one hostile value (and, for some, the files it names)."""
+    fields = {
+        "version": "1", "description": "fuzz", "id": "r", "kernel": "'.'", "metric": "total_time",
+        "key": rng.choice(_LIMIT_KEYS), "value": rng.choice(_YAML_VALUES), "message": "m",
+    }  # fmt: skip
+    kind = rng.randrange(9)
+    if kind == 0:
+        fields["version"] = rng.choice(("2026-02-30", "9" * 5000, "1" + "0" * 400, ".nan", "2026-01-01"))
+    elif kind == 1:
+        fields["description"] = rng.choice(("2026-13-01", "2026-01-01 25:61:61", "2026-02-30", _yaml_string(rng)))
+    elif kind == 2:
+        fields["id"] = rng.choice(("2026-02-30", _yaml_string(rng), "9" * 5000))
+    elif kind == 3:
+        fields["message"] = _yaml_string(rng)
+    elif kind == 4:
+        fields["kernel"] = rng.choice(("'decode['", "'(?<=gemm)x'", "'(a+)+$'", _yaml_string(rng)))
+    elif kind == 5:
+        fields["metric"] = rng.choice(("bytes", "calls", "mean", "share", "2026-01-01"))
+    text = _RULE.format(**fields)
+    what = f"rules: {fields['key']}: {fields['value'][:30]!r}"
+    if kind == 6:  # a name the file system refuses, or a symlink loop, in extends / noise_profile
+        key = rng.choice(("extends", "noise_profile"))
+        if rng.random() < 0.5:
+            name = "a" * rng.choice((256, 300, 5000)) + ".yaml"
+        else:
+            name = "loop1"
+            os.symlink("loop2", directory / "loop1")
+            os.symlink("loop1", directory / "loop2")
+        text = text.replace("description: fuzz\n", f"description: fuzz\n{key}: {name}\n")
+        what = f"rules: {key}: {name[:20]}... ({len(name)} characters)"
+    elif kind == 7:  # a date as a key, or waivers with dates that are not dates
+        text += rng.choice(("2026-01-01: x\n", "waivers:\n  - rule: r\n    subject: x\n    reason: y\n"
+                            "    expires: 2026-02-30\n"))  # fmt: skip
+        what = "rules: a date-like key or expiry"
+    elif kind == 8:
+        text = "version: 1\nrules: " + "[" * rng.choice((33, 500)) + "]" * 1
+        what = "rules: deep nesting"
+    elif kind < 6:
+        what = f"rules: {list(fields)[kind]} = {str(list(fields.values())[kind])[:30]!r}"
+    path = directory / "rules.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path, what
+
+
+def mutate_phases(rng: random.Random, directory: Path) -> tuple[Path, str]:
+    """A ``--phases`` map with one hostile name or pattern."""
+    name, pattern = "decode", "'aten::mm.*'"
+    kind = rng.randrange(5)
+    if kind == 0:
+        name = rng.choice(("2026-02-30", "2026-01-01 25:61:61", "9" * 5000))
+    elif kind == 1:
+        pattern = rng.choice(("2026-02-30", "9" * 5000, "1" + "0" * 400, ".nan", "[2026-13-01]"))
+    elif kind == 2:
+        pattern = rng.choice(("'step['", "'(?<=x)y'", "'(a+)+$'", "''"))
+    elif kind == 3:
+        name = _yaml_string(rng)
+    else:
+        pattern = _yaml_string(rng)
+    path = directory / "phases.yaml"
+    path.write_text(f"phases:\n  {name}: {pattern}\n", encoding="utf-8")
+    return path, f"phases: {name[:30]!r}: {pattern[:30]!r}"
+
+
+# A stand-in for nsys on PATH: "exports" a report by copying the trace $NSYSDIFF_FUZZ_EXPORT.
+_FAKE_NSYS = """#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done
+cp "$NSYSDIFF_FUZZ_EXPORT" "$out"
+"""
+REPORT_HEAD = b"NVIDIA Tegra Profiler Report\x00\x01" + bytes(200)
+
+
+def fake_nsys(work: Path) -> Path:
+    bin_dir = work / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "nsys"
+    script.write_text(_FAKE_NSYS, encoding="utf-8")
+    script.chmod(0o755)
+    return bin_dir
+
+
 @dataclass(frozen=True)
 class Saved:
     """Per seed trace, the JSON documents nsysdiff saves from it, to mutate."""
@@ -322,16 +443,25 @@ class Saved:
     fingerprints: dict[Path, str]
     run_sets: dict[Path, str]  # the trace's fingerprint as two runs
     profiles: dict[Path, str]  # the noise profile of those runs
+    later: dict[Path, str]  # the trace's fingerprint as another capture (see _later)
 
 
 def saved_documents(seeds: Sequence[Path]) -> Saved:
     fps = {p: api.fingerprint_trace(p) for p in seeds}
-    sets = {p: runset.run_set([fp, fp], [str(p), str(p)]) for p, fp in fps.items()}
+    # Two runs that are not one capture (a run set of one capture twice is refused).
+    sets = {p: runset.run_set([fp, _later(fp)], [str(p), f"{p} (later)"]) for p, fp in fps.items()}
     return Saved(
         {p: fingerprint_to_json(fp) for p, fp in fps.items()},
         {p: runset.run_set_to_json(rs) for p, rs in sets.items()},
         {p: noise.profile_to_json(noise.measure(rs)) for p, rs in sets.items()},
+        {p: fingerprint_to_json(_later(fp)) for p, fp in fps.items()},
     )
+
+
+def _later(fp: Any) -> Any:
+    """``fp`` as if its capture ended 1 ns later: the same figures, another capture."""
+    end = fp.meta.capture_end_ns
+    return dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, capture_end_ns=None if end is None else end + 1))
 
 
 def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work: Path) -> Case:
@@ -345,7 +475,12 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
         name = rng.choice((f"t\n::error file={MARKER}::n.sqlite", "t\x1b[2Jx.sqlite", "[bold]t.sqlite", "a b.sqlite"))
     roll = rng.random()
     profile = None
-    if roll < 0.15:
+    env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
+    if roll < 0.08:
+        return _yaml_case(number, rng, src, base, directory, env)
+    if roll < 0.13:
+        return _output_case(number, rng, src, base, directory, env, work)
+    if roll < 0.28:
         what = rng.choice(("fingerprint", "fingerprint", "run set", "noise profile"))
         source = {"fingerprint": saved.fingerprints, "run set": saved.run_sets, "noise profile": saved.profiles}
         text, mutation = mutate_json(rng, source[what][src], what)
@@ -354,7 +489,7 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
         profile = target if what == "noise profile" else None
     else:
         target = _copy(src, directory / name)
-        mutation = mutate_bytes(rng, target) if roll < 0.55 else mutate_sql(rng, target)
+        mutation = mutate_bytes(rng, target) if roll < 0.64 else mutate_sql(rng, target)
     if profile is not None:
         # A noise profile is read by a diff that judges rules against it.
         fmt = rng.choice(DIFF_FORMATS)
@@ -368,7 +503,10 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
         fmt = rng.choice(DIFF_FORMATS)
         pair = [str(base), str(target)] if rng.random() < 0.7 else [str(target), str(base)]
         if rng.random() < 0.25:  # several runs per side, the mutated one among good runs
-            argv = ["diff", "--base", str(base), *pair[:1], "--candidate", *pair[1:], str(base), "--format", fmt]
+            # The good run beside it is another capture (one capture twice is refused).
+            later = directory / "later.json"
+            later.write_text(saved.later[src], encoding="utf-8")
+            argv = ["diff", "--base", str(later), *pair[:1], "--candidate", *pair[1:], str(later), "--format", fmt]
         else:
             argv = ["diff", *pair, "--format", fmt]
         inputs = [base, target]
@@ -382,11 +520,72 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
                 ["--nvtx", ".*"],
             )
         )
-    env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
+    _in_actions(rng, env, directory)
+    return Case(number, src.name, mutation, argv, env, inputs, directory)
+
+
+def _in_actions(rng: random.Random, env: dict[str, str], directory: Path) -> None:
     if rng.random() < 0.5:
         env["GITHUB_ACTIONS"] = "true"
         env["GITHUB_STEP_SUMMARY"] = str(directory / "step-summary.md")
         env["GITHUB_OUTPUT"] = str(directory / "github-output.txt")
+
+
+def _yaml_case(number: int, rng: random.Random, src: Path, base: Path, directory: Path, env: dict[str, str]) -> Case:
+    """A rule file or a phases map, mutated, read by a diff, ``rules validate`` or a summary."""
+    if rng.random() < 0.7:
+        path, mutation = mutate_rules(rng, directory)
+        fmt = rng.choice(DIFF_FORMATS)
+        argv = (["rules", "validate", str(path)] if rng.random() < 0.3
+                else ["diff", str(base), str(base), "--rules", str(path), "--format", fmt])  # fmt: skip
+    else:
+        path, mutation = mutate_phases(rng, directory)
+        if rng.random() < 0.5:
+            argv = ["summary", str(base), "--phases", str(path), "--format", rng.choice(SUMMARY_FORMATS)]
+        else:
+            argv = ["diff", str(base), str(base), "--phases", str(path), "--format", rng.choice(DIFF_FORMATS)]
+    _in_actions(rng, env, directory)
+    return Case(number, src.name, mutation, argv, env, [base, path], directory)
+
+
+def _output_case(
+    number: int, rng: random.Random, src: Path, base: Path, directory: Path, env: dict[str, str], work: Path
+) -> Case:
+    """``-o`` naming an input, or ``--keep-export`` into the inputs' own directory for a
+    report whose export would take an input's name; the inputs must come out unchanged."""
+    other = _copy(src, directory / "other.sqlite")
+    if rng.random() < 0.5:
+        target = rng.choice((base, other))
+        one = [str(target)]  # a command of one input writes onto that input
+        argv = rng.choice((
+            ["summary", *one, "-o", str(target)],
+            ["summary", str(base), str(other), "-o", str(target)],
+            ["fingerprint", *one, "-o", str(target)],
+            ["fingerprint", str(base), str(other), "--run-set", "-o", str(target)],
+            ["noise", str(base), str(other), "-o", str(target)],
+            ["diff", str(base), str(other), "-o", str(target), "--format", rng.choice(DIFF_FORMATS)],
+            ["diff", str(base), str(other), "-o", str(directory / "missing" / "r.json"), "--format", "text"],
+        ))  # fmt: skip
+        mutation = f"-o onto {target.name}"
+        inputs = [base, other]
+    else:
+        # Reports named like the inputs' exports: "other.sqlite" holding a report, or a
+        # report "base.nsys-rep" beside "base.sqlite", exported into this directory.
+        report = rng.choice((directory / "other.nsys-rep", directory / "report.sqlite"))
+        report.write_bytes(REPORT_HEAD)
+        env["PATH"] = f"{fake_nsys(work)}{os.pathsep}{env['PATH']}"
+        env["NSYSDIFF_FUZZ_EXPORT"] = str(src)
+        argv = rng.choice((
+            ["summary", str(report), "--keep-export", str(directory)],
+            ["diff", str(report), str(other), "--keep-export", str(directory), "--format", rng.choice(DIFF_FORMATS)],
+            ["diff", str(other), str(report), "--keep-export", str(directory), "--no-rules", "--format", "json"],
+            ["fingerprint", str(report), str(other), "-o", str(directory / "fps"), "--keep-export", str(directory)],
+        ))  # fmt: skip
+        mutation = f"--keep-export beside {report.name}"
+        inputs = [base, other, report]
+    if "--format" not in argv:
+        argv += [] if argv[0] in ("fingerprint", "noise") else ["--format", "text"]
+    _in_actions(rng, env, directory)
     return Case(number, src.name, mutation, argv, env, inputs, directory)
 
 
@@ -441,9 +640,11 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
     if _digest(case.inputs) != before:
         problems.append("modified input")
     new = sorted(set(os.listdir(case.directory)) - listing - {"stdout", "stderr", *extra})
+    if "--keep-export" in case.argv:  # the kept export, under a name no input had
+        new = [n for n in new if not (n.endswith(".sqlite") or n == "fps")]
     if new:
         problems.append(f"new files beside the inputs: {new}")
-    fmt = case.argv[case.argv.index("--format") + 1]
+    fmt = case.argv[case.argv.index("--format") + 1] if "--format" in case.argv else "json"
     for where, data in docs.items():
         text = data.decode("utf-8", "replace")
         # nsysdiff's own annotations: the github format, or any format in a workflow.
@@ -452,7 +653,8 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
             line = line.rstrip("\r")
             if "##[" in line:
                 problems.append(f"injected command in {where}: {line[:80]!r}")
-            elif _COMMAND.match(line):
+            elif line.lstrip(BLANKS).startswith("::"):
+                # nsysdiff's own annotations start the line; after any blank it is injected.
                 m = _OWN_ANNOTATION.match(line)
                 if not own or m is None or MARKER in line[: m.end()] or line[m.end() :].startswith(MARKER):
                     problems.append(f"injected command in {where}: {line[:80]!r}")

@@ -15,13 +15,14 @@ from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json
 from nsysdiff.fingerprint.reduce import assemble
 from nsysdiff.fingerprint.scope import ScopeOptions
-from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult, undecided_reason
+from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, RuleResult, undecided_reason
 from nsysdiff.trace import inputs
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import TraceReader, open_trace
 from nsysdiff.trace.records import GraphMode, JobIdentity, RangeRow, RankStats
+from nsysdiff.trace.schema import check_stopped
 
 
 def fingerprint_trace(
@@ -61,7 +62,7 @@ def fingerprint_trace(
             sync = r.sync_calls()
             progress(side, "NVTX ranges")
             nvtx = ranges.result()
-        progress(side, "reducing")
+        progress(side, "reducing to a fingerprint")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
         if len(groups.devices) > 1:
             # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
@@ -148,6 +149,7 @@ def load_runs(
     runs: list[Fingerprint] = []
     sources: list[str] = []
     for i, path in enumerate(paths):
+        check_stopped(str(path))  # a Ctrl-C between inputs stops at once
         src = inputs.recognise(Path(path))
         # The progress line counts the runs of a side of several.
         label = f"{side} run {i + 1:,} of {len(paths):,}" if side and len(paths) > 1 else side
@@ -169,7 +171,12 @@ def load_runs(
                 scope.check_saved(fp, options, run_source)
         runs.extend(saved.runs)
         sources.extend(saved.sources)
-    return runset.run_set(runs, sources)
+    checked = runset.run_set(runs, sources)
+    if len(runs) > 1:
+        # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
+        inputs.check_distinct_files([Path(p) for p in paths])
+        runset.check_distinct(runs, sources)
+    return checked
 
 
 if TYPE_CHECKING:  # the noise model and pandas load only where they are used
@@ -237,15 +244,22 @@ def judge(
     """The outcome and exit code of a diff and its findings.
 
     Without a meaningful overall scale the findings judged against it decide nothing, so
-    the outcome is inconclusive, unless a finding that needs no scale (a budget, a
-    structure check) already fails.
+    the outcome is inconclusive when an outlier rule ran, unless a finding that needs no
+    scale (a budget, a structure check) already fails.
     """
     no_scale = comparability.scale_reason(diff) if judged else None
+    if judged and not rules:
+        # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
+        # read in CI as "no regression" with any outlier on screen.
+        reasons = (*reasons, f"{NO_RULES} ({', '.join(packs) or 'no rule file'}): nothing was judged")
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
     if no_scale is not None:
-        if any(not f.scaled for f in provisional.failed):
+        # Only the outlier rules judge against the scale: without one among the rules (the
+        # `tpot` pack judges steps and budgets), a missing scale is worth a note, no more.
+        scale_judged = any(r.kind == "outlier" for r in rules)
+        if not scale_judged or any(not f.scaled for f in provisional.failed):
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)

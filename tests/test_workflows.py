@@ -310,6 +310,46 @@ def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists()
 
 
+def test_a_path_given_as_a_block_loses_its_newline(run_diff_step: Any) -> None:
+    run = run_diff_step(INPUT_BASE="runs/base.sqlite\n", INPUT_CANDIDATE="runs/cand.sqlite\n")
+    assert run.args is not None
+    assert run.args[:2] == ["runs/base.sqlite", "runs/cand.sqlite"]
+
+
+@pytest.mark.parametrize("name", ["INPUT_STRICT", "INPUT_FAIL_ON_INCONCLUSIVE"])
+def test_a_bad_boolean_input_injects_no_command(run_diff_step: Any, name: str) -> None:
+    run = run_diff_step(**{name: "x\n::add-mask::FAIL\n\u3000::warning::forged\r%0A"})
+    assert run.outputs.get("exit-code") == "2" or run.args is None
+    blanks = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+    commands = [line for line in run.stdout.split("\n") if line.lstrip(blanks).startswith("::")]
+    assert len(commands) == 1 and commands[0].startswith("::error title=nsysdiff action::input"), commands
+    assert "%0A::add-mask::FAIL%0A" in commands[0] and "%250A" in commands[0]
+
+
+def test_the_install_step_echoes_no_command(tmp_path: Path) -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not available")
+    fake_python = tmp_path / "python"
+    fake_python.write_text(
+        '#!/usr/bin/env bash\nmkdir -p "$3/bin"\nfor t in python nsysdiff; do\n'
+        '  printf "#!/bin/sh\\nexit 0\\n" > "$3/bin/$t"; chmod +x "$3/bin/$t"\ndone\n'
+    )
+    fake_python.chmod(0o755)
+    script = tmp_path / "install.sh"
+    script.write_text(_step_script(name="Install nsysdiff"))
+    (tmp_path / "out").write_text("")
+    env = {"PATH": os.environ.get("PATH", ""), "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "out"),
+           "PYTHON": str(fake_python), "ACTION_PATH": str(ROOT),
+           "INPUT_VERSION": "git+https://x\n::add-mask::FAIL\n\u3000::warning::forged"}  # fmt: skip
+    r = subprocess.run([bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, timeout=60,
+                       check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    blanks = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+    assert [line for line in r.stdout.split("\n") if line.lstrip(blanks).startswith("::")] == []
+    assert "%0A::add-mask::FAIL%0A" in r.stdout
+
+
 def test_noise_profile(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
     assert run.args is not None

@@ -11,13 +11,14 @@ them. The first trace that fails stops the batch with its own error.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nsysdiff import api
+from nsysdiff.cli.root import notify
 from nsysdiff.errors import NsysdiffError, UsageError
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.fingerprint.scope import ScopeOptions
@@ -43,22 +44,31 @@ def plan(traces: Sequence[Path], out_dir: Path) -> tuple[Job, ...]:
     return tuple(jobs.values())
 
 
-def fingerprint_json(trace: str, options: ScopeOptions) -> str:
+def fingerprint_json(trace: str, options: ScopeOptions, keep_export: str | None = None) -> str:
     """The fingerprint of one trace as JSON text (what a worker runs)."""
-    return fingerprint_to_json(api.load(trace, options))
+    keep = Path(keep_export) if keep_export is not None else None
+    return fingerprint_to_json(api.load(trace, options, keep_export=keep, notify=notify))
 
 
-def run(jobs: Sequence[Job], options: ScopeOptions, *, workers: int = 1, scheduler: str | None = None) -> None:
+def run(
+    jobs: Sequence[Job], options: ScopeOptions, *, workers: int = 1, scheduler: str | None = None,
+    keep_export: Path | None = None,
+) -> None:
     """Fingerprint every job's trace into its output file."""
     if workers < 1:
         raise UsageError(f"--jobs {workers}: must be 1 or more")
+    # Absolute paths: a worker process or a cluster's worker may run in another directory.
+    traces = [os.path.abspath(j.trace) for j in jobs]
+    keep = os.path.abspath(keep_export) if keep_export is not None else None
     texts: Iterable[str]
     if scheduler is not None:
-        texts = _on_dask(scheduler, jobs, options)
+        from nsysdiff.cli import scheduler as dask_scheduler
+
+        texts = dask_scheduler.fingerprints(scheduler, traces, options, keep, fingerprint_json)
     elif workers > 1 and len(jobs) > 1:
-        texts = _in_processes(min(workers, len(jobs)), jobs, options)
+        texts = _in_processes(min(workers, len(jobs)), traces, options, keep)
     else:
-        texts = (fingerprint_json(str(j.trace), options) for j in jobs)
+        texts = (fingerprint_json(t, options, keep) for t in traces)
     for job, text in zip(jobs, texts, strict=True):
         _write(job.output, text)
 
@@ -71,9 +81,9 @@ def _write(path: Path, text: str) -> None:
         raise NsysdiffError(f"{path}: can't write ({e.strerror})") from None
 
 
-def _in_processes(workers: int, jobs: Sequence[Job], options: ScopeOptions) -> list[str]:
+def _in_processes(workers: int, traces: Sequence[str], options: ScopeOptions, keep: str | None) -> list[str]:
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(fingerprint_json, str(j.trace), options) for j in jobs]
+        futures = [pool.submit(fingerprint_json, t, options, keep) for t in traces]
         return _first_error(futures, lambda f: f.result())
 
 
@@ -86,20 +96,3 @@ def _first_error(futures: Sequence[Future[str]], result: Callable[[Future[str]],
             f.cancel()
         raise failed[0].exception()  # type: ignore[misc]
     return [result(f) for f in futures]
-
-
-def _on_dask(address: str, jobs: Sequence[Job], options: ScopeOptions) -> list[str]:
-    try:
-        from distributed import Client
-    except ImportError:
-        raise UsageError("--scheduler needs Dask's distributed package: pip install 'nsysdiff[dask]'") from None
-    try:
-        client: Any = Client(address, timeout="10s", set_as_default=False)  # type: ignore[no-untyped-call]
-    except (OSError, TimeoutError, ValueError) as e:
-        raise UsageError(f"--scheduler {address}: can't connect ({e})") from None
-    try:
-        futures = client.map(fingerprint_json, [str(j.trace) for j in jobs], [options] * len(jobs), pure=False)
-        # gather raises the first task's own exception (a TraceError for a bad trace).
-        return list(client.gather(futures))
-    finally:
-        client.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from nsysdiff import api
+from nsysdiff.cli import outputs
 from nsysdiff.cli.options import (
     ByOpt,
     KeepExportOpt,
@@ -34,7 +36,7 @@ from nsysdiff.cli.options import (
 from nsysdiff.cli.root import Command, app, handled, notify, stderr
 from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
-from nsysdiff.errors import UsageError
+from nsysdiff.errors import NsysdiffError, UsageError
 from nsysdiff.fingerprint import scope
 from nsysdiff.render import Format, format_for, layout, render
 from nsysdiff.render.names import Names
@@ -176,12 +178,17 @@ def diff(
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
+    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
+    _check_outputs(output or (), [*base_paths, *candidate_paths, *(rules or ()), phases, noise_profile, keep_export])
     for path in (o for o in output or () if not o.is_dir()):
         format_for(path)  # an unknown extension fails before any trace is read
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     if ruleset is not None:
         ruleset = _with_noise(ruleset, noise_profile)
+        if not ruleset.rules:
+            stderr(f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
+                   "not a pass; give a pack or a file with rules, or --no-rules to report only", "warning")
     elif noise_profile is not None:
         raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     opts = scope.options(
@@ -190,7 +197,6 @@ def diff(
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
         step_ranges=_step_ranges(ruleset),
     )  # fmt: skip
-    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     with progress.reading(quiet) as report_progress:
 
         def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
@@ -228,22 +234,40 @@ def diff(
     note_unmangled(names, b, c)
     columns = layout.columns(width, sys.stdout)
     sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
+    lost = []
     for path in output or ():
-        if path.is_dir():
-            from nsysdiff.render import csv_report
+        try:
+            if path.is_dir():
+                from nsysdiff.render import csv_report
 
-            csv_report.write_dir(report, path, names=names)
-            continue
-        # A file keeps every section: it is read later, not on one screen.
-        write(render(report, format_for(path), width=layout.columns(width, None), details=True,
-                      names=names), path)  # fmt: skip
+                csv_report.write_dir(report, path, names=names)
+                continue
+            # A file keeps every section: it is read later, not on one screen.
+            write(render(report, format_for(path), width=layout.columns(width, None), details=True,
+                          names=names), path)  # fmt: skip
+        except NsysdiffError as e:  # the report is out: the verdict keeps its exit code
+            stderr(str(e))
+            lost.append(str(e))
     if os.environ.get("GITHUB_ACTIONS") == "true" or fmt is Format.github:
         from nsysdiff.render import github
 
         if fmt is not Format.github:
             sys.stdout.write(github.render(report))
         github.publish(report, os.environ)
-    raise typer.Exit(int(report.exit_code))
+    raise typer.Exit(outputs.settle(int(report.exit_code), lost))
+
+
+def _check_outputs(paths: Sequence[Path], inputs: Sequence[Path | str | None]) -> None:
+    """Every ``-o`` can be written and is no input, before any trace is read."""
+    from nsysdiff.render import csv_report
+
+    given = outputs.existing(inputs)
+    for path in paths:
+        if path.is_dir():
+            outputs.directory(path, given)
+            outputs.files_in(path, csv_report.FILE_NAMES, given)
+        else:
+            outputs.file(path, given)
 
 
 def _sides(

@@ -30,6 +30,10 @@ def route(argv: list[str]) -> list[str]:
     commands = _commands()
     if argv and argv[0].split("=")[0] in _RUNS_OPTIONS:
         return _runs_options(["diff", *argv])  # nsysdiff --base RUN... --candidate RUN...
+    if argv and argv[0].startswith("-") and argv[0] not in _ROOT_OPTIONS and not _names_command(argv, commands):
+        # nsysdiff --no-rules A B, --rules tpot A B, -o x.json A B: options of the diff
+        # before its files, as `nsysdiff diff` takes them.
+        return _runs_options(["diff", *argv])
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
         if not os.path.lexists(argv[0]):
             close = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.7)
@@ -43,6 +47,13 @@ def route(argv: list[str]) -> list[str]:
 
 
 _RUNS_OPTIONS = ("--base", "--candidate")
+_ROOT_OPTIONS = ("--version", "-h", "--help")
+
+
+def _names_command(argv: list[str], commands: list[str]) -> bool:
+    """Whether a command word follows the leading options (``nsysdiff --width 80 summary T``
+    is a misplaced option of ``summary``, not a diff of files named ``summary``)."""
+    return any(word in commands and not os.path.lexists(word) for word in argv[1:])
 
 
 def _runs_options(argv: list[str]) -> list[str]:
@@ -90,6 +101,14 @@ _REWORDED = (
 )
 
 
+def _closest(e: BaseException) -> str | None:
+    """The one option a mistyped one most likely meant (``--rule`` -> ``--rules``): click
+    lists loose candidates (``--bogus`` -> ``--base``), so only a close one is named."""
+    given = str(getattr(e, "option_name", "") or "")
+    close = difflib.get_close_matches(given, list(getattr(e, "possibilities", None) or ()), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def usage_line(e: BaseException) -> str:
     """A click usage error as one line: the option, what is wrong, and where help is."""
     ctx = getattr(e, "ctx", None)
@@ -103,6 +122,8 @@ def usage_line(e: BaseException) -> str:
         usage = " ".join(ctx.command.collect_usage_pieces(ctx)) if ctx is not None else ""
         what = param.metavar or (param.name or "").upper()
         message = f"missing {what}: the usage is '{command} {usage}'" if usage else f"missing {what}"
+    elif type(e).__name__ == "NoSuchOption" and _closest(e):
+        message = f"{message}; did you mean {_closest(e)}?"
     elif param is not None and type(e).__name__ == "BadParameter":
         opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
         name = opts[0] if opts else (param.metavar or param.name or "").upper()

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from nsysdiff import api
-from nsysdiff.cli import batch
+from nsysdiff.cli import batch, outputs
 from nsysdiff.cli.options import KeepExportOpt, NvtxOpt, OriginOpt, PerOpt, PhasesOpt, SkipOpt, WindowOpt, write
 from nsysdiff.cli.root import Command, app, handled, notify
 from nsysdiff.errors import UsageError
@@ -29,11 +30,11 @@ def fingerprint(
         ),
     ],
     output: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output", "-o", metavar="FILE|DIR",
-            help="Write to FILE (default: stdout); with several traces and no --run-set, a directory "
-            "that receives DIR/STEM.json for each.",
+            help="Write to FILE (default: stdout); with several traces and no --run-set, or a name ending "
+            "in /, a directory that receives DIR/STEM.json for each.",
         ),
     ] = None,
     jobs: Annotated[
@@ -64,21 +65,41 @@ def fingerprint(
     ] = False,
 ) -> None:
     """Reduce traces to small versioned JSON fingerprints (CI baseline artifacts)."""
+    # Every output is checked before any trace is read: it can be written and is no input.
+    given = outputs.existing([*traces, phases, keep_export])
+    out = None if output is None else Path(output)
+    # A trailing slash says "directory" (Path drops it), as does an existing directory.
+    as_dir = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
+    if out is not None and not as_dir and (run_set or (len(traces) == 1 and scheduler is None)):
+        outputs.file(out, given)
     opts = scope.options(
         window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
         phases_file=phases,
     )  # fmt: skip
     if run_set:
+        if as_dir:
+            raise UsageError(f"-o {output}: --run-set writes one file; give a file name such as runs.json")
         runs = sides.read_one(lambda: api.load_runs(traces, opts, keep_export=keep_export, notify=notify))
-        write(runset.run_set_to_json(runs), output)
+        write(runset.run_set_to_json(runs), out)
         return
-    if len(traces) == 1 and scheduler is None and (output is None or not output.is_dir()):
+    if len(traces) == 1 and scheduler is None and not as_dir:
         fp = sides.read_one(lambda: api.load(traces[0], opts, keep_export=keep_export, notify=notify))
-        write(fingerprint_to_json(fp), output)
+        write(fingerprint_to_json(fp), out)
         return
-    if output is None:
+    if out is None:
         raise UsageError(
             f"{len(traces)} traces given: -o DIR writes one DIR/STEM.json each, --run-set one run-set file"
         )
-    jobs_planned = batch.plan(traces, output)
-    sides.read_one(lambda: batch.run(jobs_planned, opts, workers=jobs, scheduler=scheduler))
+    if not as_dir and out.suffix.lower() == ".json":
+        raise UsageError(
+            f"-o {output}: {len(traces)} traces make {len(traces)} fingerprints; use --run-set for one file, "
+            f"or -o DIR for one DIR/STEM.json each"
+        )
+    outputs.directory(out, given)
+    jobs_planned = batch.plan(traces, out)
+    outputs.files_in(out, [j.output.name for j in jobs_planned], given)
+    if scheduler is not None:
+        # On the main thread: the cluster's calls wait in short steps there, so a Ctrl-C stops them.
+        batch.run(jobs_planned, opts, scheduler=scheduler, keep_export=keep_export)
+        return
+    sides.read_one(lambda: batch.run(jobs_planned, opts, workers=jobs, keep_export=keep_export))

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from nsysdiff import api
+from nsysdiff.cli import outputs
 from nsysdiff.cli.options import (
     KeepExportOpt,
     NvtxOpt,
@@ -63,6 +64,8 @@ def noise(
     from nsysdiff.fingerprint import noise as noise_model
     from nsysdiff.render import noise as noise_render
 
+    if output is not None:
+        outputs.file(output, outputs.existing([*runs, keep_export]))
     opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)
     with progress.reading(quiet) as report_progress:
         profile = sides.read_one(

@@ -23,7 +23,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings=CONTEXT,
     help="Diff two Nsight Systems traces (SQLite exports or saved fingerprints) and point at "
-    "the change that is abnormal. `nsysdiff BASE CANDIDATE` is `nsysdiff diff BASE CANDIDATE`.",
+    "the change that is abnormal. `nsysdiff BASE CANDIDATE` is `nsysdiff diff BASE CANDIDATE`; its options "
+    "(--rules, --no-rules, -o, ...: see `nsysdiff diff --help`) go before or after the two files.",
     epilog="Exit codes: 0 pass, 1 regression, 2 bad input or usage, 3 inconclusive, 70 internal error.",
 )
 
@@ -83,7 +84,10 @@ def handled(fn: F) -> F:
 
 def _version(value: bool) -> None:
     if value:
-        print(f"nsysdiff {__version__}")
+        from nsysdiff.fingerprint.model import FORMAT_VERSION
+
+        # The fingerprint format is what a saved baseline depends on (CHANGELOG.md).
+        print(f"nsysdiff {__version__} (fingerprint format {FORMAT_VERSION})")
         raise typer.Exit(0)
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nsysdiff.cli.root import CONTEXT, Command, app, handled
+from nsysdiff.cli.root import CONTEXT, Command, app, handled, one_line, stderr
 from nsysdiff.render import layout
 
 rules_app = typer.Typer(
@@ -46,7 +46,8 @@ def rules_explain(
     """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
-    sys.stdout.write(layout.fit(catalog.explain(name), layout.columns(None, sys.stdout)))
+    width = layout.columns(None, sys.stdout)
+    sys.stdout.write(layout.fit(catalog.explain(name, width), width))
 
 
 @rules_app.command("validate", cls=Command)
@@ -62,4 +63,9 @@ def rules_validate(
 
     ruleset = rule_engine.load_rules(files)
     rules, waivers = len(ruleset.rules), len(ruleset.waivers)
-    print(f"ok: {', '.join(files)} ({rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)})")
+    # One inert line: a file name may hold a newline and a workflow command.
+    counts = f"{rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)}"
+    print(one_line(f"ok: {', '.join(files)} ({counts})"))
+    if not rules:
+        stderr(f"{', '.join(files)}: no rule: a diff judged by these rules alone judges nothing and exits 3 "
+               "(inconclusive), never 0", "warning")

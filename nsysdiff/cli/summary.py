@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from nsysdiff import api
+from nsysdiff.cli import outputs
 from nsysdiff.cli.options import (
     ByOpt,
     KeepExportOpt,
@@ -78,6 +79,8 @@ def summary(
 ) -> None:
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
     several traces, the ranks of one job: per-rank figures and the collective skew."""
+    if output is not None:
+        outputs.file(output, outputs.existing([*traces, phases, keep_export]))
     if len(traces) > 1:
         _job_summary(traces, fmt, output, width, keep_export, quiet, force_ranks,
                      given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.compare.diff import MAX_SPREAD, MIN_COMMON, Diff, basis_of
+from nsysdiff.compare.diff import Diff, basis_of
+from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
 from nsysdiff.fingerprint.model import Fingerprint, Scope
 from nsysdiff.fingerprint.scope import describe
 from nsysdiff.trace.records import GraphMode
@@ -152,11 +153,13 @@ def assess(
             "id (launches, total, mean); the kernels inside the graphs are not visible "
             f"(capture with `{NODE_FLAG}` to see them)"
         )
-    else:
-        for side, fp in (("base", base), ("candidate", cand)):
-            if not fp.meta.has_kernels or not fp.kernels:
-                reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
     graph = None if basis == "graphs" else _graph_reason(base, cand)
+    if basis not in ("nvtx", "graphs"):
+        for side, fp in (("base", base), ("candidate", cand)):
+            # A graph-mode side has its work in graph launches, not no data: the graph
+            # reason below says what differs and how to capture it.
+            if (not fp.meta.has_kernels or not fp.kernels) and not (graph and fp.meta.graph_launches):
+                reasons.append(f"{side} ({fp.meta.source}) has no kernel data")
     if graph:
         reasons.append(graph)
     elif base.meta.graph_mode is not cand.meta.graph_mode:
@@ -248,14 +251,20 @@ def _pair(b: str, c: str) -> str:
 
 
 def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
-    """(label, text) headline lines: the graph-level totals, when either side has any.
+    """(label, text) headline lines: the scope and its coverage when the sides are scoped,
+    the graph-level totals when either side has any.
 
-    The scope (window, NVTX, skip-first) and coverage are lines of :func:`fact_lines`;
+    The scope (window, NVTX, skip-first) and coverage are also lines of :func:`fact_lines`;
     steps and the per-step GPU time (the GPU-side TPOT) come from
     :class:`~nsysdiff.compare.diff.Headline` (``per``, ``*_steps``, ``*_per_step_ns``).
     """
     b, c = d.base, d.candidate
     out = []
+    if _scope_key(b.scope) != _scope_key(Scope()) or _scope_key(c.scope) != _scope_key(Scope()):
+        # A scoped diff says on its first screen what it kept and how much of the kernel
+        # time that is: a 20% coverage reads very differently from 99%.
+        out += [(f.label, f.base if f.joint else _pair(f.base, f.candidate))
+                for f in facts(b, c) if f.label in ("scope", "coverage")]  # fmt: skip
     if b.meta.graph_launches or c.meta.graph_launches:
         out.append(
             (

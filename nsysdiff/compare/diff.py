@@ -31,13 +31,12 @@ import dataclasses
 import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import numpy as np
-
-from nsysdiff.compare import attribution, collective, stats
+from nsysdiff.compare import attribution, collective, labels, stats
 from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
+from nsysdiff.compare.scale import NO_SCALE, Scale, overall_scale, scale_of
 from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.trace.records import GraphStats
@@ -174,50 +173,6 @@ class VariantDrift:
         return sum(v.total_ns for v in self.disappeared)
 
 
-# No family carries more than this share of the scale's weight (docs/diff.md).
-WEIGHT_CAP = 0.20
-# Below this share of either side's kernel time in families on both sides, no scale.
-MIN_COMMON = 0.5
-# Above this ratio between the weighted quartiles of the family ratios (half the weight
-# spread over more than an order of magnitude), the families changed in unrelated ways:
-# their median is no reference to judge a key against.
-MAX_SPREAD = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    """The overall scale and what it rests on."""
-
-    factor: float  # the weighted median of the family ratios (1.0 when there is none)
-    spread: float  # weighted MAD of the family log ratios around it, before the floor
-    low: float  # weighted quartiles of the family ratios: half the weight lies between
-    high: float
-    families: int  # families on both sides it is measured over
-    base_share: float  # of base kernel time in those families
-    candidate_share: float
-
-    @property
-    def covered(self) -> bool:
-        """Enough of both sides' time in common families for a scale to be measured."""
-        return self.families > 0 and min(self.base_share, self.candidate_share) >= MIN_COMMON
-
-    @property
-    def scattered(self) -> bool:
-        """The family ratios spread too wide (``MAX_SPREAD`` between the quartiles) for
-        their median to be a reference."""
-        return self.families > 0 and self.high > MAX_SPREAD * self.low
-
-    @property
-    def meaningful(self) -> bool:
-        """A scale that means something: covered and not scattered."""
-        return self.covered and not self.scattered
-
-    def times(self, k: float) -> Scale:
-        """The same scale with every ratio multiplied by ``k`` (per-step normalisation)."""
-        return dataclasses.replace(self, factor=self.factor * k, low=self.low * k, high=self.high * k)
-
-
-NO_SCALE = Scale(1.0, 0.0, 1.0, 1.0, 0, 0.0, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +224,8 @@ class Diff:
     # The steps of both sides compared (time per step, its parts, host calls per step);
     # None unless both fingerprints carry steps.
     steps: step_diff.StepsDiff | None = None
+    # Kernel key -> its one label in every output (nsysdiff.compare.labels).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def intervals(self) -> bool:
@@ -303,9 +260,9 @@ class Diff:
         return tuple(sorted(rows, key=lambda r: -abs(r.outlier_score or 0.0)))
 
     def kernel_label(self, row: Row) -> str:
-        """The short name when no other kernel shares it, else the demangled name."""
-        same = sum(1 for r in self.kernels if r.name == row.name)
-        return row.name if same == 1 else row.key
+        """A kernel as every output names it: its short name, with the words that tell it
+        from the kernels sharing it (the same label in tables, subjects and annotations)."""
+        return self.labels.get(row.key) or labels.short_labels((r.key, r.name) for r in self.kernels)[row.key]
 
     @property
     def base_meta(self) -> TraceMeta:
@@ -514,54 +471,6 @@ def _nvtx_items(ranges: Iterable[RangeStats]) -> list[_Item]:
         _Item(f"{r.domain}::{r.name}" if r.domain else r.name, r.name, r.count, r.total_ns)
         for r in ranges
     ]
-
-
-def _family_totals(kernels: Sequence[KernelStats]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for k in kernels:
-        out[k.family] = out.get(k.family, 0) + k.total_ns
-    return out
-
-
-def overall_scale(
-    base: Sequence[KernelStats], cand: Sequence[KernelStats], min_share: float = 0.0
-) -> Scale:
-    """The scale over the families on both sides (see the module docstring)."""
-    return scale_of(_family_totals(base), _family_totals(cand), min_share)
-
-
-def scale_of(fb: Mapping[str, float], fc: Mapping[str, float], min_share: float = 0.0) -> Scale:
-    """The scale over the keys (families, NVTX ranges, graphs) on both sides.
-
-    Keys under ``min_share`` of both sides' time are left out (their ratios are timing
-    noise) unless that would leave nothing.
-    """
-    tb, tc = sum(fb.values()), sum(fc.values())
-    common = sorted(f for f in fb.keys() & fc.keys() if fb[f] > 0 and fc[f] > 0)
-    if not common or not tb or not tc:
-        return NO_SCALE
-    share_b = np.array([fb[f] / tb for f in common])
-    share_c = np.array([fc[f] / tc for f in common])
-    logs = np.log(np.array([fc[f] for f in common], dtype=np.float64)) - np.log(
-        np.array([fb[f] for f in common], dtype=np.float64)
-    )
-    material = np.maximum(share_b, share_c) >= min_share
-    if not material.any():
-        material[:] = True
-    size = (share_b + share_c)[material]
-    lr = logs[material]
-    w = stats.capped_weights(size, WEIGHT_CAP)
-    centre = stats.weighted_median(lr, w)
-    spread = stats.weighted_median(np.abs(lr - centre), w)
-    return Scale(
-        factor=math.exp(centre),
-        spread=spread,
-        low=math.exp(stats.weighted_quantile(lr, w, 0.25)),
-        high=math.exp(stats.weighted_quantile(lr, w, 0.75)),
-        families=len(common),
-        base_share=float(share_b.sum()),
-        candidate_share=float(share_c.sum()),
-    )
 
 
 def _graph_items(graphs: Iterable[GraphStats]) -> list[_Item]:
@@ -777,6 +686,7 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         settings=settings,
         headline=headline,
         kernels=kernels,
+        labels=labels.short_labels((r.key, r.name) for r in kernels),
         families=fam,
         categories=cats,
         memcpy=_copies(base.memcpy, cand.memcpy, settings.noise, per),

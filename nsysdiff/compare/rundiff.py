@@ -31,8 +31,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nsysdiff.compare import runstats
-from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, scale_of, totals_of
+from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, totals_of
 from nsysdiff.compare.runs import Deviation, KeyRuns, RunsDiff, Spread
+from nsysdiff.compare.scale import scale_of
 from nsysdiff.compare.steps import StepSide
 from nsysdiff.compare.steps import side as step_side
 from nsysdiff.fingerprint import runset

@@ -294,12 +294,22 @@ def fingerprint_to_json(fp: Fingerprint) -> str:
     return neutral.json_document(json.dumps(doc, indent=1, sort_keys=False)) + "\n"
 
 
+# nsysdiff's other JSON documents, named when one is given where a trace belongs.
+_OTHER_DOCUMENTS = {
+    "nsysdiff-noise-profile": "a noise profile (nsysdiff noise): give it with --noise-profile FILE",
+    "nsysdiff-diff": "a diff report (nsysdiff -o report.json): give the traces or fingerprints it compared",
+    "nsysdiff-summary": "a summary (nsysdiff summary --format json): give the trace it summarises",
+}
+
+
 def fingerprint_from_json(text: str, source: str) -> Fingerprint:
     from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
     doc = validation.parse(text, source)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}")')
+        other = _OTHER_DOCUMENTS.get(str(doc.get("format"))) if isinstance(doc, dict) else None
+        hint = f"; it is {other}" if other else ""
+        raise FingerprintError(f'{source}: not an nsysdiff fingerprint (no "format": "{FORMAT}"){hint}')
     version = doc.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FingerprintError(

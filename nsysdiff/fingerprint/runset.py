@@ -9,7 +9,9 @@ fingerprint stays valid input everywhere and a run set adds no new shape for a r
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.steps import HostFamily, StepPart
+from nsysdiff.trace.schema import check_stopped
 
 RUN_SET_FORMAT = "nsysdiff-run-set"
 RUN_SET_VERSION = 1
@@ -79,6 +82,23 @@ def check_comparable(runs: Sequence[Fingerprint], sources: Sequence[str]) -> Non
                 )
 
 
+def check_distinct(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
+    """Raise naming two runs that are one capture: identical fingerprints, whatever the
+    file names. Two real runs never agree on every kernel's total to the nanosecond, and a
+    capture counted twice fakes statistics: zero noise in a profile, a point interval
+    marked "changed" in a diff."""
+    seen: dict[str, str] = {}
+    for fp, source in zip(runs, sources, strict=True):
+        anonymous = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, source=""))
+        key = hashlib.sha256(fingerprint_to_json(anonymous).encode("utf-8", "surrogatepass")).hexdigest()
+        if key in seen:
+            raise UsageError(
+                f"{source}: the same capture as {seen[key]} (identical fingerprints); each run of a "
+                "side must be a capture of its own, or the statistics count one run twice"
+            )
+        seen[key] = source
+
+
 def run_set(runs: Sequence[Fingerprint], sources: Sequence[str]) -> RunSet:
     """A checked run set (at least one run, all comparable)."""
     if not runs:
@@ -117,7 +137,10 @@ def run_set_from_json(text: str, source: str) -> RunSet:
     validation.check_schema(doc, source, schema="run-set", what="run set")
     sources = [f"{source} runs[{i}]" for i in range(len(runs))]
     # Each run goes through the whole single-fingerprint path: one validator, one truth.
-    fps = [fingerprint_from_json(validation.redump(run), where) for run, where in zip(runs, sources, strict=True)]
+    fps = []
+    for run, where in zip(runs, sources, strict=True):
+        check_stopped(where)  # thousands of runs: a Ctrl-C must not wait for all of them
+        fps.append(fingerprint_from_json(validation.redump(run), where))
     try:
         return run_set(fps, sources)
     except UsageError as e:

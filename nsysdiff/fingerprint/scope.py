@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from nsysdiff import units
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import step_figures
 from nsysdiff.fingerprint.model import Fingerprint, Phase, Scope
@@ -127,6 +128,16 @@ def parse_pattern(text: str, option: str = "--nvtx") -> RangePattern:
         name, domain = text, ""
     if not name.strip():
         raise UsageError(f"{option} {text!r}: expected an NVTX range name, NAME or NAME@DOMAIN")
+    for part in (name, domain) if at else (name,):
+        try:
+            compile_regex(part)
+        except RegexError as e:
+            # Refused, as rule files refuse it: taken as a literal, a typo would match nothing.
+            hint = "no lookaround, no backreferences; " if e.unsupported else ""
+            raise UsageError(
+                f"{option} {text!r}: bad regex {part!r}: {e} (patterns are RE2: {hint}escape a "
+                "character such as ( or [ with a backslash to match it as it is)"
+            ) from None
     return RangePattern(text, name, domain if at else None)
 
 
@@ -271,6 +282,20 @@ class _Scoper:
         end = _NO_END if tw.end_ns is None else origin + tw.end_ns
         return Window(origin + tw.start_ns, end)
 
+    def _empty_window(self) -> None:
+        """A window that holds no kernel of a trace that has some is a bad scope (exit 2),
+        not a trace without kernel data: name the window and where the kernels are."""
+        span = self.r.kernel_span_ns()
+        if span is None:
+            return  # no kernel rows at all (NVTX-only or graph-mode): the diff says so
+        assert self.window is not None and self.o.window is not None
+        origin = self.window.start_ns - parse_window(self.o.window).start_ns
+        what = "the capture start" if self.o.window_origin == "capture" else "the first kernel"
+        raise UsageError(
+            f"--window {self.o.window}: no kernel of {self.r.path.name} starts in it; its kernels run "
+            f"from {units.ns(span[0] - origin)} to {units.ns(span[1] - origin)} after {what}"
+        )
+
     def _codes(self, pat: RangePattern) -> tuple[int, ...]:
         return tuple(i for i, (n, d) in enumerate(self._unique) if pat.matches(n, d))
 
@@ -316,15 +341,11 @@ class _Scoper:
         # steps (the whole decode loop) stays listed.
         ranges = [self.nvtx] if self.nvtx is not None else []
         within = [*ranges, self.per] if self.per is not None else ranges
+        total = self.r.kernel_time_ns(Selection(window=self.window))
+        if self.window is not None and not total:
+            self._empty_window()
         filtered = bool(within) or self.cut
-        if filtered:
-            total = self.r.kernel_time_ns(Selection(window=self.window))
-            fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=True, phase=False)
-        else:
-            # The whole window's kernels are read anyway: their time is the denominator,
-            # without a scan of its own.
-            fp = self._build(within, ranges, "nsysdiff_scope", 0, filtered=False, phase=False)
-            total = sum(k.total_ns for k in fp.kernels)
+        fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=filtered, phase=False)
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
             instances = self.r.count_ranges(mask, self._att(ranges)) if mask else 0

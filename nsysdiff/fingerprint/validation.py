@@ -62,11 +62,23 @@ def _parse_constant(text: str) -> _Refused:
 def parse(text: str, source: str, what: str = "fingerprint") -> Any:
     """JSON text as Python data, refusing what no fingerprint holds (see module doc)."""
     try:
-        return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+        return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant,
+                          object_pairs_hook=functools.partial(_unique_keys, source))  # fmt: skip
     except json.JSONDecodeError as e:
         raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
     except RecursionError:
         raise FingerprintError(f"{source}: not a {what} (JSON nested too deeply)") from None
+
+
+def _unique_keys(source: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: with two "runs" (or two of any key) the
+    parser would keep the last, silently, so a document could show one value and mean another."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise FingerprintError(f"{source}: the key {_short(repr(key), 80)} appears twice in one object")
+    return out
 
 
 def redump(value: Any) -> str:

@@ -129,6 +129,10 @@ def _findings(report: Report) -> Table:
     return header, rows
 
 
+# The files ``-o DIR`` writes (checked against the inputs before any trace is read).
+FILE_NAMES = tuple(f"{stem}.csv" for stem in ("kernels", "categories", "memory", "nvtx", "sync", "devices", "findings"))
+
+
 def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
     """Every table of the diff, by file stem."""
     d = report.diff

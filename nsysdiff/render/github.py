@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nsysdiff.errors import NsysdiffError
-from nsysdiff.render import markdown
+from nsysdiff.render import markdown, phrases
 from nsysdiff.rules.report import Finding, Level, Report
 from nsysdiff.safe import neutral
 
@@ -46,7 +46,7 @@ def command(name: str, message: str, **properties: str) -> str:
 def annotation(f: Finding, failing: bool) -> str:
     # A limit within the noise is a warning whatever its level: it decided nothing.
     name = "error" if failing else ("warning" if f.inconclusive else _COMMAND[f.level])
-    message = markdown.finding_text(f)
+    message = phrases.finding_text(f)
     if f.message:
         message += f" ({f.message})"
     if not f.statistical:
@@ -63,7 +63,7 @@ def render(report: Report) -> str:
     lines += [
         command("warning", reason, title="nsysdiff: inconclusive") for reason in report.reasons
     ]
-    lines.append(command("notice", markdown.verdict_line(report), title="nsysdiff"))
+    lines.append(command("notice", phrases.verdict_line(report), title="nsysdiff"))
     return "\n".join(lines) + "\n"
 
 

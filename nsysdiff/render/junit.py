@@ -20,7 +20,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from nsysdiff.render import markdown
+from nsysdiff.render import phrases
 from nsysdiff.rules.report import Finding, Outcome, Report
 from nsysdiff.safe import neutral
 
@@ -56,7 +56,7 @@ def render(report: Report) -> str:
     for key, value in (
         ("outcome", report.outcome.value),
         ("exit_code", str(int(report.exit_code))),
-        ("verdict", markdown.verdict_line(report)),
+        ("verdict", phrases.verdict_line(report)),
         ("base", report.diff.base_meta.source),
         ("candidate", report.diff.candidate_meta.source),
         ("base_total_ns", str(h.base_total_ns)),
@@ -76,17 +76,20 @@ def render(report: Report) -> str:
         case = _case(suite, "nsysdiff", "rules")
         ET.SubElement(case, "skipped", message="not judged (--no-rules)")
 
+    # Grouped once: a scan of every finding per rule was quadratic with many rules.
+    failing_subjects: dict[str, list[str]] = {}
+    for f in report.findings:
+        if f in failing:
+            failing_subjects.setdefault(f.rule_id, []).append(f.subject)
     for rule in report.rules:
         case = _case(suite, f"nsysdiff.{rule.kind}", rule.rule_id)
-        subjects = [
-            f.subject for f in report.findings if f.rule_id == rule.rule_id and f in failing
-        ]
+        subjects = failing_subjects.get(rule.rule_id, [])
         if subjects:
             fail = ET.SubElement(
                 case,
                 "failure",
                 message=_x(
-                    f"{markdown.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"
+                    f"{phrases.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"
                 ),
                 type=rule.level.value,
             )
@@ -94,7 +97,7 @@ def render(report: Report) -> str:
         else:
             out = ET.SubElement(case, "system-out")
             out.text = _x(
-                f"{rule.description} ({markdown.plural(rule.findings, 'active finding')})"
+                f"{rule.description} ({phrases.plural(rule.findings, 'active finding')})"
             )
 
     seen: Counter[str] = Counter()
@@ -112,7 +115,7 @@ def render(report: Report) -> str:
             out.text = _finding_body(f)
         elif f in failing:
             fail = ET.SubElement(
-                case, "failure", message=_x(markdown.finding_text(f)), type=f.level.value
+                case, "failure", message=_x(phrases.finding_text(f)), type=f.level.value
             )
             fail.text = _finding_body(f)
         else:

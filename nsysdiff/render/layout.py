@@ -68,6 +68,40 @@ def plain_console(file: TextIO, width: int) -> Console:
 
 
 _NBSP = "\xa0"  # textwrap never breaks at it; replaced by a space once wrapped
+
+
+def _break_points(word: str) -> list[int]:
+    """Where a long name may break: after `_`, `,` or `::`, before a bracket."""
+    return [
+        i for i in range(1, len(word))
+        if word[i - 1] in "_," or word[i] in "<([⟨" or (word[i - 1] == ":" and word[i] != ":")
+    ]  # fmt: skip
+
+
+class _Wrapper(textwrap.TextWrapper):
+    """textwrap, except that a word too long for a line breaks where a name does (after
+    `_`, before a bracket: ``nvjet_sm90_tst_`` / ``64x16_v_bz_TNT``), never mid-word
+    unless it has no such place."""
+
+    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str], cur_len: int,
+                          width: int) -> None:  # fmt: skip
+        chunk = reversed_chunks[-1]
+        room = max(width - cur_len, 1)
+        fits = [i for i in _break_points(chunk) if i <= room]
+        if fits:
+            cut = fits[-1]
+        elif cur_line:
+            return  # on a line of its own it may find a place to break
+        else:
+            cut = room
+        cur_line.append(chunk[:cut])
+        reversed_chunks[-1] = chunk[cut:]
+
+
+def break_name(name: str, width: int) -> list[str]:
+    """A name as lines of at most ``width`` cells, broken between words, else where a name
+    breaks (``_``, brackets)."""
+    return _Wrapper(width=max(1, width), break_on_hyphens=False).wrap(name) or [""]
 _GLUE = re.compile(r"\S+ → \S+|\d (?:ns|us|ms|s|B|KB|MB|GB)\b")
 
 
@@ -78,9 +112,8 @@ def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | 
     A number stays with its unit and an arrow with both its ends: ``392 → 392`` and
     ``1.20 ms`` never break across lines."""
     glued = _GLUE.sub(lambda g: g.group(0).replace(" ", _NBSP), text)
-    lines = textwrap.wrap(
-        glued,
-        width,
+    lines = _Wrapper(
+        width=width,
         initial_indent=indent,
         subsequent_indent=indent if hang is None else hang,
         break_on_hyphens=False,
@@ -88,7 +121,7 @@ def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | 
         # Cut only between words, so a number is shown whole or not at all.
         max_lines=max_lines,
         placeholder=" …",
-    )
+    ).wrap(glued)
     for line in lines or [""]:
         console.print(Text(line.replace(_NBSP, " "), style="bold" if bold else ""))
 
@@ -122,12 +155,13 @@ def grid(
             break
         keep.remove(col)
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    room = max(1, min(longest, name_room()))
     for i in keep:
         if i == 0:
-            t.add_column(header[i], justify="left", overflow="fold",
-                         min_width=max(1, min(longest, name_room())))  # fmt: skip
+            t.add_column(header[i], justify="left", overflow="fold", min_width=room)
         else:
             t.add_column(header[i], justify="right", no_wrap=True)
     for r in rows:
-        t.add_row(Text(r[0]), *(r[i] for i in keep[1:]))
+        # Broken here, where a name breaks, rather than by rich at the column's edge.
+        t.add_row(Text("\n".join(break_name(r[0], room))), *(r[i] for i in keep[1:]))
     return t

@@ -6,9 +6,10 @@ import io
 import math
 
 from nsysdiff import units as u
-from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, fmt_width, width
+from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, PartialKey, fmt_width, width
 from nsysdiff.fingerprint.runset import KeyKind
 from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.render.names import labels_of
 from nsysdiff.render.summary import gpu_line
 from nsysdiff.safe import neutral
 
@@ -52,9 +53,19 @@ def _ordered(p: NoiseProfile) -> list[KeyNoise]:
     return sorted(p.keys, key=lambda k: (-k.mean.sd_log, -k.total.sd_log, k.kind.value, k.key))
 
 
-def _rows(keys: list[KeyNoise]) -> list[list[str]]:
+def _labels(p: NoiseProfile) -> dict[str, str]:
+    """Kernel keys (demangled signatures) as the diff labels them: the short name, with the
+    words that tell it from its namesakes where short names collide."""
+    return labels_of({(k.demangled, k.name) for fp in p.runs.runs for k in fp.kernels})
+
+
+def _key(k: KeyNoise | PartialKey, named: dict[str, str]) -> str:
+    return named.get(k.key, k.key) if k.kind is KeyKind.KERNEL else k.key
+
+
+def _rows(keys: list[KeyNoise], named: dict[str, str]) -> list[list[str]]:
     return [
-        [k.key, _KIND_WORDS[k.kind][0], u.ns(k.median_mean_ns), fmt_width(k.mean.width),
+        [_key(k, named), _KIND_WORDS[k.kind][0], u.ns(k.median_mean_ns), fmt_width(k.mean.width),
          fmt_width(width(k.mean.robust_log)), u.ns(k.median_total_ns), fmt_width(k.total.width)]
         for k in keys
     ]  # fmt: skip
@@ -76,11 +87,14 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
     for line in rest:
         wrap(console, line, width_cols, indent="  ", hang="  ")
     shown = _ordered(p)[:top]
+    named = _labels(p)
     if shown:
         console.print()
-        console.print(grid(_title(p, len(shown)), HEADER, _rows(shown), width_cols, optional=(4, 1, 5)))
+        # The total and its width give way first: the table is about per-call means, and a
+        # key without its kind (a kernel, its family, its category) reads as three keys.
+        console.print(grid(_title(p, len(shown)), HEADER, _rows(shown, named), width_cols, optional=(6, 5, 4)))
     if p.partial:
-        rows = [[k.key, _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         console.print()
         console.print(grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"),
                            rows, width_cols))  # fmt: skip
@@ -95,6 +109,7 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
     out = [f"### nsysdiff noise: {cell(first)}", ""]
     out += [f"- {cell(line)}" for line in rest]
     shown = _ordered(p)[:top]
+    named = _labels(p)
 
     def table(title: str, header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
         return [
@@ -105,8 +120,8 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
         ]  # fmt: skip
 
     if shown:
-        out += table(_title(p, len(shown)), HEADER, _rows(shown))
+        out += table(_title(p, len(shown)), HEADER, _rows(shown, named))
     if p.partial:
-        rows = [[k.key, _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         out += table("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows)
     return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))

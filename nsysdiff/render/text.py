@@ -29,7 +29,7 @@ from nsysdiff import units as u
 from nsysdiff.compare import comparability, stats
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import markdown as m
-from nsysdiff.render import runs
+from nsysdiff.render import phrases, runs
 from nsysdiff.render import steps as st
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.layout import MIN_NAME, grid, plain_console, wrap
@@ -80,19 +80,19 @@ def _headline(
              f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})")
         )  # fmt: skip
     else:
-        b, c = m.compared_ns(d)
+        b, c = phrases.compared_ns(d)
         rows.append(
             ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} "
              "in the whole scope")
         )  # fmt: skip
         rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
-        rows.append(("steps", m.steps_phrase(d) or "-"))
+        rows.append(("steps", phrases.steps_phrase(d) or "-"))
     if d.runs is not None:
         rows.append(("runs", runs.shown_phrase(d.runs)))
-    compared = m.basis_phrase(d)
+    compared = phrases.basis_phrase(d)
     if compared:
         rows.append(("compared", compared))
-    main, over = m.scale_parts(d)
+    main, over = phrases.scale_parts(d)
     rows.append(("scale", main))
     if over:
         rows.append(("", over))
@@ -102,8 +102,8 @@ def _headline(
     if a.top:
         # The change split exactly by kind, then its top contributors, one a line.
         rows.append(("change/step" if d.per_step else "change",
-                     f"{u.signed_ns(a.delta_ns)} = {m.effects_text(a.effects)}"))  # fmt: skip
-        rows += [("", m.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
+                     f"{u.signed_ns(a.delta_ns)} = {phrases.effects_text(a.effects)}"))  # fmt: skip
+        rows += [("", phrases.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
     rows.append(
         ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
          f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
@@ -111,7 +111,7 @@ def _headline(
     rows += comparability.scope_lines(d)
     for label, text in rows:
         wrap(console, f"{label:<12} {text}", width, hang=" " * 13)
-    same = m.kernel_count_phrase(d)
+    same = phrases.kernel_count_phrase(d)
     if same:
         wrap(console, same, width, bold=True)
 
@@ -134,7 +134,7 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
         return  # the families flagged as a whole follow
     if not outliers:
         console.print()
-        wrap(console, m.no_outlier_line(d), width)
+        wrap(console, phrases.no_outlier_line(d), width)
         return
     _title(
         console,
@@ -142,13 +142,13 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
         width,
     )
     for i, r in enumerate(outliers, 1):
-        b, c = m.side_ns(r)
+        b, c = phrases.side_ns(r)
         mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
         wrap(console, f"{i:>2}. {label(r)}  [{r.category or '-'}]{mark}", width, hang="    ", bold=True)
         wrap(
             console,
-            f"{b} → {c}  {u.ratio(r.ratio)} total · per call {m.per_call_pair(r)} · "
-            f"calls {m.calls_pair(r)} ({u.ratio(r.calls_ratio)})",
+            f"{b} → {c}  {u.ratio(r.ratio)} total · per call {phrases.per_call_pair(r)} · "
+            f"calls {phrases.calls_pair(r)} ({u.ratio(r.calls_ratio)})",
             width,
             indent="    ",
         )
@@ -160,7 +160,7 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
             f"KS {r.distribution.ks_distance:.2f}"
         )
         split = (
-            f"resized {u.signed_ns(r.resized_ns)} ({m.resized_phrase(r.base.calls, r.candidate.calls)})"
+            f"resized {u.signed_ns(r.resized_ns)} ({phrases.resized_phrase(r.base.calls, r.candidate.calls)})"
             if r.resized_ns and r.base and r.candidate
             else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
             f"{u.signed_ns(r.per_call_effect_ns)}"
@@ -203,14 +203,14 @@ def _outlier_families(console: Console, d: Diff, width: int) -> None:
     _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
            f"{d.headline.scale:.2f}x", width)  # fmt: skip
     for r in fams:
-        b, c = m.side_ns(r)
+        b, c = phrases.side_ns(r)
         n = sum(1 for k in d.kernels if k.family == r.key)
         mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
         wrap(console, f" - {r.name}  [{n} variants]{mark}", width, hang="   ", bold=True)
         score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
         wrap(
             console,
-            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {m.calls_pair(r)} · "
+            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {phrases.calls_pair(r)} · "
             f"{u.ratio(r.deviation)} vs the overall scale · score {score}",
             width,
             indent="   ",
@@ -224,9 +224,9 @@ def _basis_rows(console: Console, d: Diff, width: int) -> None:
     shown = d.scored[:TOP_CHANGES]
     rows = []
     for r in shown:
-        b, c = m.side_ns(r)
+        b, c = phrases.side_ns(r)
         rows.append(
-            [r.key, m.calls_pair(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio),
+            [r.key, phrases.calls_pair(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio),
              u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
         )  # fmt: skip
     what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
@@ -252,14 +252,26 @@ def _findings(
     _title(console, title, width)
     for f in findings:
         mark = m.finding_mark(f).upper() if f in failing else m.finding_mark(f)
-        wrap(console, f"  {mark:<14} {f.rule_id} · {f.subject}", width, hang=HANG,
-              bold=f in failing)  # fmt: skip
+        _subject(console, f"  {mark:<14} {f.rule_id} · ", f.subject, width, bold=f in failing)
         wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
               indent=HANG)  # fmt: skip
         if f.evidence and evidence:
             wrap(console, f.evidence, width, indent=HANG)
         if f.waived:
             wrap(console, f"waived: {f.waiver_reason or 'no reason given'}", width, indent=HANG)
+
+
+def _subject(console: Console, head: str, subject: str, width: int, bold: bool) -> None:
+    """A finding's head and its subject, the subject never broken (it pastes into a
+    waiver as it is): after the head when it fits, else on a line of its own under the
+    finding's text, else from the margin; one longer than a line runs past it."""
+    style = "bold" if bold else ""
+    if len(head) + len(subject) <= width:
+        console.print(Text(head + subject, style=style))
+        return
+    wrap(console, head.rstrip(), width, hang=HANG, bold=bold)
+    indent = HANG if len(HANG) + len(subject) <= width else "  "
+    console.print(Text(indent + subject, style=style), soft_wrap=True)
 
 
 def _verdict_cell(r: Row) -> str:
@@ -271,7 +283,7 @@ def _categories(console: Console, d: Diff, width: int) -> None:
         return
     rows = []
     for r in d.categories:
-        b, c = m.side_ns(r)
+        b, c = phrases.side_ns(r)
         rows.append(
             [r.name, b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), u.ratio(r.calls_ratio),
              u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
@@ -287,8 +299,7 @@ def _phases(console: Console, d: Diff, width: int) -> None:
         return
     rows = []
     for p in d.phases:
-        b, c = m.compared_ns(p.diff)
-        top = p.diff.outliers
+        b, c = phrases.compared_ns(p.diff)
         rows.append(
             [
                 p.name,
@@ -297,12 +308,19 @@ def _phases(console: Console, d: Diff, width: int) -> None:
                 u.ns(c),
                 u.ratio(p.diff.headline.ratio),
                 f"{p.diff.headline.scale:.2f}x",
-                f"{len(top)}" + (f" (top {top[0].name} {u.ratio(top[0].ratio)})" if top else ""),
+                f"{len(p.diff.outliers):,}",
             ]
         )
     header = ("phase", "ranges", "base", "candidate", "ratio", "scale", "outliers")
     console.print()
+    # Numbers only, as every table: the phase name wraps, and each phase's top outlier
+    # (a name of any length) gets a line of its own below.
     console.print(grid("Phases", header, rows, width, optional=(1, 5)))
+    for p in d.phases:
+        top = p.diff.outliers
+        if top:
+            label = p.diff.kernel_label(top[0])
+            wrap(console, f"  {p.name}: top outlier {label} {u.ratio(top[0].ratio)}", width, hang="    ")
 
 
 def _steps(console: Console, d: Diff, width: int) -> None:
@@ -327,9 +345,9 @@ def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     rows = [
         [
             x.kind,
-            m.copy_pair(x, "ops", m.count),
-            m.copy_pair(x, "bytes", u.nbytes),
-            m.copy_pair(x, "total_ns", u.ns),
+            phrases.copy_pair(x, "ops", phrases.count),
+            phrases.copy_pair(x, "bytes", u.nbytes),
+            phrases.copy_pair(x, "total_ns", u.ns),
             u.ratio(x.ops_ratio),
             u.ratio(x.bytes_ratio),
             u.ratio(x.ratio),
@@ -339,7 +357,8 @@ def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     ]
     header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
     console.print()
-    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 2, 6)))
+    # The ratios give way before the bytes: "same bytes, more time" is the finding.
+    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 6, 1)))
 
 
 def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, named: dict[str, str]) -> None:
@@ -349,7 +368,7 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
     gone = sum(len(v.disappeared) for v in drifts)
     _title(
         console,
-        f"Variant drift: {m.plural(len(drifts), 'family', 'families')}, "
+        f"Variant drift: {phrases.plural(len(drifts), 'family', 'families')}, "
         f"{appeared:,} appeared ({u.ns(sum(v.appeared_ns for v in drifts))}), "
         f"{gone:,} disappeared ({u.ns(sum(v.disappeared_ns for v in drifts))})",
         width,
@@ -357,14 +376,14 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
     for v in drifts:
         wrap(
             console,
-            f"  {v.family} [{v.category}]: {m.drift_totals(v)}, {m.plural(len(v.kept), 'variant')} kept",
+            f"  {v.family} [{v.category}]: {phrases.drift_totals(v)}, {phrases.plural(len(v.kept), 'variant')} kept",
             width,
             hang="    ",
         )
         rows = []
         for sign, variants in (("+", v.appeared), ("-", v.disappeared)):
             rows += [
-                [f"{sign} {named.get(x.demangled, x.name)}", m.plural_calls(x.calls), u.ns(x.total_ns)]
+                [f"{sign} {named.get(x.demangled, x.name)}", phrases.plural_calls(x.calls), u.ns(x.total_ns)]
                 for x in variants[:VARIANTS_SHOWN]
             ]
             if len(variants) > VARIANTS_SHOWN:
@@ -383,10 +402,10 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
 def _kernel_rows(rows: Sequence[Row], label: Label) -> list[list[str]]:
     out = []
     for r in rows:
-        b, c = m.side_ns(r)
+        b, c = phrases.side_ns(r)
         out.append(
-            [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), m.calls_pair(r),
-             *m.effect_cells(r), _verdict_cell(r)]
+            [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), phrases.calls_pair(r),
+             *phrases.effect_cells(r), _verdict_cell(r)]
         )  # fmt: skip
     return out
 
@@ -399,7 +418,7 @@ def _top_changes(console: Console, d: Diff, width: int, label: Label) -> None:
     if not d.kernels:
         return
     shown = d.kernels[:TOP_CHANGES]
-    title = f"Top changes by absolute time ({len(shown)} of {m.plural(len(d.kernels), 'kernel')})"
+    title = f"Top changes by absolute time ({len(shown)} of {phrases.plural(len(d.kernels), 'kernel')})"
     console.print()
     console.print(
         grid(title, ("kernel", *_CHANGE_HEADER), _kernel_rows(shown, label), width, optional=(6, 7, 5, 4, 1, 2))
@@ -473,7 +492,8 @@ def hidden_sections(report: Report) -> list[str]:
     """The sections the first screen leaves out, each with its size."""
     d = report.diff
     shown_ranges = min(TOP_CHANGES, len(d.scored)) if d.headline.basis == "nvtx" else 0
-    others = [f for f in report.findings if f not in set(report.failed)]
+    failing = set(report.failed)  # once: a set per finding made this quadratic
+    others = [f for f in report.findings if f not in failing]
     parts = [
         (len(others), "other finding"),
         (1 if d.steps is not None else 0, "steps table", "steps tables"),
@@ -487,7 +507,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
         (_rank_count(d), "rank"),
     ]
-    return [m.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
+    return [phrases.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
 
 
 def _more(console: Console, report: Report, width: int) -> None:
@@ -512,7 +532,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     def label(r: Row) -> str:
         return named.get(r.key, r.name)
 
-    wrap(console, f"nsysdiff: {m.verdict_line(report, label)}", width, hang="  ", bold=True)
+    wrap(console, f"nsysdiff: {phrases.verdict_line(report, label, reasons_below=True)}", width, hang="  ", bold=True)
     for reason in report.reasons:
         wrap(console, f"  inconclusive: {reason}", width, hang="    ")
     for note in report.notes:
@@ -528,13 +548,13 @@ def render(report: Report, *, width: int = 120, details: bool = False,
     if not details:
         failed = report.failed
         title = (
-            f"Failed rules ({m.plural(len(m.failed_rules(report)), 'rule')}, "
-            f"{m.plural(len(failed), 'finding')})"
+            f"Failed rules ({phrases.plural(len(phrases.failed_rules(report)), 'rule')}, "
+            f"{phrases.plural(len(failed), 'finding')})"
         )
         _findings(console, title, failed, failing, width, evidence=False)
         _more(console, report, width)
     else:
-        _findings(console, f"Findings ({m.finding_counts_of(report.findings)})", report.findings,
+        _findings(console, f"Findings ({phrases.finding_counts_of(report.findings)})", report.findings,
                   failing, width)  # fmt: skip
         _steps(console, d, width)
         _categories(console, d, width)

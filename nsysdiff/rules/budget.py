@@ -136,6 +136,14 @@ OPTIONS = (
         default_doc="0ns",
     ),
     Option(
+        "min_step_share",
+        "percent",
+        opt.percent,
+        "With steps on both sides: a selection whose time per step moved by less than this "
+        "share of the base time per step is too small to matter for the time per token, and "
+        "is not judged.",
+    ),
+    Option(
         "each",
         "boolean",
         opt.boolean,
@@ -164,6 +172,7 @@ class BudgetOptions:
     max_value: float | None
     max_share: float | None
     min_time_ns: float
+    min_step_share: float | None
     each: bool
     per: str | None
     max_noise_widths: float | None = None
@@ -234,6 +243,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
         max_value=bounds["max_value"],
         max_share=values["max_share"],
         min_time_ns=values["min_time"],
+        min_step_share=values["min_step_share"],
         each=values["each"],
         per=values["per"],
         max_noise_widths=values["max_noise_widths"],
@@ -494,6 +504,17 @@ def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_li
                   o.metric, in_widths=True)  # fmt: skip
 
 
+def _moves_the_step(diff: Diff, o: BudgetOptions, b: Group | None, c: Group) -> bool:
+    """Whether the selection's change per step is at least ``min_step_share`` of the base
+    time per step (always, without the option or without steps on both sides)."""
+    s = diff.steps
+    if o.min_step_share is None or s is None or not s.base.steps or not s.candidate.steps:
+        return True
+    before = (b.total_ns if b else 0) / s.base.steps
+    after = c.total_ns / s.candidate.steps
+    return abs(after - before) >= o.min_step_share * s.base.period.mean
+
+
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: BudgetOptions = rule.options
     bg, cg = groups(diff.base, o), groups(diff.candidate, o)
@@ -512,6 +533,8 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             continue
         if c is None:
             continue  # gone from the candidate: nothing left to exceed a limit
+        if not _moves_the_step(diff, o, b, c):
+            continue
         bv = value(b, diff.base, o.metric, bs if normalised else None) if b else None
         cv = value(c, diff.candidate, o.metric, cs if normalised else None)
         if cv is None:
@@ -523,29 +546,31 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
         evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
         if o.per is not None and normalised:
-            evidence += f"; per {o.per} step ({bs} -> {cs} steps)"
+            evidence += f"; per {o.per} ({bs} -> {cs} steps)"
         elif o.per is not None:
             evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
         if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
             evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
-        message = rule.message or f"{o.metric} of {subject} is over budget"
+        # A kernel judged on its own is named as every output names it (its label).
+        shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
+        message = rule.message or f"{o.metric} of {shown} is over budget"
         subject_noise = noise.get(o.metric, {}).get(subject)
         if subject_noise is not None and subject_noise.width is not None:
             evidence += "; " + noise_limits.evidence(subject_noise)
         for lim in _limits(o, b, c, bv, cv, diff, subject_noise):
             found = Finding(
-                level=rule.level, rule_id=rule.id, kind="budget", subject=subject, observed=lim.observed,
+                level=rule.level, rule_id=rule.id, kind="budget", subject=shown, observed=lim.observed,
                 limit=lim.limit, evidence=evidence, message=message, observed_value=lim.observed_value,
                 limit_value=lim.limit_value, unit=lim.unit,
             )  # fmt: skip
             judged = noise.get(lim.metric, {}).get(subject)
             if lim.in_widths and lim.allowed is None and not lim.breached:
                 # No width to count in: this limit can't judge the subject.
-                reason = noise_limits.unmeasured(judged, lim.metric, subject)
+                reason = noise_limits.unmeasured(judged, lim.metric, shown)
                 yield dataclasses.replace(found, message=reason, inconclusive=True)
             elif noise_limits.too_small(lim.allowed, lim.change, judged):
                 assert lim.allowed is not None and judged is not None
-                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, subject)
+                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, shown)
                 yield dataclasses.replace(found, message=reason, inconclusive=True)
             elif lim.breached:
                 yield found
@@ -557,8 +582,9 @@ KIND = Kind(
     doc="""\
 Selects part of the trace with exactly one selector (kernel, family, category, memcpy,
 memset, nvtx, sync, or whole: trace), measures one metric on both sides, and fails when
-a limit is exceeded. Name selectors are Python regexes, searched (not anchored) and
-case-sensitive: write `(?i)` for case-insensitive, `^...$` to anchor.
+a limit is exceeded. Name selectors are regexes in RE2 syntax (matched in linear time: no
+lookaround, no backreferences), searched (not anchored) and case-sensitive: write `(?i)`
+for case-insensitive, `^...$` to anchor.
 
 By default the matched items are summed and judged as one subject (`category:attention`);
 with `each: true` every matched item is judged on its own and the subject is its name.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -38,40 +39,103 @@ def packs() -> tuple[PackInfo, ...]:
     return tuple(out)
 
 
-def describe_kind(kind: Kind | Section) -> str:
+WIDTH = 88  # the text width when none is given
+
+
+def _reflowed(doc: str, width: int) -> list[str]:
+    """A kind's documentation, written wrapped in the source, as paragraphs wrapped once at
+    ``width`` (wrapping the source's lines again would break each of them in two)."""
+    out: list[str] = []
+    for paragraph in doc.strip().split("\n\n"):
+        lines = paragraph.splitlines()
+        if any(line.startswith("- ") for line in lines):
+            # A list: each item wrapped on its own, its continuation under its text.
+            items: list[str] = []
+            for line in lines:
+                if line.startswith("- ") or not items:
+                    items.append(line)
+                else:
+                    items[-1] += " " + line.strip()
+            for item in items:
+                out += textwrap.wrap(" ".join(item.split()), width=width, subsequent_indent="  ",
+                                     break_on_hyphens=False)  # fmt: skip
+        elif any(line.startswith(" ") for line in lines):
+            out += _table(lines, width)
+        else:
+            out += textwrap.wrap(" ".join(paragraph.split()), width=width, break_on_hyphens=False)
+        out.append("")
+    return out[:-1]
+
+
+def _fitted(lines: list[str], width: int) -> str:
+    """Lines, any longer than ``width`` wrapped with its continuation indented past its own."""
+    out: list[str] = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip())]
+        out += [line] if len(line) <= width else textwrap.wrap(
+            line, width, subsequent_indent=indent + "    ", break_on_hyphens=False
+        )  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def _table(lines: list[str], width: int) -> list[str]:
+    """Two columns (``  term   what it means``, continued under the meaning): each row
+    wrapped at ``width`` with its continuation under the meaning again."""
+    rows: list[tuple[int, str]] = []  # (column of the meaning, the row's whole text)
+    for line in lines:
+        head = re.match(r"^(\s*\S+\s{2,})", line)
+        if head and not line[: head.end()].isspace():
+            rows.append((head.end(), line))
+        elif rows:
+            rows[-1] = (rows[-1][0], rows[-1][1] + " " + line.strip())
+        else:
+            rows.append((0, line))
+    out: list[str] = []
+    for hang, text in rows:
+        hang = hang if hang < width // 2 else 4
+        out += textwrap.wrap(text, width=width, subsequent_indent=" " * hang, break_on_hyphens=False,
+                             drop_whitespace=True) or [""]  # fmt: skip
+    return out
+
+
+def describe_kind(kind: Kind | Section, width: int = WIDTH) -> str:
     what = "kind" if isinstance(kind, Kind) else "section"
-    lines = [f"{what} {kind.name}: {kind.summary}", "", kind.doc.rstrip()]
+    lines = [*textwrap.wrap(f"{what} {kind.name}: {kind.summary}", width=width, subsequent_indent="    "), "",
+             *_reflowed(kind.doc, width)]  # fmt: skip
     if kind.options:
         lines += ["", "Options:"]
     for o in kind.options:
-        lines.append(
-            f"  {o.name} ({o.type}; {'required' if o.required else 'default: ' + o.shown_default})"
-        )
-        lines.extend(
-            textwrap.wrap(o.doc, width=84, initial_indent="      ", subsequent_indent="      ")
-        )
+        lines += textwrap.wrap(
+            f"  {o.name} ({o.type}; {'required' if o.required else 'default: ' + o.shown_default})",
+            width=width, subsequent_indent="      ",
+        )  # fmt: skip
+        lines += textwrap.wrap(o.doc, width=width, initial_indent=" " * 6, subsequent_indent=" " * 6,
+                               break_on_hyphens=False)  # fmt: skip
     if isinstance(kind, Kind):
         lines += [
             "",
-            "Every rule also has: id (required, unique), kind (required), level (error, warning, "
-            "info; default error), message and description (optional).",
+            *textwrap.wrap(
+                "Every rule also has: id (required, unique), kind (required), level (error, warning, "
+                "info; default error), message and description (optional).",
+                width=width,
+            ),
         ]
     return "\n".join(lines) + "\n"
 
 
-def describe_rule(rule: Rule, packs_using: tuple[str, ...]) -> str:
+def describe_rule(rule: Rule, packs_using: tuple[str, ...], width: int = WIDTH) -> str:
     kind = KINDS[rule.kind]
     lines = [f"rule {rule.id}: {rule.kind}, level {rule.level.value} ({rule.source}:{rule.line})"]
     if packs_using:
         lines.append(f"in packs: {', '.join(packs_using)}")
     if rule.description:
-        lines += ["", *textwrap.wrap(" ".join(rule.description.split()), width=88)]
+        lines += ["", *textwrap.wrap(" ".join(rule.description.split()), width=width)]
     if rule.message:
         lines += ["", "message: " + " ".join(rule.message.split())]
     if rule.settings:
         lines += ["", "options:"]
         lines += [
-            textwrap.fill(f"  {k}: {v}", width=88, subsequent_indent="      ")
+            textwrap.fill(f"  {k}: {v}", width=width, subsequent_indent="      ")
             for k, v in rule.settings
         ]
     lines += [
@@ -79,30 +143,31 @@ def describe_rule(rule: Rule, packs_using: tuple[str, ...]) -> str:
         f"kind {kind.name}: {kind.summary}",
         f"(`nsysdiff rules explain {kind.name}` for every option)",
     ]
-    return "\n".join(lines) + "\n"
+    return _fitted(lines, width)
 
 
-def describe_pack(info: PackInfo) -> str:
+def describe_pack(info: PackInfo, width: int = WIDTH) -> str:
     rules = load_rules([info.name]).rules
     lines = [f"pack {info.name}: {len(rules)} rules ({pack_source(info.name).label})"]
     if info.extends:
         lines.append(f"extends: {', '.join(info.extends)}")
     if info.description:
-        lines += ["", *textwrap.wrap(info.description, width=88)]
+        lines += ["", *textwrap.wrap(" ".join(info.description.split()), width=width)]
     lines += ["", "rules:"]
     lines += [f"  {r.id:<28} {r.kind:<12} {r.level.value}" for r in rules]
     lines += ["", f"(`nsysdiff rules explain RULE` for one rule, `--rules {info.name}` to use the pack)"]
-    return "\n".join(lines) + "\n"
+    return _fitted(lines, width)
 
 
-def explain(name: str) -> str:
-    """The documentation of a pack, a kind, a section, or a rule of the shipped packs."""
+def explain(name: str, width: int = WIDTH) -> str:
+    """The documentation of a pack, a kind, a section, or a rule of the shipped packs,
+    wrapped at ``width``."""
     if name in KINDS:
-        return describe_kind(KINDS[name])
+        return describe_kind(KINDS[name], width)
     if name in SECTIONS:
-        return describe_kind(SECTIONS[name])
+        return describe_kind(SECTIONS[name], width)
     if name in pack_names():
-        return describe_pack(next(p for p in packs() if p.name == name))
+        return describe_pack(next(p for p in packs() if p.name == name), width)
     found: dict[tuple[str, int], tuple[Rule, list[str]]] = {}
     rule_ids: set[str] = set()
     for pack in pack_names():
@@ -119,4 +184,4 @@ def explain(name: str) -> str:
             f"{name!r} is no pack, rule, kind or section{hint} (packs: {', '.join(pack_names())}; "
             f"kinds: {', '.join([*sorted(KINDS), *sorted(SECTIONS)])})"
         )
-    return "\n".join(describe_rule(rule, tuple(ps)) for rule, ps in found.values())
+    return "\n".join(describe_rule(rule, tuple(ps), width) for rule, ps in found.values())

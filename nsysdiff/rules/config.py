@@ -85,7 +85,21 @@ def under(spec: str, directory: Path) -> Path:
         path.resolve().relative_to(directory.resolve())
     except ValueError:
         raise ValueError("outside the including file's directory") from None
+    except (OSError, RuntimeError) as e:  # a name over 255 bytes, a symlink loop (RuntimeError)
+        raise ValueError(f"an unusable path ({_os_reason(e)})") from None
     return path
+
+
+def _os_reason(e: BaseException) -> str:
+    return (e.strerror if isinstance(e, OSError) and e.strerror else "a symlink loop") or str(e)
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` is there; :class:`ValueError` for a name the system refuses."""
+    try:
+        return path.exists()
+    except (OSError, RuntimeError) as e:
+        raise ValueError(f"an unusable path ({_os_reason(e)})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +126,14 @@ def resolve(spec: str, directory: Path | None) -> Source | None:
     if is_pack(spec):
         return pack_source(spec)
     path = Path(spec) if directory is None else under(spec, directory)
-    if not path.exists():
+    if not _exists(path):
         return None
     text = yamldoc.read_text(path, str(path), RuleError)
-    return Source(str(path.resolve()), str(path), text, path.parent)
+    try:
+        identity = str(path.resolve())
+    except (OSError, RuntimeError) as e:
+        raise ValueError(f"an unusable path ({_os_reason(e)})") from None
+    return Source(identity, str(path), text, path.parent)
 
 
 def _line(node: Node) -> int:
@@ -147,7 +165,7 @@ class _File:
     def __init__(self, source: Source) -> None:
         self.label = source.label
         node = yamldoc.compose(source.text, self.label, RuleError)
-        self._loader = yaml.SafeLoader("")
+        self._loader = yamldoc.constructor()
         if node is None:
             raise RuleError(
                 f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: "
@@ -170,7 +188,7 @@ class _File:
         if id(node) in seen:
             return
         seen.add(id(node))
-        if node.tag not in yaml.SafeLoader.yaml_constructors:
+        if node.tag not in yamldoc.TAGS:
             self.fail(
                 node,
                 None,
@@ -312,7 +330,11 @@ class _Loader:
         except ValueError as e:
             f.fail(node, None, "noise_profile",
                    f"{spec!r} is {e}: a noise profile must lie under the rule file's directory")  # fmt: skip
-        if not path.is_file():
+        try:
+            is_file = _exists(path) and path.is_file()
+        except ValueError as e:
+            f.fail(node, None, "noise_profile", f"{spec!r} is {e}")
+        if not is_file:
             f.fail(node, None, "noise_profile",
                    f"{spec!r}: no such file (make one with `nsysdiff noise RUN... -o FILE`)")  # fmt: skip
         return noise.load(path)
@@ -533,10 +555,11 @@ class _Loader:
         for x in items:
             name, at, domain = x.rpartition("@")
             try:
-                parse_pattern(x, "steps: range:")
+                # The rule-file wording of a bad regex first; parse_pattern refuses it too.
                 for part in (name, domain) if at else (x,):
                     if part:
                         opt.regex(part)
+                parse_pattern(x, "steps: range:")
             except (ValueError, UsageError) as e:
                 f.fail(pairs["range"], "steps", "range", str(e))
         return tuple(items)
@@ -546,7 +569,10 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
     """Load shipped packs (by name) and rule files (by path), later ones overriding."""
     loader = _Loader()
     for spec in specs:
-        src = resolve(spec, None)
+        try:
+            src = resolve(spec, None)
+        except ValueError as e:
+            raise RuleError(f"{spec}: {e}") from None
         if src is None:
             close = difflib.get_close_matches(spec, pack_names(), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

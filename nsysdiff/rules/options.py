@@ -123,9 +123,14 @@ count = _unit(units.parse_count)
 def number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"expected a number, got {type_name(value)}")
-    if value <= 0:
-        raise ValueError(f"must be positive, got {value}")
-    return float(value)
+    num = units.finite(value)
+    if num is None and value == value and not isinstance(value, float):  # an int too large for a float
+        raise ValueError(f"a number of {len(str(value)):,} digits is too large")
+    if num is None and value != value:
+        raise ValueError("expected a number, got NaN")
+    if num is None or num <= 0:
+        raise ValueError(f"must be a positive, finite number, got {value}")
+    return num
 
 
 def iso_date(value: Any) -> date:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode
 
+# The reason a diff judged by rules that hold none is inconclusive (never a pass).
+NO_RULES = "the rules hold no rule"
+
 
 class Level(str, enum.Enum):
     ERROR = "error"  # fails the build
@@ -53,6 +56,9 @@ class Finding:
     # Judged against the overall scale (the outlier rule): without a meaningful scale such
     # a finding decides nothing, while a budget or a fact still does.
     scaled: bool = False
+    # A line that stands for the findings of a rule beyond those listed (see
+    # nsysdiff.rules.engine.MAX_FINDINGS_PER_RULE): counted nowhere, waived by nothing.
+    summary: bool = False
 
 
 def undecided_reason(f: Finding) -> str:

@@ -99,7 +99,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             unit=unit,
         )
 
-    per_step = f" per {diff.headline.per} step" if diff.headline.per else ""
+    per_step = f" per {diff.headline.per}" if diff.headline.per else ""
     rows = [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
     if "kernel-set" in o.checks:
         for r in rows:
@@ -108,7 +108,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 assert side is not None
                 where = "candidate" if r.base is None else "base"
                 yield finding(
-                    r.key,
+                    diff.kernel_label(r),
                     f"only in {where}",
                     "identical kernel set",
                     f"{fmt_count(side.calls)} {_calls_word(side.calls)}, {units.fmt_time(side.total_ns)} in {where}",
@@ -120,7 +120,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 before, after = fmt_count(r.base.calls), fmt_count(r.candidate.calls)
                 change = r.candidate.calls - r.base.calls
                 yield finding(
-                    r.key,
+                    diff.kernel_label(r),
                     f"{before} -> {after} calls",
                     "identical launch counts",
                     f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})"
@@ -158,7 +158,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             b, c = _shapes(k), _shapes(other)
             if b != c:
                 yield finding(
-                    k.demangled,
+                    diff.labels.get(k.demangled, k.demangled),
                     _list(c),
                     f"same launch configuration: {_list(b)}",
                     f"base {_list(b)}; candidate {_list(c)}",

@@ -7,6 +7,7 @@ number, or raises :class:`ValueError` with the message the user sees after
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -28,19 +29,33 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite, non-negative number, else None: every
+    quantity here is a size, a time, a count, a ratio or a share, and a NaN limit would
+    pass every value while a negative one would fail a trace diffed with itself."""
+    try:
+        num = float(value)
+    except (OverflowError, ValueError):  # a 400-digit integer
+        return None
+    return num if math.isfinite(num) and num >= 0 else None
+
+
 def _split(value: Any) -> tuple[float, str] | None:
     if _is_number(value):
-        return float(value), ""
+        num = finite(value)
+        return None if num is None else (num, "")
     if not isinstance(value, str):
         return None
     m = _QUANTITY.match(value)
     if not m:
         return None
-    return float(m.group("num")), m.group("unit")
+    num = finite(m.group("num"))
+    return None if num is None else (num, m.group("unit"))
 
 
 def _show(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
 
 
 def parse_time(value: Any) -> float:
@@ -89,14 +104,20 @@ def parse_percent(value: Any) -> float:
 
 def parse_count(value: Any) -> float:
     """A plain non-negative number of calls or operations."""
-    if _is_number(value) and value >= 0:
-        return float(value)
+    num = finite(value) if _is_number(value) else None
+    if num is not None:
+        return num
     raise ValueError(f"{_show(value)} is not a count (a non-negative number, e.g. 100)")
 
 
 def parse_number(value: Any) -> float:
     if _is_number(value):
-        return float(value)
+        try:
+            num = float(value)
+        except OverflowError:
+            num = math.nan
+        if math.isfinite(num):
+            return num
     raise ValueError(f"{_show(value)} is not a number")
 
 

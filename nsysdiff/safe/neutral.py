@@ -48,19 +48,37 @@ NAME_LIMIT = 4096  # characters of one untrusted string kept in a report
 # GitHub rejects a step summary over 1 MiB; leave room for what other steps append.
 MARKDOWN_LIMIT = 1_000_000
 
-# C0 controls, DEL and C1 controls, NEL, the line and paragraph separators, and the
-# bidirectional overrides and isolates (which reorder what a reader sees).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_NOT_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# The bidirectional marks, overrides and isolates, and the Arabic letter mark: they reorder
+# what a reader sees.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 controls, DEL and C1 controls, NEL, the line and paragraph separators, and _BIDI.
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_CONTROL_NOT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 # What json.dumps leaves raw inside strings (it escapes C0 itself; \n is structure).
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f\u2028\u2029{_BIDI}]")
 _LEGACY = "##["
 _LEGACY_SAFE = "#\\x23["
-_COMMAND_LINE = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
+# Every character GitHub's runner trims before it looks for "::" (.NET's String.Trim:
+# char.IsWhiteSpace, i.e. the Zs, Zl and Zp categories and the C0/C1 blanks), every
+# character Python's str.isspace() accepts, and the zero-width ones older .NET trimmed
+# (U+180E, U+200B, U+FEFF). A line that starts with any run of them, then "::", is a
+# command to the runner. tests/safe/test_neutral.py checks the set against Unicode.
+BLANKS = (
+    "\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u180e\u2000-\u200b"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_BLANKS_NOT_NEWLINE = BLANKS.replace("\n", "")
+_COMMAND_LINE = re.compile(f"^([{_BLANKS_NOT_NEWLINE}]*):(?=:)", re.MULTILINE)
+_LEADING_BLANKS = re.compile(f"^[{BLANKS}]*")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-_XML_RAW = re.compile("[\r\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_XML_RAW = re.compile(f"[\r\x7f-\x9f\u2028\u2029{_BIDI}]")
+
+
+def is_command(line: str) -> bool:
+    """Whether GitHub's runner would parse ``line`` as a workflow command: ``::`` once every
+    leading Unicode blank is trimmed (``ActionCommand.TryParseV2``), or ``##[`` anywhere
+    (the legacy form). The fuzzer and the tests count injected lines with this."""
+    return _LEADING_BLANKS.sub("", line).startswith("::") or _LEGACY in line
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -116,7 +134,8 @@ _FORMULA_START = ("=", "+", "-", "@")
 
 def csv_cell(s: str) -> str:
     """An untrusted string for a CSV cell: one line (:func:`text`), never a formula."""
-    s = text(s)
+    # A cell may start a row, so a "::" after leading blanks is a command line there too.
+    s = _COMMAND_LINE.sub(lambda m: m.group(1) + "\\x3a", text(s))
     return "'" + s if s.startswith(_FORMULA_START) else s
 
 

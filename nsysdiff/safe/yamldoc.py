@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nsysdiff.errors import NsysdiffError
 
@@ -26,6 +26,39 @@ MAX_NODES = 100_000  # scalars, lists and mappings, with every alias expanded
 # anything else is a control character that has no business in a rule file.
 # libyaml's parser when PyYAML has it: the same events and nodes, several times faster.
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+# The longest number literal accepted: a limit or a count needs a handful of digits, and a
+# 5,000-digit integer would pass Python's digit limit to int() or overflow float().
+MAX_NUMBER_CHARS = 24
+
+
+def _without_timestamps(cls: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
+    """``cls`` resolving no plain scalar as a date: ``2026-02-30`` stays the string it is
+    (a date that does not exist would make the constructor fail), and anything that means a
+    date is validated by the code that reads it."""
+    resolvers = {
+        first: [(tag, regexp) for tag, regexp in entries if tag != _TIMESTAMP]
+        for first, entries in cls.yaml_implicit_resolvers.items()
+    }
+    constructors = {tag: c for tag, c in cls.yaml_constructors.items() if tag != _TIMESTAMP}
+    return type(f"Plain{cls.__name__}", (cls,), {"yaml_implicit_resolvers": resolvers,
+                                                "yaml_constructors": constructors})  # fmt: skip
+
+
+_LOADER = _without_timestamps(_LOADER)
+_PYTHON_LOADER = _without_timestamps(yaml.SafeLoader)
+# The tags a document may carry (explicitly or resolved): plain mappings, lists, strings,
+# numbers, booleans and null; never a date, never a Python object.
+TAGS = frozenset(_PYTHON_LOADER.yaml_constructors) - {None}
+
+
+def constructor() -> yaml.SafeLoader:
+    """A loader that builds Python values from nodes :func:`compose` returned."""
+    return _PYTHON_LOADER("")
+
 
 _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -71,7 +104,30 @@ def compose(text: str, label: str, error: type[NsysdiffError]) -> Node | None:
         raise error(f"{label}:1: YAML syntax error: {' '.join(str(e).split())}") from None
     if node is not None and _expanded_size(node, {}) > MAX_NODES:
         raise error(f"{label}: more than {MAX_NODES:,} values once aliases are expanded")
+    if node is not None:
+        _check_numbers(node, label, error, set())
     return node
+
+
+def _check_numbers(node: Node, label: str, error: type[NsysdiffError], seen: set[int]) -> None:
+    """Every number literal short enough to be a value nsysdiff can use (see MAX_NUMBER_CHARS)."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, ScalarNode):
+        if node.tag in (_INT, _FLOAT) and len(str(node.value)) > MAX_NUMBER_CHARS:
+            line = node.start_mark.line + 1 if node.start_mark else 1
+            raise error(
+                f"{label}:{line}: a number of {len(str(node.value)):,} characters; numbers here have at "
+                f"most {MAX_NUMBER_CHARS}"
+            )
+    elif isinstance(node, SequenceNode):
+        for child in node.value:
+            _check_numbers(child, label, error, seen)
+    elif isinstance(node, MappingNode):
+        for k, v in node.value:
+            _check_numbers(k, label, error, seen)
+            _check_numbers(v, label, error, seen)
 
 
 def _compose(text: str, loader_class: type[yaml.SafeLoader]) -> Node | None:
@@ -87,11 +143,11 @@ def _syntax_error(e: yaml.MarkedYAMLError, text: str, label: str) -> str:
     line = mark.line + 1 if mark else 1
     if "nesting depth" in (e.problem or ""):  # libyaml's own limit, deeper than ours
         return f"{label}:{line}: nested more than {MAX_DEPTH} levels deep"
-    if _LOADER is not yaml.SafeLoader:
+    if hasattr(yaml, "CSafeLoader"):
         # libyaml words its errors differently from PyYAML; the pure-Python parser stops at
         # the same place and says what it expected and found, the wording the docs show.
         try:
-            _compose(text, yaml.SafeLoader)
+            _compose(text, _PYTHON_LOADER)
         except yaml.MarkedYAMLError as python_error:
             e = python_error
             mark = e.problem_mark or e.context_mark
@@ -139,10 +195,10 @@ def load_plain(path: Path, label: str, error: type[NsysdiffError]) -> object:
     node = compose(text, label, error)
     if node is None:
         return None
-    loader = yaml.SafeLoader("")
+    loader = constructor()
     try:
         return loader.construct_document(node)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError, OverflowError) as e:
         raise error(f"{label}: can't read the YAML ({' '.join(str(e).split())})") from None
     finally:
         loader.dispose()

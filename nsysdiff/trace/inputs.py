@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shlex
 import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from nsysdiff.errors import FingerprintError, TraceError
+from nsysdiff.errors import FingerprintError, TraceError, UsageError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # How an Nsight Systems report file (.nsys-rep, .qdrep) starts.
@@ -113,38 +114,63 @@ def recognise(path: Path) -> Input:
 
 
 def export_command(report: Path, output: Path) -> str:
-    return shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(output), str(report)])
+    # Absolute paths: a report named "-x.nsys-rep" must not reach nsys as an option.
+    return shlex.join(["nsys", "export", "--type", "sqlite", "--output", os.path.abspath(output),
+                       os.path.abspath(report)])  # fmt: skip
+
+
+def _claim(directory: Path, stem: str) -> Path:
+    """A new file name in ``directory`` for an export, created empty so that nothing else
+    takes it: ``STEM.sqlite``, else ``STEM-2.sqlite``... An existing file (an input, another
+    side's export of a report with the same name, an earlier run's) is never written over."""
+    for n in range(1, 1000):
+        candidate = directory / (f"{stem}.sqlite" if n == 1 else f"{stem}-{n}.sqlite")
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise TraceError(f"{candidate}: can't create the export ({e.strerror})") from None
+        os.close(fd)
+        return candidate
+    raise TraceError(f"{directory}: {stem}.sqlite and 998 numbered variants exist; give another --keep-export DIR")
 
 
 @contextlib.contextmanager
 def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> Iterator[Path]:
-    """An nsys report exported to SQLite with ``nsys``; removed afterwards unless ``keep``."""
-    target_name = report.name.removesuffix(report.suffix) + ".sqlite"
+    """An nsys report exported to SQLite with ``nsys``; removed afterwards unless ``keep``.
+
+    nsys writes into a private temporary directory (with ``--force-overwrite``, so it
+    must never be pointed at a name that exists); a kept export is then moved under a name
+    claimed in ``keep`` that no file had. The note on stderr comes once the export worked,
+    so that a failed export is one line.
+    """
+    stem = report.name.removesuffix(report.suffix)
     nsys = shutil.which("nsys")
     if nsys is None:
+        target_name = stem + ".sqlite"
         if target_name == report.name:
             # A report named .sqlite: the suggested command must not export over its input.
-            target_name = report.stem + "-export.sqlite"
+            target_name = stem + "-export.sqlite"
         raise TraceError(
             f"{report}: an Nsight Systems report, not an SQLite export, and nsys is not on PATH; "
             f"export it first: {export_command(report, report.with_name(target_name))}"
         )
     with contextlib.ExitStack() as stack:
-        if keep is None:
-            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nsysdiff-")))
-        else:
-            directory = keep
+        if keep is not None:
             try:
-                directory.mkdir(parents=True, exist_ok=True)
+                keep.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise TraceError(f"{keep}: can't create the export directory ({e.strerror})") from None
-        output = directory / target_name
-        where = f"into {directory}" if keep is not None else "in a temporary directory (--keep-export DIR keeps it)"
-        notify(f"exporting {report} to SQLite with nsys, {where}")
+            if not keep.is_dir():
+                raise TraceError(f"{keep}: not a directory, so --keep-export can't keep the export there")
+        # In DIR itself when kept, so that the final rename stays on one file system.
+        private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".nsysdiff-", dir=keep)))
+        output = private / "export.sqlite"
         command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(output)]
         try:
             done = subprocess.run(
-                [*command, str(report)],
+                [*command, os.path.abspath(report)],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -159,7 +185,54 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
                 f"{report}: nsys export failed (exit {done.returncode}){': ' + last.strip() if last else ''}; "
                 f"the command was: {export_command(report, output)}"
             )
-        yield output
+        if keep is None:
+            notify(f"exported {report} to SQLite with nsys, in a temporary directory (--keep-export DIR keeps it)")
+            yield output
+            return
+        final = _claim(keep, stem)
+        try:
+            os.replace(output, final)
+        except OSError as e:
+            raise TraceError(f"{final}: can't keep the export ({e.strerror})") from None
+        notify(f"exported {report} to SQLite with nsys, kept as {final}")
+        yield final
+
+
+def check_distinct_files(paths: Sequence[Path]) -> None:
+    """Raise naming two paths that are one file (a link, the same path twice) or two
+    byte-identical copies: the runs of a side must be captures of their own. Only files of
+    equal size are hashed, so distinct traces cost one ``stat`` each."""
+    by_size: dict[int, list[Path]] = {}
+    seen: dict[tuple[int, int], Path] = {}
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            continue  # the reader says what is wrong with it
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            raise UsageError(f"{p}: the same file as {seen[st.st_dev, st.st_ino]}; give each run once")
+        seen[st.st_dev, st.st_ino] = p
+        by_size.setdefault(st.st_size, []).append(p)
+    for group in (g for g in by_size.values() if len(g) > 1):
+        digests: dict[str, Path] = {}
+        for p in group:
+            digest = _digest(p)
+            if digest in digests:
+                raise UsageError(f"{p}: a byte-identical copy of {digests[digest]}; give each run once")
+            digests[digest] = p
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except OSError as e:
+        raise TraceError(f"{path}: can't be read ({e.strerror})") from None
+    return h.hexdigest()
 
 
 # A 1M-kernel trace's fingerprint is tens of KiB; a saved input past this is not one.

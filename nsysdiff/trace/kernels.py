@@ -423,6 +423,15 @@ class KernelReader(TraceConnection):
             return GraphMode.GRAPH, launches, total
         return (GraphMode.NODE if node else GraphMode.NONE), launches, total
 
+    def kernel_span_ns(self) -> tuple[int, int] | None:
+        """(first kernel start, last kernel end) of the whole trace; None without kernels."""
+        if not self.has_kernels():
+            return None
+        rules = RowRules(s.KERNEL)
+        (lo, hi, *checks), = self.query(f'SELECT min(start), max("end"), {rules.sql()} FROM {s.KERNEL}')
+        self.verify(rules, "1", [checks])
+        return None if lo is None or hi is None else (int(lo), int(hi))  # type: ignore[call-overload]
+
     def first_kernel_ns(self) -> int | None:
         if not self.has_kernels():
             return None

@@ -22,6 +22,14 @@ def silent(side: str, what: str) -> None:
     """A :data:`Step` that shows nothing."""
 
 
+def describe(side: str, what: str) -> str:
+    """``reading base: kernels`` for a table; a step that names its own work
+    (``scoping ...``, ``reducing ...``) is not "read": ``base: reducing ...``."""
+    where = f"{side}: " if side else ""
+    first = what.split(" ", 1)[0]
+    return f"{where}{what}" if first.endswith("ing") else f"reading {where}{what}"
+
+
 def wanted(quiet: bool, stream: TextIO, environ: Mapping[str, str]) -> bool:
     if quiet or environ.get("CI") or environ.get("GITHUB_ACTIONS"):
         return False
@@ -54,8 +62,7 @@ def reading(
         task = bar.add_task("reading", total=None)
 
         def step(side: str, what: str) -> None:
-            where = f"{side}: " if side else ""
-            bar.update(task, description=f"reading {where}{what}")
+            bar.update(task, description=describe(side, what))
             bar.refresh()  # each step is seen, however fast the next one comes
 
         yield step

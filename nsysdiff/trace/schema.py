@@ -86,6 +86,14 @@ def stop_reads() -> None:
         _STOPPING.append(1)
 
 
+def check_stopped(what: str) -> None:
+    """Raise :class:`ReadStopped` once :func:`stop_reads` was called: loops that read many
+    saved inputs (hundreds of fingerprints, a run set of thousands of runs) run no SQLite
+    query to interrupt, so they ask between inputs."""
+    if _STOPPING:
+        raise ReadStopped(f"{what}: read stopped")
+
+
 def resume_reads() -> None:
     _STOPPING.clear()
 

@@ -251,12 +251,12 @@ def test_report_exported_with_nsys_in_a_temporary_directory(
     assert code == 0, err
     assert '"kernel_launches": 200' in out
     assert err == (
-        f"nsysdiff: exporting {rep} to SQLite with nsys, in a temporary directory (--keep-export DIR keeps it)\n"
+        f"nsysdiff: exported {rep} to SQLite with nsys, in a temporary directory (--keep-export DIR keeps it)\n"
     )
     assert sorted(p.name for p in inputs.iterdir()) == ["profile.nsys-rep"]  # nothing beside the input
     args = log.read_text(encoding="utf-8").split()
     assert args[:5] == ["export", "--type", "sqlite", "--force-overwrite", "true"]
-    assert args[-1] == str(rep)
+    assert args[-1] == str(rep.absolute())
     assert not Path(args[-2]).exists()  # the temporary export is gone
 
 
@@ -270,7 +270,7 @@ def test_keep_export(
     keep = tmp_path / "exports"
     code, _, err = run_main(monkeypatch, capsys, "fingerprint", rep, "--keep-export", keep)
     assert code == 0, err
-    assert err == f"nsysdiff: exporting {rep} to SQLite with nsys, into {keep}\n"
+    assert err == f"nsysdiff: exported {rep} to SQLite with nsys, kept as {keep / 'profile.sqlite'}\n"
     assert (keep / "profile.sqlite").read_bytes() == trace.read_bytes()
 
 
@@ -286,8 +286,8 @@ def test_failed_export_is_one_line(
     rep.write_bytes(REPORT)
     code, _, err = run_main(monkeypatch, capsys, "summary", rep)
     lines = err.splitlines()
-    assert code == 2 and len(lines) == 2  # the notice, then the error
-    assert lines[1].startswith(f"nsysdiff: error: {rep}: nsys export failed (exit 3): file is corrupt; the command")
+    assert code == 2 and len(lines) == 1  # the error alone: the note comes after a successful export
+    assert lines[0].startswith(f"nsysdiff: error: {rep}: nsys export failed (exit 3): file is corrupt; the command")
 
 
 # --- waivers that match nothing ---------------------------------------------------------------

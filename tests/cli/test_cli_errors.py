@@ -160,7 +160,7 @@ def test_process_default_command_routes_to_diff(tmp_path: Path, good: Path) -> N
 def test_process_version() -> None:
     p = run("--version")
     assert p.returncode == 0
-    assert p.stdout.strip() == f"nsysdiff {nsysdiff.__version__}"
+    assert p.stdout.strip() == f"nsysdiff {nsysdiff.__version__} (fingerprint format 2)"
 
 
 # --- CliRunner ----------------------------------------------------------------------
@@ -281,7 +281,7 @@ def test_nvtx_only_export_summarises(tmp_path: Path) -> None:
 def test_version() -> None:
     code, out, _ = invoke("--version")
     assert code == 0
-    assert out.strip() == f"nsysdiff {nsysdiff.__version__}"
+    assert out.strip() == f"nsysdiff {nsysdiff.__version__} (fingerprint format 2)"
 
 
 def test_usage_error_is_exit_2(good: Path) -> None:

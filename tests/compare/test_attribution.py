@@ -13,7 +13,7 @@ from nsysdiff.api import load
 from nsysdiff.compare.attribution import Change, Effects, attribute, pair
 from nsysdiff.compare.diff import Diff, compare
 from nsysdiff.fingerprint.model import Scope
-from nsysdiff.render.markdown import contributor_text, effects_text
+from nsysdiff.render.phrases import contributor_text, effects_text
 
 MS = 1_000_000
 

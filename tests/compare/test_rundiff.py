@@ -289,20 +289,20 @@ def test_runs_without_kernel_rows_compare_their_nvtx_ranges() -> None:
 
 
 def test_a_real_capture_given_as_several_identical_runs(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """One capture given as several runs would fake point intervals marked "changed": the
+    same file twice, a byte-identical copy and its own saved fingerprint are each refused."""
     from conftest import real_trace
 
     bs1, bs16 = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
-    single = run_main(monkeypatch, capsys, bs1, bs16, "--format", "json")
-    code, out, err = run_main(monkeypatch, capsys, "--base", bs1, bs1, "--candidate", bs16, bs16, "--format", "json")
-    assert (code, err) == (single[0], "")
-    doc, one = json.loads(out), json.loads(single[1])
-    # Identical runs: the median runs' figures are the single diff's; no spread, point intervals.
-    assert doc["overall"] == one["overall"] and doc["attribution"] == one["attribution"]
-    r = doc["runs"]
-    assert r["kernel_time"]["ci_low"] == r["kernel_time"]["ci_high"] == r["kernel_time"]["ratio"]
-    assert all(x["cleared"] == (x["key"] in doc["outliers"]) for x in r["outliers"] if x["rows"] == "kernels")
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(Path(bs1).read_bytes())
+    saved = tmp_path / "bs1.json"
+    assert run_main(monkeypatch, capsys, "fingerprint", bs1, "-o", saved)[0] == 0
+    for again, why in ((bs1, "the same file as"), (copy, "byte-identical copy"), (saved, "the same capture as")):
+        code, out, err = run_main(monkeypatch, capsys, "--base", bs1, again, "--candidate", bs16, "--format", "json")
+        assert (code, out) == (2, "") and why in err and len(err.splitlines()) == 1, err
 
 
 # --- calibration of the outlier gate across runs ---------------------------------------
@@ -403,7 +403,7 @@ def test_kernels_across_runs_are_named_as_in_the_other_tables(
     # kernel by the same label as the headline and the kernel table.
     h100 = Path(__file__).resolve().parents[2] / "examples" / "h100"
     bs1, bs16 = h100 / "bs1.sqlite", h100 / "bs16.sqlite"
-    runs_args = ("--base", bs1, bs1, "--candidate", bs16, bs16, "--no-rules")
+    runs_args = ("--base", bs1, bs16, "--candidate", bs16, bs1, "--no-rules")
     _, text, _ = run_main(monkeypatch, capsys, *runs_args, "--details", "--width", "200")
     section = text[text.index("Across runs (2 vs 2 runs)") :].split("\n\n")[0]
     kernels = [line.strip() for line in section.splitlines() if line.startswith("  kernel ")]

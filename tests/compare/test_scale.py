@@ -17,7 +17,7 @@ from nsysdiff.cli import app, route
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Diff, compare
 from nsysdiff.fingerprint.model import KernelStats
-from nsysdiff.render.markdown import scale_line
+from nsysdiff.render.phrases import scale_line
 
 MS = 1_000_000
 

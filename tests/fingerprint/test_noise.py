@@ -360,9 +360,10 @@ def test_a_budget_below_the_noise_is_inconclusive(calibrated: tuple[Path, str, s
     code, stdout, err = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile),
                              "--width", "200")  # fmt: skip
     assert (code, err) == (int(ExitCode.INCONCLUSIVE), "")
-    first = stdout.splitlines()[0]
-    assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · too small to tell: rule 'gemm-tight': limit +1.0% is ")
-    assert "is below the measured noise ±" in first and "of the per-call mean of kernel:sgemm over 6 runs" in first
+    first, reason = stdout.splitlines()[:2]
+    assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · too small to tell (the reason below) · ")
+    assert reason.startswith("  inconclusive: rule 'gemm-tight': limit +1.0% is ")
+    assert "is below the measured noise ±" in reason and "of the per-call mean of kernel:sgemm over 6 runs" in reason
 
 
 def test_a_failing_rule_decides_over_an_inconclusive_one(
@@ -463,7 +464,8 @@ def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, s
         code, stdout, err = _cli(*args, "--format", fmt, "--width", "200")
         assert (code, err) == (int(ExitCode.INCONCLUSIVE), ""), fmt
         out[fmt] = stdout
-    assert "INCONCLUSIVE (exit 3) · too small to tell: " + reason in out["text"]
+    assert "INCONCLUSIVE (exit 3) · too small to tell (the reason below)" in out["text"]
+    assert "  inconclusive: " + reason in out["text"]
     assert "> Too small to tell: a limit is within the measured noise:" in out["markdown"]
     doc = json.loads(out["json"])
     assert doc["outcome"] == "inconclusive" and doc["reasons"][0].startswith(reason)
@@ -482,7 +484,16 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     fails exactly the kernels that grew past it per call."""
     bs1, bs16 = real_trace("h100/example_bs1"), real_trace("h100/example_bs16")
     path = tmp_path / "noise.json"
-    code, stdout, err = _cli("noise", str(bs1), str(bs1), "-o", str(path), "--width", "120")
+    # The same file twice is refused (it would pass for a quiet build); the degenerate pair
+    # is made on purpose here: the capture's fingerprint, and a copy whose capture ends 1 ns later.
+    code, _, err = _cli("noise", str(bs1), str(bs1), "-o", str(path))
+    assert code == 2 and "the same file as" in err and not path.exists()
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert _cli("fingerprint", str(bs1), "-o", str(first))[0] == 0
+    doc = json.loads(first.read_text(encoding="utf-8"))
+    doc["meta"]["capture_end_ns"] += 1
+    second.write_text(json.dumps(doc), encoding="utf-8")
+    code, stdout, err = _cli("noise", str(first), str(second), "-o", str(path), "--width", "120")
     assert (code, err) == (0, "")
     assert stdout.startswith("nsysdiff noise: 2 runs of one build · NVIDIA H100 80GB HBM3")
     profile = api.load_noise_profile(path)
@@ -527,7 +538,7 @@ def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
     code, stdout, err = _cli("diff", base, cand, *scope, *judged)
     assert (code, err) == (int(ExitCode.REGRESSION), "")
     finding = json.loads(stdout)["findings"][0]
-    assert "per decode_step step (6 -> 8 steps)" in finding["evidence"] and "noise widths" in finding["observed"]
+    assert "per decode_step (6 -> 8 steps)" in finding["evidence"] and "noise widths" in finding["observed"]
     code, stdout, err = _cli("diff", base, cand, *judged)
     assert (code, stdout) == (2, "")
     assert err.startswith("nsysdiff: error: the noise profile does not fit the base: ") and "scope" in err

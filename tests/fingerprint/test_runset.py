@@ -180,10 +180,14 @@ def test_fingerprint_run_set_writes_every_run_and_reads_back(tmp_path: Path) -> 
     assert [fp.kernel_ns for fp in saved.runs] == [4000, 4040, 3960]
     # A saved run set and a single fingerprint mix as inputs of one side.
     single = tmp_path / "one.json"
-    assert _cli("fingerprint", traces[0], "-o", str(single))[0] == 0
-    both = api.load_runs([out, single, traces[1]])
+    more = [_trace(tmp_path / f"run{i}.sqlite", ns) for i, ns in ((3, 1020), (4, 980))]
+    assert _cli("fingerprint", more[0], "-o", str(single))[0] == 0
+    both = api.load_runs([out, single, more[1]])
     assert len(both.runs) == 5
-    assert both.sources[0] == f"{out} runs[0]" and both.sources[3:] == (str(single), traces[1])
+    assert both.sources[0] == f"{out} runs[0]" and both.sources[3:] == (str(single), more[1])
+    # A run given twice (its trace and its own fingerprint) is refused: it would count twice.
+    with pytest.raises(UsageError, match="the same capture as"):
+        api.load_runs([out, traces[0]])
 
 
 def test_fingerprint_run_set_names_the_odd_run_out(tmp_path: Path) -> None:
@@ -247,3 +251,20 @@ def test_the_run_set_schema_is_packaged_and_valid() -> None:
     Draft202012Validator.check_schema(schema)
     rs = runset.run_set(_runs([1000, 1010]), _sources(2))
     assert list(Draft202012Validator(schema).iter_errors(json.loads(runset.run_set_to_json(rs)))) == []
+
+
+def test_one_capture_is_never_several_runs(tmp_path: Path) -> None:
+    """The same file, a byte-identical copy or the capture's own fingerprint, given as
+    another run of a side, would fake zero noise or point intervals: refused in one line."""
+    a = _trace(tmp_path / "a.sqlite", 1000)
+    b = _trace(tmp_path / "b.sqlite", 1010)
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(Path(a).read_bytes())
+    saved = tmp_path / "a.json"
+    assert _cli("fingerprint", a, "-o", str(saved))[0] == 0
+    cases = ((a, "the same file as"), (str(copy), "byte-identical copy"), (str(saved), "the same capture as"))
+    for again, why in cases:
+        for argv in (["noise", a, again, b], ["diff", "--base", a, again, "--candidate", b]):
+            code, out, err = _cli(*argv)
+            assert (code, out) == (2, ""), (argv, err)
+            assert why in err and err.count("\n") == 1, err

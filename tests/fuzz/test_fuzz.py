@@ -2,7 +2,9 @@
 
 ``benchmarks/fuzz.py`` mutates TraceBuilder traces (bytes, pages, truncation, values
 written through SQL, hostile names, saved fingerprints, run sets and noise profiles) and
-runs ``summary`` and ``diff`` (one or several runs per side) in every format on each.
+runs ``summary`` and ``diff`` (one or several runs per side) in every format on each;
+mutated rule files and phases maps, ``-o`` onto inputs and ``--keep-export`` beside them,
+and names with every Unicode blank before ``::``.
 Here a few hundred cases of one seed, builder traces only, so the subset is the same
 with or without ../shared; the full run (5,000+ cases, real traces too) is
 ``python benchmarks/fuzz.py`` (see benchmarks/README.md).
@@ -19,7 +21,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = 240
+CASES = 200
 
 
 def _fuzz() -> ModuleType:
@@ -51,9 +53,11 @@ def test_fixed_seed_subset(tmp_path: Path) -> None:
     # The subset reaches every verdict a broken input can get, not only exit 2.
     codes = {o.code for o in outcomes}
     assert {0, 2, 3} <= codes
-    assert {o.case.argv[0] for o in outcomes} == {"summary", "diff"}
+    assert {o.case.argv[0] for o in outcomes} == {"summary", "diff", "fingerprint", "noise", "rules"}
     # Every kind of saved input is mutated, and diffs take several runs per side too.
     mutations = {o.case.mutation.split(" ")[0] for o in outcomes}
-    assert {"fingerprint", "run", "noise"} <= mutations
+    assert {"fingerprint", "run", "noise", "rules:", "phases:", "-o", "--keep-export"} <= mutations
+    # Names carry every Unicode blank before "::", and injected lines are counted after them.
+    assert all(f"\n{b}::error::" in "".join(fuzz.HOSTILE) for b in fuzz.BLANKS if b != "\n")
     assert any("--base" in o.case.argv for o in outcomes)
     assert any("--noise-profile" in o.case.argv for o in outcomes)

@@ -39,8 +39,25 @@ def test_same_words_other_arity() -> None:
     assert labels_of([(five, "k"), (six, "k")]) == {five: "k ⟨5 args⟩", six: "k ⟨6 args⟩"}
 
 
-def test_no_word_and_no_arity_falls_back_to_an_index() -> None:
+def test_same_words_elsewhere_are_told_by_template_arguments() -> None:
     a, b = "k<A, B>(int)", "k<B, A>(int)"
+    assert labels_of([(a, "k"), (b, "k")]) == {a: "k ⟨A⟩", b: "k ⟨B⟩"}
+    # Real PyTorch kernels (H100 captures): every word of the first is in the second.
+    on_long = ("void at::native::vectorized_elementwise_kernel<(int)2, at::native::CUDAFunctorOnSelf_add<long>, "
+               "std::array<char *, (unsigned long)2>>(int, T2, T3)")  # fmt: skip
+    on_float = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add<float>, "
+                "std::array<char *, (unsigned long)2>>(int, T2, T3)")  # fmt: skip
+    got = labels_of([(on_long, "vectorized_elementwise_kernel"), (on_float, "vectorized_elementwise_kernel")])
+    assert got[on_long] == "vectorized_elementwise_kernel ⟨CUDAFunctorOnSelf_add<long>⟩"
+    cat = "void at::native::<unnamed>::CatArrayBatchedCopy_vectorized<at::native::<unnamed>::OpaqueType<(unsigned int){}>, unsigned int, (int)3, (int)128, (int)1, (int)16, (int){}>(char *)"  # noqa: E501
+    two, four = cat.format(2, 8), cat.format(4, 4)
+    got = labels_of([(two, "CatArrayBatchedCopy_vectorized"), (four, "CatArrayBatchedCopy_vectorized")])
+    assert got[four] == "CatArrayBatchedCopy_vectorized ⟨OpaqueType<4>⟩"
+    assert "#" not in got[two]
+
+
+def test_nothing_to_tell_falls_back_to_an_index() -> None:
+    a, b = "k<A>(int, int)", "k<A>(int,int)"
     assert labels_of([(a, "k"), (b, "k")]) == {a: "k ⟨#1⟩", b: "k ⟨#2⟩"}
 
 

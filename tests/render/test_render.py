@@ -14,7 +14,7 @@ import pytest
 from render.synthetic import FINDINGS, KERNELS, RULES, Spec
 
 from nsysdiff.errors import ExitCode, NsysdiffError
-from nsysdiff.render import Format, github, json_report, junit, markdown, render, text
+from nsysdiff.render import Format, github, json_report, junit, markdown, phrases, render, text
 from nsysdiff.rules.report import Finding, Level, Outcome, Report
 from nsysdiff.safe import neutral
 
@@ -130,9 +130,15 @@ def test_every_format_renders_every_outcome(
 )
 def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None:
     report = _outcomes(make_report)[outcome]
-    line = markdown.verdict_line(report)
+    line = phrases.verdict_line(report)
     assert line.startswith(start)
-    assert text.render(report, width=200).startswith("nsysdiff: " + start)
+    shown = text.render(report, width=200)
+    if report.reasons:
+        # The text report lists each reason once, under a line that counts them.
+        assert shown.startswith("nsysdiff: INCONCLUSIVE (exit 3) · can't compare (the reason below) · ")
+        assert shown.count(report.reasons[0]) == 1
+    else:
+        assert shown.startswith("nsysdiff: " + start)
     first = markdown.render(report).splitlines()[0]
     assert first.startswith(
         f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · "
@@ -483,7 +489,7 @@ def test_hostile_names_cannot_inject_commands(make_report: MakeReport, name: str
     # The name stays inside its command, on one line, control characters made visible.
     assert _unescape(outlier.group(2)) == f"outlier-kernels: {neutral.text(name)}"
     assert neutral.text(name) in _unescape(outlier.group(3))
-    verdict = markdown.verdict_line(neutral.scrub(report, neutral.text))
+    verdict = phrases.verdict_line(neutral.scrub(report, neutral.text))
     assert _unescape(parsed[-1].group(3) if parsed[-1] else "") == verdict
 
 
@@ -617,6 +623,6 @@ def test_a_kernel_replaced_by_one_of_the_same_short_name_is_told_apart() -> None
     short = "nvfuser_none_f0_c0_r0_g0"
     c = Contributor("replacement", short, new, -860.0, short, 136_000.0, old)
     named = labels_of([(new, short), (old, short)])
-    text = markdown.contributor_text(c, str, named)
+    text = phrases.contributor_text(c, str, named)
     assert text == f"new {named[new]} +135.14 us replaces {named[old]} -136.00 us"
     assert named[new] != named[old] and named[new].startswith(short)

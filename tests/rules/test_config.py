@@ -27,7 +27,7 @@ ERRORS = {
         "message, "
         "description, kernel, family, category, memcpy, memset, nvtx, sync, whole, metric, "
         "max_ratio, "
-        "max_increase, max_value, max_share, max_noise_widths, min_ratio, min_time, each, per)",
+        "max_increase, max_value, max_share, max_noise_widths, min_ratio, min_time, min_step_share, each, per)",
     ),
     "unknown top-level key": (
         "version: 1\nrulez: []\n",

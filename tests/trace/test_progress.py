@@ -66,7 +66,7 @@ def test_steps_reach_the_callback_in_order() -> None:
     seen: list[tuple[str, str]] = []
     api.load(CASCADE / "bs1.sqlite", progress=lambda side, what: seen.append((side, what)), side="base")
     assert [w for _, w in seen] == [
-        "kernels", "metadata", "memcpy", "memset", "sync calls", "NVTX ranges", "reducing",
+        "kernels", "metadata", "memcpy", "memset", "sync calls", "NVTX ranges", "reducing to a fingerprint",
     ]  # fmt: skip
     assert {s for s, _ in seen} == {"base"}
 

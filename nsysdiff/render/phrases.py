@@ -1,0 +1,353 @@
+"""The words every text-like report shares: the verdict line, counts and plurals, the scale,
+the attribution and the phrases that name a change (text, Markdown, GitHub and JUnit).
+
+Plain text with no markup: each renderer escapes what it writes in its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from nsysdiff import units as u
+from nsysdiff.compare.attribution import Contributor, Effects
+from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
+from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
+from nsysdiff.render import runs
+from nsysdiff.render import steps as step_lines
+from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, undecided_reason
+
+_STATUS = {
+    Outcome.PASS: "PASS",
+    Outcome.FAIL: "FAIL",
+    Outcome.INCONCLUSIVE: "INCONCLUSIVE",
+    Outcome.UNJUDGED: "NOT JUDGED",  # a plain word: "unjudged" stays in the JSON
+}
+
+
+def status_word(report: Report) -> str:
+    """``PASS``, ``FAIL``, ``INCONCLUSIVE`` or ``NOT JUDGED``."""
+    return _STATUS[report.outcome]
+
+
+def count(x: float) -> str:
+    """A count: ``1,234``, or a per-step average such as ``12.50``."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.2f}"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def plural_calls(x: float) -> str:
+    """``1 call``, ``14 calls``, ``12.50 calls`` (per step)."""
+    return f"{count(x)} {'call' if x == 1 else 'calls'}"
+
+
+def failed_rules(report: Report) -> tuple[str, ...]:
+    """Rule ids with at least one finding that decides a FAIL, in report order."""
+    return tuple(dict.fromkeys(f.rule_id for f in report.failed))
+
+
+def finding_counts(report: Report) -> str:
+    """``2 errors, 1 warning, 1 waived`` (active findings by level, then waived)."""
+    return finding_counts_of(report.findings) if report.findings else "no findings"
+
+
+def finding_counts_of(findings: Sequence[Finding]) -> str:
+    """The same count for any list of findings."""
+    parts = []
+    for level, word in ((Level.ERROR, "error"), (Level.WARNING, "warning")):
+        n = sum(1 for f in findings if f.level is level and not f.waived)
+        if n:
+            parts.append(plural(n, word))
+    n_info = sum(1 for f in findings if f.level is Level.INFO and not f.waived)
+    if n_info:
+        parts.append(f"{n_info:,} info")
+    waived = sum(1 for f in findings if f.waived)
+    if waived:
+        parts.append(f"{waived:,} waived")
+    return ", ".join(parts) or "none"
+
+
+_BASIS_WORDS = {
+    "kernels": ("family", "families", "kernel time"),
+    "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
+    "graphs": ("CUDA graph", "CUDA graphs", "graph time"),
+}
+
+
+def basis_phrase(diff: Diff) -> str | None:
+    """What was compared instead of kernels, when there is no kernel data."""
+    return {
+        "nvtx": "NVTX ranges (no kernel data on either side)",
+        "graphs": "whole-graph launches per graph id (graph-mode captures: kernels inside graphs not visible)",
+    }.get(diff.headline.basis)
+
+
+def scale_parts(diff: Diff) -> tuple[str, str | None]:
+    """The scale with its uncertainty, and what it is measured over (None: no family on
+    both sides); "none meaningful" when too little time is in common families."""
+    i = diff.headline.scale_info
+    one, many, time = _BASIS_WORDS[diff.headline.basis]
+    if not i.families:
+        return f"none: no {one} runs on both sides", None
+    if f"{100 * i.base_share:.0f}" == f"{100 * i.candidate_share:.0f}" == "100":
+        over = f"over {plural(i.families, one, many)} on both sides: all the {time}"
+    else:
+        over = (
+            f"over {plural(i.families, one, many)} on both sides: "
+            f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
+        )
+    if not i.covered:
+        return f"none meaningful (at least {MIN_COMMON:.0%} of each side needed)", over
+    if i.scattered:
+        return (
+            f"none meaningful: {i.factor:.2f}x, but half the weight between {i.low:.2f}x and "
+            f"{i.high:.2f}x (a spread over {MAX_SPREAD:g}x)"
+        ), over
+    return f"{i.factor:.2f}x (typical {one}), half the weight between {i.low:.2f}x and {i.high:.2f}x", over
+
+
+def scale_line(diff: Diff) -> str:
+    main, over = scale_parts(diff)
+    return main if over is None else f"{main}, {over}"
+
+
+_KIND_WORD = {"per-call": "slower calls", "count": "more calls"}
+
+
+def effect_cells(r: Row) -> tuple[str, str]:
+    """A row's count and per-call effects as two cells; a resized kernel's change in the
+    second, after the word ``resized`` (nsysdiff.compare.attribution)."""
+    if r.resized_ns:
+        return "resized", u.signed_ns(r.resized_ns)
+    return u.signed_ns(r.count_effect_ns), u.signed_ns(r.per_call_effect_ns)
+
+
+def resized_phrase(base_calls: float, candidate_calls: float) -> str:
+    """``1 call → 10,000 smaller calls``: the same work in calls of another size."""
+    size = "smaller" if candidate_calls > base_calls else "larger"
+    return f"{plural_calls(base_calls)} → {count(candidate_calls)} {size} calls"
+
+
+def contributor_text(
+    c: Contributor, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str:
+    """``new `X` +20.70 ms replaces `Y` -1.60 ms``, ```Z` +0.80 ms (slower calls)``.
+
+    ``labels`` (key -> label, :func:`nsysdiff.render.names.labels`) tells apart kernels that
+    share a short name: a fused kernel replaced by another of the same name."""
+    label = labels or {}
+    this = label.get(c.key, c.name)
+    if c.kind == "replacement":
+        old = label.get(c.replaces_key or "", c.replaces or "")
+        return (
+            f"new {name(this)} {u.signed_ns(c.delta_ns + (c.replaces_ns or 0))} replaces "
+            f"{name(old)} {u.signed_ns(-(c.replaces_ns or 0))}"
+        )
+    if c.kind in ("new", "removed"):
+        return f"{c.kind} {name(this)} {u.signed_ns(c.delta_ns)}"
+    if c.kind == "resized" and c.calls is not None:
+        return f"{name(this)} {u.signed_ns(c.delta_ns)} ({resized_phrase(*c.calls)})"
+    word = _KIND_WORD[c.kind] if c.delta_ns > 0 else _KIND_WORD[c.kind].replace("slower", "faster")
+    if c.kind == "count" and c.delta_ns < 0:
+        word = "fewer calls"
+    if c.waiting_ns * c.delta_ns > 0 and abs(c.waiting_ns) >= abs(c.delta_ns) / 2:
+        # A collective that grew (or shrank) mostly by waiting for other ranks.
+        word += f", {u.signed_ns(c.waiting_ns)} of it waiting for other ranks"
+    return f"{name(this)} {u.signed_ns(c.delta_ns)} ({word})"
+
+
+def no_outlier_line(diff: Diff) -> str:
+    """What the outlier section says when it has nothing to show."""
+    what = {"nvtx": "NVTX range", "graphs": "CUDA graph"}.get(diff.headline.basis, "kernel")
+    if not diff.headline.scale_info.meaningful:
+        return f"No outlier test: without a meaningful overall scale no {what} can be judged against the rest."
+    return f"No outlier: no {what} scaled abnormally against the overall {diff.headline.scale:.2f}x."
+
+
+def effects_text(e: Effects) -> str:
+    """``count +1.00 ms · per-call +2.00 ms · new 0 · removed -0.50 ms``, with ``resized``
+    after per-call when some kernel ran in calls of another size."""
+    resized = f"resized {u.signed_ns(e.resized_ns)} · " if e.resized_ns else ""
+    return (
+        f"count {u.signed_ns(e.count_ns)} · per-call {u.signed_ns(e.per_call_ns)} · {resized}"
+        f"new {u.signed_ns(e.new_ns)} · removed {u.signed_ns(e.removed_ns)}"
+    )
+
+
+def attribution_line(
+    diff: Diff, name: Callable[[str], str] = u.shorten, labels: Mapping[str, str] | None = None
+) -> str | None:
+    """``+21.70 ms: new `X` +20.70 ms replaces `Y` -1.60 ms; ...``: the top contributors."""
+    a = diff.attribution
+    if not a.top:
+        return None
+    return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
+
+
+def kernel_time_phrase(diff: Diff) -> str:
+    """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
+    h = diff.headline
+    if h.basis == "graphs":
+        b, c = diff.base_meta.graph_total_ns, diff.candidate_meta.graph_total_ns
+        return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
+    if h.basis == "nvtx":
+        return "NVTX ranges compared (no kernel data)"
+    if h.per is not None:
+        return (
+            f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → "
+            f"{u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
+        )
+    return (
+        f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
+    )
+
+
+def compared_ns(diff: Diff) -> tuple[float, float]:
+    """The kernel times the headline ratio compares: per step when the diff is per step."""
+    h = diff.headline
+    if h.per is not None and h.base_per_step_ns is not None and h.candidate_per_step_ns is not None:
+        return h.base_per_step_ns, h.candidate_per_step_ns
+    return h.base_total_ns, h.candidate_total_ns
+
+
+def steps_phrase(diff: Diff) -> str | None:
+    """``per step of decode: 64 → 64 steps; figures below are per step``, when per step."""
+    h = diff.headline
+    if h.per is None:
+        return None
+    return (
+        f"per step of {h.per}: {count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} steps; "
+        f"times, calls, copies and variants are per step"
+    )
+
+
+def kernel_count_phrase(diff: Diff) -> str | None:
+    """The "same count, different kernels" call-out, when it applies."""
+    h = diff.headline
+    if not h.same_count_different_kernels:
+        return None
+    only_b = h.base_kernels - h.common_kernels
+    only_c = h.candidate_kernels - h.common_kernels
+    return (
+        f"same launch count ({h.base_launches:,}), different kernels: "
+        f"{only_b:,} base-only, {only_c:,} candidate-only"
+    )
+
+
+def _short_name(r: Row) -> str:
+    return u.shorten(r.name)
+
+
+def too_small(report: Report) -> bool:
+    """Whether the outcome is inconclusive only because limits are within the measured
+    noise (a noise profile was given), not because the sides can't be compared."""
+    told = {undecided_reason(f) for f in report.undecided}
+    return bool(told) and set(report.reasons) <= told
+
+
+def verdict_details(
+    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
+) -> list[str]:
+    """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
+    time and the top outlier. ``name`` formats the outlier's row (its kernel name);
+    ``reasons_below``: the report lists the inconclusive reasons under the line, so the
+    line only counts them (each reason is printed once)."""
+    parts = []
+    if report.outcome is Outcome.UNJUDGED:
+        parts.append("rules off (--no-rules)")
+    elif report.outcome is Outcome.INCONCLUSIVE:
+        if any(r.startswith(NO_RULES) for r in report.reasons):
+            what = "nothing judged"
+        else:
+            what = "too small to tell" if too_small(report) else "can't compare"
+        if reasons_below:
+            n = len(report.reasons)
+            parts.append(f"{what} ({'the reason' if n == 1 else f'{n} reasons'} below)")
+        else:
+            parts.append(f"{what}: " + "; ".join(report.reasons))
+    else:
+        parts.append(plural(len(failed_rules(report)), "failed rule"))
+        parts.append(finding_counts(report))
+    if report.diff.steps is not None:
+        parts.append(step_lines.verdict_phrase(report.diff.steps))
+    parts.append(kernel_time_phrase(report.diff))
+    if report.diff.runs is not None:
+        parts.append(runs.count_phrase(report.diff.runs))
+    outliers = report.diff.outliers
+    if outliers:
+        top = outliers[0]
+        faster = top.deviation is not None and top.deviation < 1
+        parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
+    elif report.diff.outlier_families:
+        fam = report.diff.outlier_families[0]
+        parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
+    else:
+        top_change = top_change_phrase(report.diff)
+        if top_change is not None:
+            parts.append(top_change)
+    return parts
+
+
+def top_change_phrase(diff: Diff) -> str | None:
+    """``top change new X +20.68 ms replaces Y -1.60 ms (97% of +19.69 ms)``: what the
+    verdict line names when no key stands out against the scale. None when the kernel time
+    stayed within the noise, or the largest contributor went against the change (it is no
+    cause of it)."""
+    a = diff.attribution
+    if not a.top or not a.delta_ns or a.top[0].delta_ns * a.delta_ns <= 0:
+        return None
+    base, cand = compared_ns(diff)
+    if base > 0 and 1 / diff.settings.noise <= cand / base <= diff.settings.noise:
+        return None  # the kernel time did not change beyond the noise: no cause to name
+    share = f"{a.top[0].delta_ns / a.delta_ns:.0%} of {u.signed_ns(a.delta_ns)}"
+    text = contributor_text(a.top[0])
+    # "X -143.01 us (faster calls)" takes the share inside its parentheses.
+    return f"top change {text[:-1]}; {share})" if text.endswith(")") else f"top change {text} ({share})"
+
+
+def verdict_line(
+    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
+) -> str:
+    """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
+    head = f"{status_word(report)} (exit {int(report.exit_code)})"
+    return " · ".join([head, *verdict_details(report, name, reasons_below)])
+
+
+def finding_text(f: Finding) -> str:
+    """``observed vs limit — evidence``: the one-line body of a finding."""
+    body = f"{f.observed} vs {f.limit}" if f.limit else f.observed
+    return f"{body} — {f.evidence}" if f.evidence else body
+
+
+def per_call_pair(r: Row) -> str:
+    """``5.15x mean / 5.14x p50``."""
+    return f"{u.ratio(r.mean_ratio)} mean / {u.ratio(r.p50_ratio)} p50"
+
+
+def calls_pair(r: Row) -> str:
+    b = count(r.base.calls) if r.base else "-"
+    c = count(r.candidate.calls) if r.candidate else "-"
+    return f"{b} → {c}"
+
+
+def side_ns(r: Row) -> tuple[str, str]:
+    return (
+        u.ns(r.base.total_ns) if r.base else "-",
+        u.ns(r.candidate.total_ns) if r.candidate else "-",
+    )
+
+
+def copy_pair(d: CopyDelta, field: str, fmt: Callable[[float], str]) -> str:
+    b = fmt(getattr(d.base, field)) if d.base else "-"
+    c = fmt(getattr(d.candidate, field)) if d.candidate else "-"
+    return f"{b} → {c}"
+
+
+def drift_totals(v: VariantDrift) -> str:
+    """``7 appeared (88.00 ms), 7 disappeared (18.00 ms)``."""
+    return (
+        f"{len(v.appeared):,} appeared ({u.ns(v.appeared_ns)}), "
+        f"{len(v.disappeared):,} disappeared ({u.ns(v.disappeared_ns)})"
+    )

@@ -1,0 +1,243 @@
+"""Output paths and exports that would overwrite an input or fail after the verdict.
+
+Every ``-o`` is checked before any trace is read (it can be written, it is no input, a
+directory where one is meant); an ``.nsys-rep`` export kept with ``--keep-export`` never
+takes the name of a file that exists (an input, the other side's export); a report whose
+``-o`` can't be written after all keeps a failed verdict's exit code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from fpspec import fingerprint
+
+from nsysdiff import cli
+from nsysdiff.cli import outputs
+from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.synth.builder import TraceBuilder
+
+KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(30)}
+REPORT = b"NVIDIA Tegra Profiler Report\x00\x01" + bytes(200)
+
+
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+    out, err = capsys.readouterr()
+    assert isinstance(info.value.code, int)
+    return info.value.code, out, err
+
+
+def _fake_nsys(bin_dir: Path, trace: Path, log: Path) -> None:
+    """An ``nsys`` that copies ``trace`` to its --output (as ``nsys export`` would write it)."""
+    bin_dir.mkdir()
+    script = bin_dir / "nsys"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> "{log}"\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done\n'
+        f'cp "{trace}" "$out"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Two traces whose diff fails the default rules (exit 1)."""
+    paths = []
+    for name, slow in (("a.sqlite", 3_000), ("b.sqlite", 40_000)):
+        b = TraceBuilder()
+        for i in range(50):
+            b.launch("gemm" if i % 2 else "elementwise", 100_000 * i, 100_000 * i + 5_000, slow if i % 2 else 3_000)
+        paths.append(b.write(tmp_path / name))
+    return paths[0], paths[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fingerprint", "{a}", "-o", "{a}"],
+        ["summary", "{a}", "-o", "{a}"],
+        ["summary", "{a}", "{b}", "-o", "{b}"],
+        ["noise", "{a}", "{b}", "-o", "{b}"],
+        ["fingerprint", "{a}", "{b}", "--run-set", "-o", "{a}"],
+        ["diff", "{a}", "{b}", "-o", "{b}"],
+        ["diff", "{a}", "{b}", "-o", "{link}"],
+    ],
+    ids=["fingerprint", "summary", "summary-ranks", "noise", "run-set", "diff", "diff-through-a-link"],
+)
+def test_an_output_naming_an_input_is_refused_before_reading(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], argv: list[str]
+) -> None:
+    a, b = pair
+    link = a.parent / "link.json"
+    link.symlink_to(b)
+    before = {p: _digest(p) for p in (a, b)}
+    code, out, err = run_main(monkeypatch, capsys, *(w.format(a=a, b=b, link=link) for w in argv))
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "is the input" in err, err
+    assert {p: _digest(p) for p in (a, b)} == before
+
+
+def test_a_saved_fingerprint_diffed_into_itself(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = tmp_path / "A.json"
+    a.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
+    before = _digest(a)
+    code, _, err = run_main(monkeypatch, capsys, "diff", a, a, "-o", a)
+    assert code == 2 and "is the input" in err
+    assert _digest(a) == before
+
+
+def test_an_output_in_a_missing_directory_fails_before_the_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pair
+    code, out, err = run_main(monkeypatch, capsys, a, b, "-o", tmp_path / "nodir" / "x.json")
+    assert (code, out) == (2, "")  # no FAIL report printed before the error
+    assert err.startswith("nsysdiff: error: -o ") and "no such directory" in err and len(err.splitlines()) == 1
+
+
+def test_a_failed_verdict_keeps_its_code_when_a_report_is_lost(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pair
+    out_file = tmp_path / "r.json"
+    real_write = Path.write_text
+
+    def full_disk(self: Path, *args: object, **kwargs: object) -> int:
+        if self == out_file:
+            raise OSError(28, "No space left on device")
+        return real_write(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    code, out, err = run_main(monkeypatch, capsys, a, b, "-o", out_file)
+    assert code == 1 and "FAIL" in out
+    assert "No space left on device" in err
+    assert outputs.settle(0, ["lost"]) == 2 and outputs.settle(3, ["lost"]) == 3 and outputs.settle(1, []) == 1
+
+
+def test_fingerprint_into_a_directory_named_with_a_slash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, _ = pair
+    code, _, err = run_main(monkeypatch, capsys, "fingerprint", a, "-o", f"{tmp_path / 'newdir'}{os.sep}")
+    assert code == 0, err
+    assert (tmp_path / "newdir").is_dir() and (tmp_path / "newdir" / "a.json").is_file()
+
+
+def test_several_fingerprints_into_one_json_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pair
+    code, _, err = run_main(monkeypatch, capsys, "fingerprint", a, b, "-o", tmp_path / "set.json")
+    assert code == 2 and "use --run-set for one file, or -o DIR" in err
+    assert not (tmp_path / "set.json").exists()
+
+
+def test_fingerprint_into_a_directory_holding_an_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    saved = d / "a.json"
+    saved.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
+    other = d / "b.json"
+    other.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
+    before = _digest(saved)
+    code, _, err = run_main(monkeypatch, capsys, "fingerprint", saved, other, "-o", d)
+    assert code == 2 and "is the input" in err
+    assert _digest(saved) == before
+
+
+# --- --keep-export --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nsys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pair: tuple[Path, Path]) -> Path:
+    _fake_nsys(tmp_path / "bin", pair[1], tmp_path / "nsys.log")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path / "nsys.log"
+
+
+def test_a_kept_export_never_replaces_its_own_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
+) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    rep = d / "r.sqlite"  # a report renamed .sqlite: its export would have its name
+    rep.write_bytes(REPORT)
+    code, _, err = run_main(monkeypatch, capsys, "summary", rep, "--keep-export", d)
+    assert code == 0, err
+    assert rep.read_bytes() == REPORT
+    assert (d / "r-2.sqlite").is_file() and f"kept as {d / 'r-2.sqlite'}" in err
+
+
+def test_a_kept_export_never_replaces_the_other_side(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path,
+    pair: tuple[Path, Path],
+) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    rep = d / "r.nsys-rep"
+    rep.write_bytes(REPORT)
+    cand = d / "r.sqlite"
+    cand.write_bytes(pair[0].read_bytes())
+    before = _digest(cand)
+    code, _, err = run_main(monkeypatch, capsys, rep, cand, "--keep-export", d, "--no-rules")
+    assert code == 0, err
+    assert _digest(cand) == before
+
+
+def test_two_reports_with_one_name_are_kept_apart(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
+) -> None:
+    reps = []
+    for side in ("base", "cand"):
+        (tmp_path / side).mkdir()
+        reps.append(tmp_path / side / "report1.nsys-rep")
+        reps[-1].write_bytes(REPORT)
+    keep = tmp_path / "keep"
+    code, _, err = run_main(monkeypatch, capsys, *reps, "--keep-export", keep, "--no-rules")
+    assert code == 0, err
+    assert sorted(p.name for p in keep.iterdir()) == ["report1-2.sqlite", "report1.sqlite"]
+
+
+def test_a_report_named_like_an_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("-x.nsys-rep").write_bytes(REPORT)
+    code, _, err = run_main(monkeypatch, capsys, "summary", "--", "-x.nsys-rep")
+    assert code == 0, err
+    assert nsys.read_text(encoding="utf-8").split()[-1] == str(tmp_path / "-x.nsys-rep")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, _, err = run_main(monkeypatch, capsys, "summary", "--", "-x.nsys-rep")
+    assert code == 2 and f"--output {tmp_path / '-x.sqlite'} {tmp_path / '-x.nsys-rep'}" in err
+
+
+def test_keep_export_with_fingerprint_into_a_directory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
+) -> None:
+    reps = []
+    for name in ("p1", "p2"):
+        reps.append(tmp_path / f"{name}.nsys-rep")
+        reps[-1].write_bytes(REPORT)
+    keep = tmp_path / "keep"
+    code, _, err = run_main(monkeypatch, capsys, "fingerprint", *reps, "-o", tmp_path / "fps", "--keep-export", keep)
+    assert code == 0, err
+    assert sorted(p.name for p in keep.iterdir()) == ["p1.sqlite", "p2.sqlite"]
