@@ -34,7 +34,8 @@ hang); no ``Traceback``; the inputs byte-identical with nothing new beside them 
 line that GitHub's runner would parse as a command (counted as the runner parses: every
 leading Unicode blank stripped, then ``::``, other than the github format's own annotations
 at the start of a line; or ``##[`` anywhere); no ESC, BEL or NUL in any output; a Markdown
-report within GitHub's 1 MiB step-summary limit.
+report within GitHub's 1 MiB step-summary limit; an HTML report with its one script and no
+other markup from a name.
 
 Speed: the parent imports nsysdiff once and forks a child per case (no interpreter start),
 ``--jobs`` children at a time; a child past ``--timeout`` seconds is killed.
@@ -661,10 +662,17 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
         for ch, label in ((b"\x1b", "ESC"), (b"\x07", "BEL"), (b"\x00", "NUL")):
             if ch in data:
                 problems.append(f"{label} in {where}")
+    if fmt == "html" and code in (0, 1, 3) and (out.count(b"<script") != 1 or _HTML_INJECTED.search(out)):
+        problems.append("markup injected into the HTML report")
     summary_md = docs.get("step-summary.md", b"")
     if (fmt == "markdown" and len(out) > MARKDOWN_LIMIT) or len(summary_md) > MARKDOWN_LIMIT:
         problems.append("markdown past GitHub's 1 MiB step-summary limit")
     return problems
+
+
+# An element or attribute no HTML report of nsysdiff has: a name that got out of its text.
+# (A name's ``<`` is escaped, so a tag here is markup nsysdiff wrote, or a name that got out.)
+_HTML_INJECTED = re.compile(rb"<(?:iframe|object|embed|img|link|image)\b|<[a-z][^>]*\son[a-z]+\s*=", re.I)
 
 
 def _preload() -> None:
@@ -673,7 +681,8 @@ def _preload() -> None:
 
     from nsysdiff.fingerprint import validation
 
-    for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema"):
+    for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema", "matplotlib.figure",
+                 "matplotlib.backends.backend_svg"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     validation._validator()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from render.htmlcheck import same_report
 from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
@@ -38,6 +39,7 @@ H100_ARGS = [str(H100 / "bs1.sqlite"), str(H100 / "bs16.sqlite"), "--rules", "ba
         ("report.txt", ["--width", "120", "--details"]),
         ("report.md", ["--format", "markdown"]),
         ("report.json", ["--format", "json"]),
+        ("report.html", ["--format", "html"]),
     ],
 )
 def test_h100_report_matches_golden(golden: str, options: list[str], update_golden: bool) -> None:
@@ -46,6 +48,11 @@ def test_h100_report_matches_golden(golden: str, options: list[str], update_gold
     path = H100 / golden
     if update_golden:
         path.write_text(result.stdout)
+    if golden.endswith(".html"):
+        # Drawn by another matplotlib release, the charts are compared by their words.
+        assert same_report(path.read_text(), result.stdout)
+        assert len(result.stdout.encode("utf-8")) < 2_000_000
+        return
     assert result.stdout == path.read_text()
 
 

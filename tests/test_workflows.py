@@ -200,8 +200,12 @@ def test_action_interface() -> None:
         "fail-on-inconclusive": "true",
         "version": "",
         "python-version": "3.12",
+        "html": "false",
+        "comment": "false",
+        "comment-key": "",
+        "github-token": "${{ github.token }}",
     }
-    assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown"}
+    assert set(action["outputs"]) == {"verdict", "exit-code", "report-json", "report-markdown", "report-html"}
     assert action["runs"]["using"] == "composite"
 
 
@@ -350,6 +354,15 @@ def test_the_install_step_echoes_no_command(tmp_path: Path) -> None:
     assert "%0A::add-mask::FAIL%0A" in r.stdout
 
 
+@pytest.mark.parametrize("inputs", [{"INPUT_HTML": "true"}, {"INPUT_COMMENT": "True"}], ids=["html", "comment"])
+def test_html_report(run_diff_step: Any, tmp_path: Path, inputs: dict[str, str]) -> None:
+    run = run_diff_step(FAKE_REPORTS="1", **inputs)
+    html = str(tmp_path / "nsysdiff-report.html")
+    assert run.args is not None and run.args[-2:] == ["--output", html]
+    assert run.outputs["report-html"] == html
+    assert run_diff_step(FAKE_REPORTS="1").outputs["report-html"] == ""
+
+
 def test_noise_profile(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
     assert run.args is not None
@@ -421,3 +434,29 @@ def test_result_step_fails_with_status(tmp_path: Path, status: str, expected: in
         [bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == expected
+
+
+@pytest.mark.parametrize(("url", "code"), [("https://x/artifacts/1", "0"), ("", "2")], ids=["linked", "no-artifact"])
+def test_comment_step(tmp_path: Path, url: str, code: str) -> None:
+    """The comment step passes the report, its key and the artifact's address as arguments
+    (never through the shell), and never fails the job, whatever nsysdiff comment exits."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not available")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsysdiff"
+    fake.write_text(FAKE_NSYSDIFF)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    script = tmp_path / "comment.sh"
+    script.write_text(_step_script(name="Comment on the pull request"))
+    env = {"PATH": os.environ.get("PATH", ""), "NSYSDIFF_BIN": str(bin_dir), "FAKE_ARGS": str(tmp_path / "args"),
+           "FAKE_CODE": code, "REPORT_MD": "/tmp/r.md", "REPORT_URL": url, "COMMENT_KEY": "$(touch pwned)",
+           "GITHUB_TOKEN": "t"}  # fmt: skip
+    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args == ["comment", "/tmp/r.md", "--key", "$(touch pwned)", *(["--report-url", url] if url else [])]
+    assert not (tmp_path / "pwned").exists()
+    assert ("::warning" in result.stdout) == (code != "0")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 # Importing a command's module registers it on the app; --help lists them in this order.
 # isort: off
-from nsysdiff.cli import summary, fingerprint, noise, diff, rules
+from nsysdiff.cli import summary, fingerprint, noise, diff, rules, comment
 # isort: on
 from nsysdiff.cli.entry import main, route
 from nsysdiff.cli.options import SummaryFormat
 from nsysdiff.cli.root import app
 
-__all__ = ["SummaryFormat", "app", "diff", "fingerprint", "main", "noise", "route", "rules", "summary"]
+__all__ = ["SummaryFormat", "app", "comment", "diff", "fingerprint", "main", "noise", "route", "rules", "summary"]

@@ -38,7 +38,7 @@ from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
 from nsysdiff.errors import NsysdiffError, UsageError
 from nsysdiff.fingerprint import scope
-from nsysdiff.render import Format, format_for, layout, render
+from nsysdiff.render import Format, format_for, layout, render, require
 from nsysdiff.render.names import Names
 from nsysdiff.trace import progress, sides
 from nsysdiff.trace.launches import Grouping
@@ -180,8 +180,9 @@ def diff(
     settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
     _check_outputs(output or (), [*base_paths, *candidate_paths, *(rules or ()), phases, noise_profile, keep_export])
-    for path in (o for o in output or () if not o.is_dir()):
-        format_for(path)  # an unknown extension fails before any trace is read
+    # An unknown extension, or a format whose extra is missing, fails before any trace is read.
+    for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
+        require(want)
     # Rule files are validated before any trace is read: a typo fails in milliseconds.
     ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
     if ruleset is not None:

@@ -17,6 +17,7 @@ class Format(str, enum.Enum):
     github = "github"
     junit = "junit"
     csv = "csv"
+    html = "html"
 
 
 _BY_SUFFIX = {
@@ -26,6 +27,8 @@ _BY_SUFFIX = {
     ".json": Format.json,
     ".xml": Format.junit,
     ".csv": Format.csv,
+    ".html": Format.html,
+    ".htm": Format.html,
 }
 
 
@@ -75,4 +78,17 @@ def render(
         from nsysdiff.render import junit
 
         return junit.render(report)
+    if fmt is Format.html:
+        from nsysdiff.render import html
+
+        return html.render(report, names=names)
     raise AssertionError(f"unhandled format {fmt}")
+
+
+def require(fmt: Format) -> None:
+    """Fail with one line, before any trace is read, when ``fmt`` needs an optional extra
+    that is not installed (HTML: matplotlib)."""
+    if fmt is Format.html:
+        from nsysdiff.render import charts
+
+        charts.require()

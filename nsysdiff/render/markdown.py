@@ -37,6 +37,7 @@ from nsysdiff.render.phrases import (
     effect_cells,
     failed_rules,
     finding_counts_of,
+    finding_mark,
     kernel_count_phrase,
     no_outlier_line,
     per_call_pair,
@@ -55,18 +56,6 @@ NAME_WIDTH = 48  # characters of a kernel name shown in a table cell
 TOP_CHANGES = 10
 CHART_BARS = 12
 CHART_LABEL = 14
-
-def finding_mark(f: Finding) -> str:
-    """The level, with ``waived`` and ``fact`` marks."""
-    marks = [f.level.value]
-    if not f.statistical:
-        marks.append("fact")
-    if f.waived:
-        marks.append("waived")
-    if f.inconclusive:
-        marks.append("inconclusive")
-    return ", ".join(marks)
-
 
 def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
     """A name as ``<code>``, shortened to ``width``; when the shown text is not the whole

@@ -351,3 +351,15 @@ def drift_totals(v: VariantDrift) -> str:
         f"{len(v.appeared):,} appeared ({u.ns(v.appeared_ns)}), "
         f"{len(v.disappeared):,} disappeared ({u.ns(v.disappeared_ns)})"
     )
+
+
+def finding_mark(f: Finding) -> str:
+    """The level, with ``waived`` and ``fact`` marks."""
+    marks = [f.level.value]
+    if not f.statistical:
+        marks.append("fact")
+    if f.waived:
+        marks.append("waived")
+    if f.inconclusive:
+        marks.append("inconclusive")
+    return ", ".join(marks)

@@ -28,7 +28,6 @@ from rich.text import Text
 from nsysdiff import units as u
 from nsysdiff.compare import comparability, stats
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import markdown as m
 from nsysdiff.render import phrases, runs
 from nsysdiff.render import steps as st
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
@@ -251,7 +250,7 @@ def _findings(
         return
     _title(console, title, width)
     for f in findings:
-        mark = m.finding_mark(f).upper() if f in failing else m.finding_mark(f)
+        mark = phrases.finding_mark(f).upper() if f in failing else phrases.finding_mark(f)
         _subject(console, f"  {mark:<14} {f.rule_id} · ", f.subject, width, bold=f in failing)
         wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
               indent=HANG)  # fmt: skip

@@ -18,6 +18,8 @@ step summary too large for GitHub. One function per destination:
 * :func:`json_document`: a serialised JSON document with the same guarantees, losslessly
   (``\\uXXXX`` escapes decode to the original string).
 * :func:`xml`: text for an XML 1.0 document (JUnit).
+* :func:`html` and :func:`html_document`: text for an HTML (or inline SVG) document, and
+  the last guard on the whole document, which may be printed to a log too.
 * :func:`csv_cell`: a CSV cell a spreadsheet shows as text: a cell starting with ``=``,
   ``+``, ``-`` or ``@`` would be read as a formula, so it gets a leading apostrophe, the
   OWASP advice (a tab or carriage return is already an escape).
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import html as _html
 import re
 import types
 from collections.abc import Callable
@@ -152,7 +155,28 @@ def xml_document(document: str) -> str:
     return _COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 
 
-def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
+def html(s: str, limit: int = NAME_LIMIT) -> str:
+    """An untrusted string as HTML text or a double-quoted attribute value: one inert line
+    (:func:`text`), then ``&``, ``<``, ``>`` and both quotes as character references."""
+    return _html.escape(text(s, limit), quote=True)
+
+
+# Any Unicode whitespace but the newline: GitHub's runner strips it all before a line's ``::``.
+_HTML_COMMAND_LINE = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
+
+
+def html_document(document: str) -> str:
+    """A whole HTML document made inert in a log (``--format html`` to stdout): control
+    characters but the newline, ``##[`` and a line-leading ``::`` become character
+    references. A browser reads ``##[`` and ``::`` back as they were; control characters,
+    which HTML can't carry, never come from a name (:func:`html` made them escapes)."""
+    out = _CONTROL_NOT_NEWLINE.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
+    return _HTML_COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
+
+
+def cap_markdown(
+    document: str, limit: int = MARKDOWN_LIMIT, limit_name: str = "GitHub's 1 MiB step-summary limit"
+) -> str:
     """``document`` within ``limit`` bytes of UTF-8: cut at a line, open code fences and
     ``<details>`` closed, and a last line saying how much was left out."""
     data = document.encode("utf-8")
@@ -172,7 +196,7 @@ def cap_markdown(document: str, limit: int = MARKDOWN_LIMIT) -> str:
     tail += [
         "",
         f"> [!NOTE]\n> Report cut at {len(head.encode('utf-8')):,} of {len(data):,} bytes "
-        f"({cut_bytes:,} left out) to stay within GitHub's 1 MiB step-summary limit; "
+        f"({cut_bytes:,} left out) to stay within {limit_name}; "
         "the JSON report (`--format json`) has everything.",
     ]
     return head + "\n".join(tail) + "\n"

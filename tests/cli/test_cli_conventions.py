@@ -64,8 +64,8 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 USAGE = {
     "typo in a command": (
         ["sumary", "x.sqlite"],
-        "'sumary' is no command and no file; did you mean 'nsysdiff summary'? (commands: diff, "
-        "fingerprint, noise, rules, summary)",
+        "'sumary' is no command and no file; did you mean 'nsysdiff summary'? (commands: comment, "
+        "diff, fingerprint, noise, rules, summary)",
     ),
     "bad choice": (
         ["summary", "x.sqlite", "--format", "html"],

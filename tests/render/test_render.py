@@ -28,6 +28,7 @@ GOLDEN_NAMES = {
     Format.junit: "diff.xml",
     Format.github: "diff.github.txt",
     Format.csv: "diff.csv",
+    Format.html: "diff.html",
 }
 
 HOSTILE = "evil%0A::error::pwned\n::warning title=x::injected\r,comma:colon 100%"

@@ -20,6 +20,8 @@ FORMATS = {
     "md": ("--format", "markdown"),
     "json": ("--format", "json"),
 }
+# Several runs also draw the intervals and the runs' points (the HTML report).
+RUN_FORMATS = {**FORMATS, "html": ("--format", "html")}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +47,7 @@ def test_one_run_per_side_is_unchanged(
     golden(f"runs/single.{suffix}", out)
 
 
-@pytest.mark.parametrize("suffix", ["screen.80.txt", "details.80.txt", "md"])
+@pytest.mark.parametrize("suffix", ["screen.80.txt", "details.80.txt", "md", "html"])
 def test_three_runs_against_three(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
     run_dir: Path, suffix: str,
@@ -53,7 +55,7 @@ def test_three_runs_against_three(
     monkeypatch.chdir(run_dir)
     argv = ("--base", "base1.sqlite", "base2.sqlite", "base3.sqlite",
             "--candidate", "cand1.sqlite", "cand2.sqlite", "cand3.sqlite")  # fmt: skip
-    code, out, err = run_main(monkeypatch, capsys, *argv, *FORMATS[suffix])
+    code, out, err = run_main(monkeypatch, capsys, *argv, *RUN_FORMATS[suffix])
     assert (code, err) == (0, "")
     golden(f"runs/3v3.{suffix}", out)
 

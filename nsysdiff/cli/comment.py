@@ -1,0 +1,125 @@
+"""``nsysdiff comment``: the Markdown report as one sticky pull-request comment.
+
+Run by the GitHub Action (``comment: true``) after the diff. It creates the comment, or
+updates the one that carries its hidden marker, so a pull request never collects one
+comment per push. Where it may not (a fork's pull request gets a read-only token) or GitHub
+refuses for now (rate limits), it says why in one line, in the log and in the step summary
+beside the report, and exits 0: a comment that could not be posted is no failed rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nsysdiff.cli import github_api
+from nsysdiff.cli.root import Command, app, handled
+from nsysdiff.errors import UsageError
+from nsysdiff.render import github
+from nsysdiff.safe import neutral
+
+DEFAULT_API = "https://api.github.com"
+REPORT_LIMIT = 8 * 1024 * 1024  # bytes of Markdown read; the renderer caps its own at 1 MB
+
+
+@app.command(cls=Command)
+@handled
+def comment(
+    report: Annotated[
+        Path, typer.Argument(metavar="REPORT.md", help="The Markdown report (nsysdiff ... -o REPORT.md).")
+    ],
+    report_url: Annotated[
+        str | None,
+        typer.Option("--report-url", metavar="URL", help="Where the HTML report is (the uploaded artifact)."),
+    ] = None,
+    key: Annotated[
+        str,
+        typer.Option("--key", metavar="KEY", help="Tells several nsysdiff comments on one pull request apart."),
+    ] = "",
+    pr: Annotated[
+        int | None,
+        typer.Option("--pr", metavar="N", min=1, help="The pull request (default: from GITHUB_EVENT_PATH)."),
+    ] = None,
+    repo: Annotated[
+        str | None,
+        typer.Option("--repo", metavar="OWNER/NAME", help="The repository (default: GITHUB_REPOSITORY)."),
+    ] = None,
+) -> None:
+    """Post the Markdown report as one pull-request comment, updated in place on every run
+    (GITHUB_TOKEN with pull-requests: write; GITHUB_API_URL)."""
+    markdown = _read(report)
+    env = os.environ
+    number = pr if pr is not None else _pull_request(env.get("GITHUB_EVENT_PATH"))
+    repository = repo or env.get("GITHUB_REPOSITORY", "")
+    if number is None:
+        _say("no pull-request comment: this run is not for a pull request", env, summary=False)
+        return
+    if not repository or "/" not in repository:
+        raise UsageError("comment: no repository; give --repo OWNER/NAME or set GITHUB_REPOSITORY")
+    token = env.get("GITHUB_TOKEN", "")
+    if not token:
+        _fallback("no GITHUB_TOKEN to post with", env)
+        return
+    body = github_api.comment_body(markdown, key, report_url)
+    try:
+        client = github_api.GitHub(env.get("GITHUB_API_URL") or DEFAULT_API, token)
+        done, ident = client.upsert(repository, number, body, key)
+    except github_api.Refused as e:
+        _fallback(f"the token may not write to pull request #{number} ({e}); a pull request from a fork "
+                  "gets a read-only token, and other pull requests need 'permissions: pull-requests: write'",
+                  env)  # fmt: skip
+        return
+    except github_api.RateLimited as e:
+        wait = f"; retry in {e.wait:.0f} s" if e.wait is not None else ""
+        _fallback(f"GitHub's API is rate limited ({e}{wait})", env)
+        return
+    except github_api.ApiError as e:
+        _fallback(f"GitHub's API failed ({e})", env)
+        return
+    _say(f"pull-request comment {done} (#{number}, comment {ident}, {len(body):,} characters)", env, summary=False)
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(REPORT_LIMIT + 1)
+    except OSError as e:
+        raise UsageError(f"{path}: can't read the report ({e.strerror or e})") from None
+    if len(data) > REPORT_LIMIT:
+        raise UsageError(f"{path}: over {REPORT_LIMIT:,} bytes; not a Markdown report of nsysdiff")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; not a Markdown report of nsysdiff") from None
+
+
+def _pull_request(event_path: str | None) -> int | None:
+    """The pull request's number from the event payload (pull_request, pull_request_target)."""
+    if not event_path:
+        return None
+    try:
+        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{event_path}: can't read the event payload (GITHUB_EVENT_PATH): {e}") from None
+    number = (event.get("pull_request") or {}).get("number") if isinstance(event, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
+
+
+def _say(line: str, env: os._Environ[str] | dict[str, str], *, summary: bool) -> None:
+    sys.stderr.write(f"nsysdiff: {neutral.text(line)}\n")
+    if summary and env.get("GITHUB_STEP_SUMMARY"):
+        with open(env["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+            fh.write(neutral.lines(f"\n> [!NOTE]\n> nsysdiff: {neutral.text(line)}; the report is above.\n"))
+
+
+def _fallback(why: str, env: os._Environ[str] | dict[str, str]) -> None:
+    """One line saying why, in the log (a warning annotation) and in the step summary."""
+    line = f"no pull-request comment: {why}"
+    if env.get("GITHUB_ACTIONS") == "true":
+        sys.stdout.write(github.command("warning", neutral.text(line), title="nsysdiff comment") + "\n")
+    _say(line, env, summary=True)
