@@ -48,6 +48,8 @@ class TraceConnection:
         self.con = con
         self.schema = schema
         self._strings: dict[int, str] = {}
+        # (rules, conditions) whose rows a scan has found possible: the file is immutable.
+        self.checked: set[tuple[RowRules, str]] = set()
         con.create_function(LONG_NAME, 1, long_name, deterministic=True)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:

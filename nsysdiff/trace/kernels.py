@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from nsysdiff.errors import TraceError
+from nsysdiff.trace import kernel_scan
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks, tune
+from nsysdiff.trace.kernel_scan import lerp, percentile_ranks
 from nsysdiff.trace.names import SHAPE_COLS, shape_suffix, suffix
 from nsysdiff.trace.records import (
     QUANTILE_GRID,
@@ -27,12 +29,15 @@ from nsysdiff.trace.records import (
     FloatArray,
     GraphMode,
     GraphStats,
-    IntArray,
     KernelGroups,
     LaunchConfig,
     Selection,
 )
 from nsysdiff.trace.schema import Schema
+
+_Rows = list[tuple[object, ...]]
+# What a reading of the kernel table gives: groups, busy rows, configuration rows, quantiles.
+_Read = tuple[_Rows, _Rows, _Rows, dict[tuple[int, str], FloatArray]]
 
 # Rows per fetch when a result is streamed into numpy: a few MB, whatever the trace size.
 _CHUNK = 1 << 16
@@ -52,33 +57,13 @@ def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ..
         con.close()
 
 
-def percentile_ranks(n: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
-    """For samples of sizes ``n``: the 0-based ranks of the order statistics that
-    ``np.percentile`` (linear) interpolates between at each QUANTILE_GRID point, and the
-    weight of the upper one: arrays of shape (len(n), len(QUANTILE_GRID))."""
-    q = np.true_divide(np.array(QUANTILE_GRID), 100)
-    virtual = (n[:, None] - 1) * q[None, :]
-    lo = np.floor(virtual)
-    gamma = virtual - lo
-    lo = lo.astype(np.int64)
-    hi = np.minimum(lo + 1, n[:, None] - 1)
-    return np.minimum(lo, n[:, None] - 1), hi, gamma
-
-
-def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
-    """numpy's own interpolation (``numpy.lib._function_base_impl._lerp``), to the bit."""
-    diff = b - a
-    out: FloatArray = a + diff * t
-    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
-    return out
-
-
 class KernelReader(TraceConnection):
     """Kernel launches (``CUPTI_ACTIVITY_KIND_KERNEL``) and whole-graph launches (``GRAPH_TRACE``)."""
 
     def __init__(self, path: Path, con: sqlite3.Connection, schema: Schema) -> None:
         super().__init__(path, con, schema)
         self._node_mode: bool | None = None  # learnt while reading configs, when it was
+        self._pairs: list[tuple[object, ...]] | None = None  # likewise
 
     def has_kernels(self) -> bool:
         return self.schema.has(s.KERNEL, "start", "end")
@@ -89,10 +74,12 @@ class KernelReader(TraceConnection):
         With ``shapes``, each (name, grid, block) is a kernel of its own, as ``nsys stats``'
         ``gpukernsum`` groups them: its name gets ``[grid X,Y,Z, block X,Y,Z]`` appended.
 
-        Three scans, each bounded in memory whatever the row count: a histogram of the
-        distinct durations per (name, device) in a temporary table (counts, totals and exact
-        quantiles come from it), a window query for the busy union per device, and the
-        distinct launch configurations.
+        Two scans, each bounded in memory whatever the row count: one pass over the
+        launches in rowid order, folded chunk by chunk in numpy (counts, totals, exact
+        quantiles and the busy union: :mod:`nsysdiff.trace.kernel_scan`), and beside it the
+        distinct launch configurations (with the short and mangled names and the rank
+        pairs). With ``shapes``, the older reader: a histogram of the distinct durations per
+        (name, shape, device) in a temporary table and a window query for the busy union.
         """
         if not self.schema.has(s.KERNEL, "start", "end", "deviceId"):
             e = np.empty(0, dtype=np.int64)
@@ -101,7 +88,7 @@ class KernelReader(TraceConnection):
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         short_col = "shortName" if "shortName" in cols else name_col
         # Exports from nsys 2022.1 on carry the mangled name; one per demangled name is
-        # taken in the histogram scan itself (the least id), never in a scan of its own.
+        # taken in a scan made anyway (the least id), never in a scan of its own.
         mangled_col = "mangledName" if "mangledName" in cols else "NULL"
         source, where = s.KERNEL, self._where(s.KERNEL, sel)
         checked = where  # the rows' own conditions, for the diagnosis of impossible rows
@@ -117,7 +104,61 @@ class KernelReader(TraceConnection):
         if shapes:
             shape = " || ',' || ".join(f'coalesce("{c}", 0)' if c in cols else "0" for c in SHAPE_COLS)
         busy_sql = self._busy_sql(source, where, name_col, short_col, rules)
-        configs_sql = self._configs_sql(name_col, where, source)
+        if shapes or self._without_rowid():
+            # A table without rowids (hand-made: nsys never writes one) has no order to
+            # scan in chunks; the histogram reader needs none.
+            configs_sql = self._configs_sql(name_col, where, source)
+            groups, busy_rows, config_rows, quantiles = self._histogram(
+                source, where, checked, rules, busy_sql, configs_sql, (name_col, short_col, mangled_col, shape)
+            )
+        else:
+            # The short and mangled names of each (name, device) ride on the configuration
+            # scan, whose few distinct rows also check the short names' types.
+            configs_sql = self._configs_sql(name_col, where, source, (short_col, mangled_col))
+            groups, busy_rows, config_rows, quantiles = self._scanned(
+                source, where, checked, rules, busy_sql, configs_sql, name_col
+            )
+        keys = [(int(g[0]), str(g[1])) for g in groups]  # type: ignore[call-overload]
+        shorts = [int(g[3]) for g in groups]  # type: ignore[call-overload]
+        mangled_ids = [None if g[6] is None else int(g[6]) for g in groups]  # type: ignore[call-overload]
+        strings = self.strings([k[0] for k in keys] + shorts + [i for i in mangled_ids if i is not None])
+        demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
+        configs = self._configs(config_rows, whole=sel == Selection())
+        if shapes:
+            # A configuration belongs to the kernel of its own shape.
+            known = set(demangled)
+            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
+            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
+        return KernelGroups(
+            short=tuple(strings[i] for i in shorts),
+            demangled=demangled,
+            mangled=tuple(None if i is None else strings[i] for i in mangled_ids),
+            device=np.array([g[2] for g in groups], dtype=np.int64),
+            calls=np.array([g[4] for g in groups], dtype=np.int64),
+            total_ns=np.array([g[5] for g in groups], dtype=np.int64),
+            quantiles=np.array([quantiles[k] for k in keys]).reshape(len(keys), len(QUANTILE_GRID)),
+            devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
+            configs=configs,
+        )
+
+    def _without_rowid(self) -> bool:
+        rows = self.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (s.KERNEL,))
+        return any(isinstance(r[0], str) and "WITHOUT ROWID" in " ".join(r[0].upper().split()) for r in rows)
+
+    def _histogram(
+        self,
+        source: str,
+        where: str,
+        checked: str,
+        rules: RowRules,
+        busy_sql: str,
+        configs_sql: str,
+        cols: tuple[str, str, str, str],
+    ) -> _Read:
+        """Groups, busy rows, configuration rows and quantiles from a histogram of the
+        distinct durations per (name, shape, device) in a temporary table (an upsert per
+        launch), the busy union from a window query: the reader of launch shapes."""
+        name_col, short_col, mangled_col, shape = cols
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The busy and configuration scans run beside the histogram on a second
             # read-only connection (SQLite releases the GIL while it scans); a temporary
@@ -150,28 +191,58 @@ class KernelReader(TraceConnection):
                 "GROUP BY name, shape, dev ORDER BY name, shape, dev"
             )
             quantiles = self._quantiles()
-        keys = [(int(g[0]), str(g[1])) for g in groups]  # type: ignore[call-overload]
-        shorts = [int(g[3]) for g in groups]  # type: ignore[call-overload]
-        mangled_ids = [None if g[6] is None else int(g[6]) for g in groups]  # type: ignore[call-overload]
-        strings = self.strings([k[0] for k in keys] + shorts + [i for i in mangled_ids if i is not None])
-        demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
-        configs = self._configs(config_rows, whole=sel == Selection())
-        if shapes:
-            # A configuration belongs to the kernel of its own shape.
-            known = set(demangled)
-            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
-            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
-        return KernelGroups(
-            short=tuple(strings[i] for i in shorts),
-            demangled=demangled,
-            mangled=tuple(None if i is None else strings[i] for i in mangled_ids),
-            device=np.array([g[2] for g in groups], dtype=np.int64),
-            calls=np.array([g[4] for g in groups], dtype=np.int64),
-            total_ns=np.array([g[5] for g in groups], dtype=np.int64),
-            quantiles=np.array([quantiles[k] for k in keys]).reshape(len(keys), len(QUANTILE_GRID)),
-            devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
-            configs=configs,
-        )
+        return groups, busy_rows, config_rows, quantiles
+
+    def _scanned(
+        self, source: str, where: str, checked: str, rules: RowRules, busy_sql: str, configs_sql: str, name_col: str
+    ) -> _Read:
+        """The same from one chunked pass in rowid order (:mod:`nsysdiff.trace.kernel_scan`),
+        with the configuration scan beside it."""
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (configs_sql,))
+            if beside is None:
+                config_rows = self.query(configs_sql)
+            try:
+                found = kernel_scan.scan(self.con, source, where, name_col)
+            except kernel_scan.BadRows:
+                raise self.diagnose(rules, checked) from None
+            except s.DB_ERRORS as e:
+                if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column
+                    raise self.diagnose(rules, checked) from None
+                raise s.db_error(self.path, e) from None
+            if beside is not None:
+                (config_rows,) = beside.result()
+        config_rows = self._raw_configs(config_rows)
+        if source == s.KERNEL and where == "1":
+            self._pairs = list(dict.fromkeys((r[11], r[14]) for r in config_rows))
+        # Short names: integer or NULL, as RowRules says; checked on the distinct rows.
+        if not all(r[12] is None or type(r[12]) is int for r in config_rows):
+            raise self.diagnose(rules, checked)
+        names: dict[tuple[int, int], tuple[int, int | None]] = {}
+        for r in config_rows:
+            key = (int(r[0]), int(r[11]))  # type: ignore[call-overload]
+            short = -1 if r[12] is None else int(r[12])  # type: ignore[call-overload]
+            mangled = r[13] if type(r[13]) is int else None
+            was = names.get(key)
+            if was is not None:
+                short = min(short, was[0])
+                mangled = was[1] if mangled is None else mangled if was[1] is None else min(mangled, was[1])
+            names[key] = (short, mangled)
+        groups: _Rows = []
+        for nm, dev, calls, total in zip(
+            found.names.tolist(), found.devices_of.tolist(), found.calls.tolist(), found.total_ns.tolist(), strict=True
+        ):
+            short, mangled = names.get((nm, dev), (-1, None))
+            groups.append((nm, "", dev, short, calls, total, mangled))
+        if found.devices is not None:
+            busy_rows: _Rows = [
+                (d.device, d.kernels, d.kernel_ns, d.busy_ns, d.first_ns, d.last_ns) for d in found.devices
+            ]
+        else:  # launches out of start order on some device: the window query sorts them
+            busy_rows, checks = split_checks(self._named(rules, checked, lambda: self.query(busy_sql)))
+            self.verify(rules, checked, checks)
+        quantiles = self._quantiles() if found.spilled else {(nm, ""): q for nm, q in found.quantiles.items()}
+        return groups, busy_rows, config_rows, quantiles
 
     def _quantiles(self) -> dict[tuple[int, str], FloatArray]:
         """Exact per-name percentiles from the duration histogram, streamed in chunks.
@@ -214,7 +285,7 @@ class KernelReader(TraceConnection):
         k = len(QUANTILE_GRID)
         a = got[: len(want) // 2].reshape(-1, k).astype(np.float64)
         b = got[len(want) // 2 :].reshape(-1, k).astype(np.float64)
-        values = _lerp(a, b, gamma)
+        values = lerp(a, b, gamma)
         return {key: values[i] for i, key in enumerate(names)}
 
     def _busy_sql(self, source: str, where: str, name_col: str, short_col: str, rules: RowRules) -> str:
@@ -222,8 +293,7 @@ class KernelReader(TraceConnection):
         # (the union of intervals, computed in order by SQLite with bounded memory). The
         # same pass checks the rows (RowRules), on the columns under their own names.
         reach = (
-            'max("end") OVER (PARTITION BY deviceId ORDER BY start '
-            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+            'max("end") OVER (PARTITION BY deviceId ORDER BY start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)'
         )
         names = ", ".join(dict.fromkeys((name_col, short_col)))
         return (
@@ -234,7 +304,9 @@ class KernelReader(TraceConnection):
             ") GROUP BY dev ORDER BY dev"
         )
 
-    def _configs_sql(self, name_col: str, where: str, source: str = s.KERNEL) -> str:
+    def _configs_sql(
+        self, name_col: str, where: str, source: str = s.KERNEL, names: tuple[str, str] | None = None
+    ) -> str:
         cols = self.schema.tables[s.KERNEL]
         wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                   "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
@@ -243,20 +315,52 @@ class KernelReader(TraceConnection):
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
         # DISTINCT builds a small b-tree of the few configs instead of sorting every row.
-        return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
+        # With ``names`` (the short and mangled name columns), each row also says the
+        # device and those names: still a handful of distinct rows.
+        if names is None:
+            return f"SELECT DISTINCT coalesce({name_col}, -1), {', '.join(exprs)}, {node} FROM {source} WHERE {where}"
+        # The raw columns, NULLs made 0 (-1 for ids) on the distinct rows by _raw_configs:
+        # a coalesce() per column and launch costs more than the whole DISTINCT's b-tree.
+        # The process id makes the (device, process) pairs of the ranks (kernel_pairs).
+        raw = [f'"{c}"' if c in cols else "0" for c in wanted]
+        pid = "globalPid" if "globalPid" in cols else "NULL"
+        return (
+            f"SELECT DISTINCT {name_col}, {', '.join(raw)}, {node}, deviceId, {names[0]}, {names[1]}, {pid} "
+            f"FROM {source} WHERE {where}"
+        )
+
+    @staticmethod
+    def _raw_configs(rows: _Rows) -> _Rows:
+        """Rows of the raw configuration scan as the coalescing scan gives them (the name and
+        device NULL as -1, the configuration NULL as 0), the names and process id after."""
+        return [
+            (
+                -1 if r[0] is None else r[0],
+                *(0 if v is None else v for v in r[1:10]),
+                r[10],
+                -1 if r[11] is None else r[11],
+                *r[12:],
+            )
+            for r in rows
+        ]
+
+    def kernel_pairs(self) -> list[tuple[object, ...]] | None:
+        """The distinct (device, globalPid) of the launches, when a whole-trace read has
+        seen them (the device NULL as -1); None when none has."""
+        return self._pairs
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
-            self._node_mode = any(r[-1] for r in rows)
+            self._node_mode = any(r[10] for r in rows)
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
         out = set()
         for r in rows:
             # A handful of distinct rows: checking them here costs nothing per launch.
-            if not all(type(x) is int for x in r[1:-1]):
+            if not all(type(x) is int for x in r[1:10]):
                 raise TraceError(
-                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:-1]!r}")
+                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:10]!r}")
                 )
-            v = [int(x) for x in r[1:-1]]  # type: ignore[call-overload]
+            v = [int(x) for x in r[1:10]]  # type: ignore[call-overload]
             out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
         return tuple(out)
 
@@ -265,7 +369,7 @@ class KernelReader(TraceConnection):
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
         rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
-        (v, *checks), = self.query(
+        ((v, *checks),) = self.query(
             f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
         self.verify(rules, where, [checks])
@@ -280,7 +384,7 @@ class KernelReader(TraceConnection):
         if not self.schema.has(s.GRAPH_TRACE, "start", "end"):
             return 0, 0
         rules, where = RowRules(s.GRAPH_TRACE), self._where(s.GRAPH_TRACE, sel)
-        (n, total, *checks), = self.query(
+        ((n, total, *checks),) = self.query(
             f'SELECT count(*), coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.GRAPH_TRACE} WHERE {where}'
         )
         self.verify(rules, where, [checks])
@@ -332,6 +436,6 @@ class KernelReader(TraceConnection):
         if not self.has_kernels():
             return None
         rules = RowRules(s.KERNEL)
-        (v, *checks), = self.query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
+        ((v, *checks),) = self.query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
         self.verify(rules, "1", [checks])
         return None if v is None else int(v)  # type: ignore[call-overload]

@@ -308,11 +308,15 @@ class NvtxReader(TraceConnection):
         return Selection(window=att.window, launches_table=name)
 
     def _check_calls(self, tables: Sequence[str], ids: tuple[str, ...], where: str) -> None:
-        """Refuse impossible rows among the calls a sweep is about to order (one aggregate scan)."""
+        """Refuse impossible rows among the calls a sweep is about to order (one aggregate scan,
+        once per reader: each phase of a scoped read sweeps the same calls again)."""
         for table in tables:
             rules = RowRules(table, ids=ids)
+            if (rules, where) in self.checked:
+                continue
             ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {table} WHERE {where}")
             self.verify(rules, where, [checks])
+            self.checked.add((rules, where))
 
     def count_ranges(self, mask: Sequence[int], att: Attribution) -> int:
         """Instances of the mask's ranges that ``att`` keeps."""

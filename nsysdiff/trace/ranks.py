@@ -54,8 +54,10 @@ def pairs(r: TraceReader) -> tuple[tuple[int, int | None], ...]:
     pairs: about a fiftieth of the time of a fingerprint, where :func:`read` sorts every launch."""
     if not r.schema.has(s.KERNEL, "start", "end", "deviceId"):
         return ()
-    gpid = "globalPid" if "globalPid" in r.schema.tables[s.KERNEL] else "NULL"
-    rows = r.query(f"SELECT DISTINCT coalesce(deviceId, -1), {gpid} FROM {s.KERNEL}")
+    rows = r.kernel_pairs()
+    if rows is None:  # no whole-trace read of the kernels has seen them yet
+        gpid = "globalPid" if "globalPid" in r.schema.tables[s.KERNEL] else "NULL"
+        rows = r.query(f"SELECT DISTINCT coalesce(deviceId, -1), {gpid} FROM {s.KERNEL}")
     out = set()
     for dev, g in rows:
         if type(dev) is not int or (g is not None and type(g) is not int):
