@@ -333,6 +333,7 @@ def load_job(
 
 if TYPE_CHECKING:  # the history store loads only where history is used
     from nsysdiff.history.changes import Changes
+    from nsysdiff.history.dashboard import Dashboard
     from nsysdiff.history.store import Entry, Store
     from nsysdiff.history.trend import Trend
 
@@ -402,6 +403,19 @@ def history_changes(store: str | Path, ref: str, *, max_pvalue: float, window: i
     s = open_history(store)
     try:
         return changes.scan(s, ref, max_pvalue=max_pvalue, window=window, last=last)
+    finally:
+        s.close()
+
+
+def history_dashboard(
+    store: str | Path, ref: str, *, top: int, max_pvalue: float, window: int, last: int | None
+) -> Dashboard:
+    """``ref``'s change points and the series worth a page (:mod:`nsysdiff.history.dashboard`)."""
+    from nsysdiff.history import dashboard
+
+    s = open_history(store)
+    try:
+        return dashboard.build(s, ref, top=top, max_pvalue=max_pvalue, window=window, last=last)
     finally:
         s.close()
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from nsysdiff import api
-from nsysdiff.cli.options import NvtxOpt, OriginOpt, PerOpt, QuietOpt, SkipOpt, WidthOpt, WindowOpt, rows
+from nsysdiff.cli.options import NvtxOpt, OriginOpt, PerOpt, QuietOpt, SkipOpt, WidthOpt, WindowOpt, rows, write
 from nsysdiff.cli.root import CONTEXT, Command, app, handled, notify
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import scope
@@ -136,3 +136,45 @@ def history_changes(
         sys.stdout.write(render.changes_json(c))
     else:
         sys.stdout.write(render.render_changes(c, layout.columns(width, sys.stdout)))
+
+
+@history_app.command("report", cls=Command)
+@handled
+def history_report(
+    store: StoreArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="DIR", help="The site's folder (created when missing).")
+    ],
+    ref: RefOpt = "main",
+    top: Annotated[
+        int, typer.Option(parser=rows, metavar="N", help="Pages for the N largest categories, families, kernels.")
+    ] = 10,
+    max_pvalue: Annotated[
+        float, typer.Option("--max-pvalue", metavar="P", help="A step is kept when its t-test p-value is below P.")
+    ] = 1e-5,
+    window: Annotated[
+        int, typer.Option("--window", metavar="COMMITS", help="E-Divisive's sliding window, in commits.")
+    ] = 30,
+    last: Annotated[
+        int | None, typer.Option(parser=rows, metavar="N", help="Only the newest N commits.")
+    ] = None,
+) -> None:
+    """A static site of a ref's history: an index of its change points and keys, and a page
+    per key with its series, change points and commits (serve it from GitHub Pages)."""
+    from nsysdiff.errors import UsageError
+    from nsysdiff.render import history_html
+
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {output}: exists and is not a folder")
+    board = api.history_dashboard(store, ref, top=top, max_pvalue=max_pvalue, window=window, last=last)
+    site = history_html.pages(board)
+    source = Path(board.store).resolve()
+    if any((output / name).resolve() == source for name in site):
+        raise UsageError(f"--output {output}: would overwrite the store {board.store}")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--output {output}: can't create the folder ({e.strerror or e})") from None
+    for name, document in site.items():
+        write(document, output / name)
+    notify(f"wrote {len(site)} pages to {output} (open {output / 'index.html'})")

@@ -1,0 +1,164 @@
+"""The history dashboard: a static site (``nsysdiff history report STORE -o site/``) with an
+index of a ref's change points and keys, and a page per key with its series, change
+points and commits. Plain files, served from anywhere (GitHub Pages included), fetching
+nothing: each page has the HTML report's policy, style and script
+(:mod:`nsysdiff.render.page`), and its chart is inline SVG (:mod:`nsysdiff.render.charts`).
+
+Keys, commits and refs come from other jobs: every one is escaped, and a key's file name
+is made of its letters and digits and a hash, never of the key as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import PurePath
+
+from nsysdiff import units as u
+from nsysdiff.history.changes import FALSE_ALARM, Drift, Step
+from nsysdiff.history.dashboard import Dashboard
+from nsysdiff.history.trend import Trend
+from nsysdiff.render import charts, page
+from nsysdiff.render.page import Column, code, num, table, td
+from nsysdiff.safe import neutral
+
+esc = page.esc
+SHA = 10  # characters of a commit shown
+TICKS = 12  # commit labels on a chart's axis at most
+
+
+def key_file(kind: str, key: str) -> str:
+    """A key's page: letters, digits and dashes from its name, and a hash that keeps
+    different keys apart (``kernel-nvjet-sm90-tst-...-1a2b3c4d5e.html``)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-")[:48] or "key"
+    digest = hashlib.sha256(f"{kind}\0{key}".encode()).hexdigest()[:10]
+    return f"{re.sub(r'[^a-z]', '', kind)}-{slug}-{digest}.html"
+
+
+def pages(d: Dashboard) -> dict[str, str]:
+    """Every page of the site by file name: ``index.html`` and one per key."""
+    d = neutral.scrub(d, neutral.text)
+    out = {"index.html": _index(d)}
+    for t in d.trends:
+        steps = [s for s in d.changes.steps if (s.kind, s.key) == (t.kind, t.key)]
+        drifts = [x for x in d.changes.drifts if (x.kind, x.key) == (t.kind, t.key)]
+        out[key_file(t.kind, t.key)] = _key_page(d, t, steps, drifts)
+    return {name: neutral.html_document(doc) for name, doc in out.items()}
+
+
+def _sha(commit: str) -> str:
+    return commit[:SHA]
+
+
+def _link(kind: str, key: str, known: set[tuple[str, str]]) -> str:
+    if (kind, key) not in known:
+        return code(key)
+    return f'<td><a href="{key_file(kind, key)}"><code>{esc(key)}</code></a></td>'
+
+
+def _interval(ratio: float, low: float | None, high: float | None) -> str:
+    return u.ratio(ratio) if low is None or high is None else f"{u.ratio(ratio)} [{low:.3f}, {high:.3f}]"
+
+
+def _index(d: Dashboard) -> str:
+    c = d.changes
+    known = {(t.kind, t.key) for t in d.trends}
+    title = f"nsysdiff history: {d.ref}"
+    out = [*page.head(title, f"matplotlib {charts.version()}"), f"<h1>{esc(title)}</h1>"]
+    facts = [
+        ("store", PurePath(d.store).name),
+        ("scanned", f"{len(c.commits):,} commits, {c.runs:,} runs, {c.keys:,} keys ({c.structural:,} not in every "
+                    "commit: structural, not scanned)"),
+        ("found", f"{len(c.steps):,} change points, {len(c.drifts):,} drifts"),
+        ("method", f"Apache Otava's E-Divisive over windows of {c.window} commits, a step kept under p = "
+                   f"{c.max_pvalue:g}; about {100 * FALSE_ALARM:.3f}% of steady keys get a false change point "
+                   "(docs/history.md)"),
+    ]  # fmt: skip
+    out += ['<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
+    if c.steps:
+        rows = [("", [td(s.kind), _link(s.kind, s.key, known), code(_sha(s.commit), s.commit),
+                      num(s.before_ns, u.ns(s.before_ns)), num(s.after_ns, u.ns(s.after_ns)),
+                      num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)), num(s.p_value, f"{s.p_value:.2g}"),
+                      td(f"back to {_sha(s.returns_to)}" if s.returns_to else "")]) for s in c.steps]  # fmt: skip
+        cols = [Column("kind"), Column("key"), Column("commit"), Column("before", True), Column("after", True),
+                Column("ratio [95%]", True), Column("p", True), Column("")]  # fmt: skip
+        out += [f"<h2>Change points ({len(c.steps):,})</h2>", table("steps", cols, rows, "change points")]
+    if c.drifts:
+        rows = [("", [td(x.kind), _link(x.kind, x.key, known), td(f"{_sha(x.first_commit)} … {_sha(x.last_commit)}"),
+                      num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
+                      num(x.overall, u.ratio(x.overall))]) for x in c.drifts]  # fmt: skip
+        cols = [Column("kind"), Column("key"), Column("commits"), Column("per commit [95%]", True),
+                Column("overall", True)]  # fmt: skip
+        out += [f"<h2>Drifts ({len(c.drifts):,})</h2>", table("drifts", cols, rows, "drifts")]
+    if not c.steps and not c.drifts:
+        out.append(f"<p>No change point and no drift on {esc(d.ref)} over these commits.</p>")
+    rows = []
+    for t in d.trends:
+        first, newest = t.points[0], t.points[-1]
+        n = sum((s.kind, s.key) == (t.kind, t.key) for s in c.steps)
+        rows.append(("", [td(t.kind), _link(t.kind, t.key, known), num(first.total_ns, u.ns(first.total_ns)),
+                          num(newest.total_ns, u.ns(newest.total_ns)),
+                          num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
+                          num(len(t.points), f"{len(t.points):,}"), num(n, str(n))]))  # fmt: skip
+    cols = [Column("kind"), Column("key"), Column("first", True), Column("newest", True), Column("ratio", True),
+            Column("commits", True), Column("change points", True)]  # fmt: skip
+    out += ["<h2>Keys</h2>", "<p>The keys that changed, then the largest categories, families and kernels.</p>",
+            table("keys", cols, rows, "keys"), *page.tail()]  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> str:
+    out = [*page.head(f"nsysdiff history: {d.ref}: {u.shorten(t.key)}", f"matplotlib {charts.version()}"),
+           '<p><a href="index.html">← all keys</a></p>',
+           f"<h1>{esc(t.kind)} <code>{esc(t.key)}</code></h1>"]  # fmt: skip
+    parts = [f"{len(t.points):,} commits on {d.ref}"]
+    if t.missing:
+        parts.append(f"{t.missing:,} without this key")
+    parts += [f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {s.p_value:.2g})" for s in steps]
+    parts += [f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall"
+              for x in drifts]  # fmt: skip
+    out.append(f"<p>{esc('; '.join(parts))}</p>")
+    c = _trend_chart(t, steps, drifts)
+    out.append(f'<figure id="chart-trend" class="chart"><figcaption>{esc(c.caption)}</figcaption>\n{c.svg}\n</figure>')
+    stepped = {s.commit for s in steps}
+    rows = [("outlier" if p.commit in stepped else "",
+             [code(_sha(p.commit), p.commit), num(p.runs, str(p.runs)), num(p.total_ns, u.ns(p.total_ns)),
+              num(p.low_ns, u.ns(p.low_ns)), num(p.high_ns, u.ns(p.high_ns)), num(p.calls, f"{p.calls:,}"),
+              td(f"{p.failed} failed" if p.failed else "")]) for p in reversed(t.points)]  # fmt: skip
+    cols = [Column("commit"), Column("runs", True), Column("total (geometric mean)", True), Column("fastest", True),
+            Column("slowest", True), Column("calls", True), Column("gate")]  # fmt: skip
+    out += ["<h2>Commits, newest first</h2>", table("commits", cols, rows, "commits"), *page.tail()]
+    return "\n".join(out) + "\n"
+
+
+def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> charts.Chart:
+    pts = t.points
+    largest = max(p.high_ns for p in pts)
+    unit, div = ("ms", 1e6) if largest >= 1e6 else ("us", 1e3) if largest >= 1e3 else ("ns", 1.0)
+    xs = list(range(len(pts)))
+    index = {p.commit: i for i, p in enumerate(pts)}
+    with charts.plot("trend", 7.5, 3.0) as (fig, ax):
+        ax.fill_between(xs, [p.low_ns / div for p in pts], [p.high_ns / div for p in pts], color=charts.BASE,
+                        alpha=0.18, lw=0, label="fastest to slowest run")  # fmt: skip
+        ax.plot(xs, [p.total_ns / div for p in pts], color=charts.BASE, marker="o", ms=2.5, lw=1.2,
+                label="geometric mean of the runs")  # fmt: skip
+        for s in steps:
+            if s.commit in index:
+                x = index[s.commit] - 0.5
+                ax.axvline(x, color=charts.WORSE if s.ratio > 1 else charts.BETTER, lw=1.0, ls="--")
+                ax.annotate(f"{u.ratio(s.ratio)} at {_sha(s.commit)[:7]}", (x, 1.0), xycoords=("data", "axes fraction"),
+                            xytext=(3, -10), textcoords="offset points", fontsize=8)  # fmt: skip
+        every = max(1, -(-len(pts) // TICKS))
+        ax.set_xticks(xs[::every], [charts.label(p.commit[:7], 10) for p in pts[::every]], rotation=45, ha="right")
+        ax.set_xlim(-0.8, len(pts) - 0.2)
+        ax.set_ylabel(f"total time ({unit})")
+        ax.set_xlabel(f"commit on {charts.label(t.ref, 30)}, oldest first")
+        ax.legend(loc="lower left", frameon=False, fontsize=8)
+        ax.grid(axis="y", color="#dddddd", lw=0.5)
+        svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.key)}")
+    moved = f"; dashed: the {len(steps)} change point{'s' if len(steps) != 1 else ''}" if steps else ""
+    drift = "; the series drifts" if drifts else ""
+    return charts.Chart("trend", "The series", svg,
+                        f"Total time per commit: the geometric mean of its runs, the shaded band from the fastest "
+                        f"to the slowest run{moved}{drift}.")  # fmt: skip
