@@ -77,7 +77,7 @@ def _index(d: Dashboard) -> str:
     ]  # fmt: skip
     out += ['<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
     if c.steps:
-        rows = [("", [td(s.kind), _link(s.kind, s.key, known), code(_sha(s.commit), s.commit),
+        rows = [("", [td(s.kind), _link(s.kind, s.key, known), code(_sha(s.commit), s.commit, "nowrap"),
                       num(s.before_ns, u.ns(s.before_ns)), num(s.after_ns, u.ns(s.after_ns)),
                       num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)), num(s.p_value, f"{s.p_value:.2g}"),
                       td(f"back to {_sha(s.returns_to)}" if s.returns_to else "")]) for s in c.steps]  # fmt: skip
@@ -85,7 +85,7 @@ def _index(d: Dashboard) -> str:
                 Column("ratio [95%]", True), Column("p", True), Column("")]  # fmt: skip
         out += [f"<h2>Change points ({len(c.steps):,})</h2>", table("steps", cols, rows, "change points")]
     if c.drifts:
-        rows = [("", [td(x.kind), _link(x.kind, x.key, known), td(f"{_sha(x.first_commit)} … {_sha(x.last_commit)}"),
+        rows = [("", [td(x.kind), _link(x.kind, x.key, known), f'<td class="nowrap">{esc(_sha(x.first_commit))} … {esc(_sha(x.last_commit))}</td>',
                       num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
                       num(x.overall, u.ratio(x.overall))]) for x in c.drifts]  # fmt: skip
         cols = [Column("kind"), Column("key"), Column("commits"), Column("per commit [95%]", True),
@@ -97,10 +97,12 @@ def _index(d: Dashboard) -> str:
     for t in d.trends:
         first, newest = t.points[0], t.points[-1]
         n = sum((s.kind, s.key) == (t.kind, t.key) for s in c.steps)
+        drifting = any((x.kind, x.key) == (t.kind, t.key) for x in c.drifts)
         rows.append(("", [td(t.kind), _link(t.kind, t.key, known), num(first.total_ns, u.ns(first.total_ns)),
                           num(newest.total_ns, u.ns(newest.total_ns)),
                           num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
-                          num(len(t.points), f"{len(t.points):,}"), num(n, str(n))]))  # fmt: skip
+                          num(len(t.points), f"{len(t.points):,}"),
+                          num(n, f"{n}, drifting" if drifting else str(n))]))  # fmt: skip
     cols = [Column("kind"), Column("key"), Column("first", True), Column("newest", True), Column("ratio", True),
             Column("commits", True), Column("change points", True)]  # fmt: skip
     out += ["<h2>Keys</h2>", "<p>The keys that changed, then the largest categories, families and kernels.</p>",
@@ -123,7 +125,7 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
     out.append(f'<figure id="chart-trend" class="chart"><figcaption>{esc(c.caption)}</figcaption>\n{c.svg}\n</figure>')
     stepped = {s.commit for s in steps}
     rows = [("outlier" if p.commit in stepped else "",
-             [code(_sha(p.commit), p.commit), num(p.runs, str(p.runs)), num(p.total_ns, u.ns(p.total_ns)),
+             [code(_sha(p.commit), p.commit, "nowrap"), num(p.runs, str(p.runs)), num(p.total_ns, u.ns(p.total_ns)),
               num(p.low_ns, u.ns(p.low_ns)), num(p.high_ns, u.ns(p.high_ns)), num(p.calls, f"{p.calls:,}"),
               td(f"{p.failed} failed" if p.failed else "")]) for p in reversed(t.points)]  # fmt: skip
     cols = [Column("commit"), Column("runs", True), Column("total (geometric mean)", True), Column("fastest", True),
@@ -138,7 +140,7 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
     unit, div = ("ms", 1e6) if largest >= 1e6 else ("us", 1e3) if largest >= 1e3 else ("ns", 1.0)
     xs = list(range(len(pts)))
     index = {p.commit: i for i, p in enumerate(pts)}
-    with charts.plot("trend", 7.5, 3.0) as (fig, ax):
+    with charts.plot("trend", 7.5, 3.3) as (fig, ax):
         ax.fill_between(xs, [p.low_ns / div for p in pts], [p.high_ns / div for p in pts], color=charts.BASE,
                         alpha=0.18, lw=0, label="fastest to slowest run")  # fmt: skip
         ax.plot(xs, [p.total_ns / div for p in pts], color=charts.BASE, marker="o", ms=2.5, lw=1.2,
@@ -154,7 +156,7 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
         ax.set_xlim(-0.8, len(pts) - 0.2)
         ax.set_ylabel(f"total time ({unit})")
         ax.set_xlabel(f"commit on {charts.label(t.ref, 30)}, oldest first")
-        ax.legend(loc="lower left", frameon=False, fontsize=8)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38), ncol=2, frameon=False, fontsize=8)
         ax.grid(axis="y", color="#dddddd", lw=0.5)
         svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.key)}")
     moved = f"; dashed: the {len(steps)} change point{'s' if len(steps) != 1 else ''}" if steps else ""
