@@ -57,6 +57,10 @@ def _link(kind: str, key: str, known: set[tuple[str, str]]) -> str:
     return f'<td><a href="{key_file(kind, key)}"><code>{esc(key)}</code></a></td>'
 
 
+def _span(x: Drift) -> str:
+    return f'<td class="nowrap">{esc(_sha(x.first_commit))} … {esc(_sha(x.last_commit))}</td>'
+
+
 def _interval(ratio: float, low: float | None, high: float | None) -> str:
     return u.ratio(ratio) if low is None or high is None else f"{u.ratio(ratio)} [{low:.3f}, {high:.3f}]"
 
@@ -85,7 +89,7 @@ def _index(d: Dashboard) -> str:
                 Column("ratio [95%]", True), Column("p", True), Column("")]  # fmt: skip
         out += [f"<h2>Change points ({len(c.steps):,})</h2>", table("steps", cols, rows, "change points")]
     if c.drifts:
-        rows = [("", [td(x.kind), _link(x.kind, x.key, known), f'<td class="nowrap">{esc(_sha(x.first_commit))} … {esc(_sha(x.last_commit))}</td>',
+        rows = [("", [td(x.kind), _link(x.kind, x.key, known), _span(x),
                       num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
                       num(x.overall, u.ratio(x.overall))]) for x in c.drifts]  # fmt: skip
         cols = [Column("kind"), Column("key"), Column("commits"), Column("per commit [95%]", True),
