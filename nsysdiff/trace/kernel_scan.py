@@ -23,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -183,9 +184,12 @@ def _chunks(con: sqlite3.Connection, source: str, where: str, name_col: str) -> 
 
 def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> KernelScan:
     """Fold every launch of ``source`` that ``where`` selects; raises :class:`BadRows`."""
-    empty = np.empty(0, np.int64)
-    g_keys, g_vals = [empty, empty], [empty, empty]  # (name, device) -> launches, total
-    h_keys, h_vals = [empty, empty], [empty]  # (name, duration) -> launches
+    empty: IntArray = np.empty(0, np.int64)
+    # (name, device) -> launches, total; (name, duration) -> launches
+    g_keys: list[IntArray] = [empty, empty]
+    g_vals: list[IntArray] = [empty, empty]
+    h_keys: list[IntArray] = [empty, empty]
+    h_vals: list[IntArray] = [empty]
     busy = _Busy()
     spilled = False
     ftotal = 0.0
@@ -232,8 +236,13 @@ def _spill(con: sqlite3.Connection, keys: list[IntArray], n: IntArray, *, fresh:
         con.executemany(
             "INSERT INTO temp.nsysdiff_hist (name, shape, dev, dur, n) VALUES (?, '', 0, ?, ?) "
             "ON CONFLICT (name, shape, dev, dur) DO UPDATE SET n = n + excluded.n",
-            zip(keys[0][part].tolist(), keys[1][part].tolist(), n[part].tolist(), strict=True),
+            zip(ints(keys[0][part]), ints(keys[1][part]), ints(n[part]), strict=True),
         )
+
+
+def ints(a: IntArray) -> list[int]:
+    """A 1-D integer array as Python ints (numpy's own stubs type ``tolist`` loosely)."""
+    return cast("list[int]", a.tolist())
 
 
 def _quantiles(name: IntArray, dur: IntArray, n: IntArray) -> dict[int, FloatArray]:

@@ -20,7 +20,7 @@ from nsysdiff.trace import kernel_scan
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks, tune
-from nsysdiff.trace.kernel_scan import lerp, percentile_ranks
+from nsysdiff.trace.kernel_scan import ints, lerp, percentile_ranks
 from nsysdiff.trace.names import SHAPE_COLS, shape_suffix, suffix
 from nsysdiff.trace.records import (
     QUANTILE_GRID,
@@ -230,7 +230,7 @@ class KernelReader(TraceConnection):
             names[key] = (short, mangled)
         groups: _Rows = []
         for nm, dev, calls, total in zip(
-            found.names.tolist(), found.devices_of.tolist(), found.calls.tolist(), found.total_ns.tolist(), strict=True
+            ints(found.names), ints(found.devices_of), ints(found.calls), ints(found.total_ns), strict=True
         ):
             short, mangled = names.get((nm, dev), (-1, None))
             groups.append((nm, "", dev, short, calls, total, mangled))
