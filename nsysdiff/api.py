@@ -557,3 +557,26 @@ def findings_frame(report: Report) -> pd.DataFrame:
     from nsysdiff.frames import diff as frames
 
     return frames.findings(report)
+
+
+def history_frame(
+    store: str | Path, ref: str, key: str, kind: str | None = None, *, changes: bool = True
+) -> pd.DataFrame:
+    """``key``'s series on ``ref`` of a history store, one row per commit, with the change
+    points of a scan of ``ref`` (``changes=False`` skips the scan, which needs
+    ``nsysdiff[history]``)."""
+    from nsysdiff.frames import history as frames
+    from nsysdiff.history.changes import DEFAULT_MAX_PVALUE, DEFAULT_WINDOW
+
+    scan = None
+    if changes:
+        scan = history_changes(store, ref, max_pvalue=DEFAULT_MAX_PVALUE, window=DEFAULT_WINDOW, last=None)
+    return frames.series(history_trend(store, ref, key, kind), scan)
+
+
+def history_changes_frame(store: str | Path, ref: str) -> pd.DataFrame:
+    """Every step and drift on ``ref`` of a history store, one row each."""
+    from nsysdiff.frames import history as frames
+    from nsysdiff.history.changes import DEFAULT_MAX_PVALUE, DEFAULT_WINDOW
+
+    return frames.changes(history_changes(store, ref, max_pvalue=DEFAULT_MAX_PVALUE, window=DEFAULT_WINDOW, last=None))

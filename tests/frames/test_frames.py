@@ -200,3 +200,33 @@ def test_steps_frames_split_every_period_exactly(tmp_path: Path) -> None:
     assert list(calls["Family"]) == [c.family.value for c in fp.steps.call_times]
     assert calls["Num Calls"].sum() == sum(c.calls for s in fp.steps.steps for c in s.calls)
     assert nd.steps_frame(nd.load(_trace(tmp_path))).empty  # no --per: no steps, same columns
+
+
+def test_history_frames_show_the_series_and_its_change_point(tmp_path: Path) -> None:
+    pytest.importorskip("otava")
+    import histories
+
+    from nsysdiff.history import store as st
+
+    gemm = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
+    base, noise = histories.spec_build()
+    path = tmp_path / "main.sqlite"
+    s = st.create_or_open(path)
+    drift, back = "nvjet_sm90_tst_64x8_64x16_4x2_h_bz_TNT", "nvjet_sm90_tst_64x16_64x16_4x1_v_bz_TNT"
+    plan = histories.done_when_plan(gemm, drift, back)
+    for commit, runs in histories.history(base, noise, plan, seed=0):
+        for fp in runs:
+            s.add(fp, ref="main", commit=commit)
+    s.close()
+    series = nd.history_frame(path, "main", gemm, "kernel")
+    assert len(series) == 60 and set(series["Runs"]) == {3}
+    assert str(series["Total Time (ns)"].dtype) == "Int64"
+    flagged = series[series["Change Point"]]
+    assert list(flagged.index) == [40]  # the +8% step planted at commit 40, found there
+    assert flagged["Step CI Low"].iloc[0] < flagged["Step Ratio"].iloc[0] < flagged["Step CI High"].iloc[0]
+    assert flagged["Step Ratio"].iloc[0] == pytest.approx(1.08, abs=0.01)
+    found = nd.history_changes_frame(path, "main")
+    assert set(found["Change"]) == {"step", "drift"}
+    assert not found.duplicated(["Change", "Kind", "Key", "Commit"]).any()
+    series.to_parquet(tmp_path / "s.parquet")
+    found.to_parquet(tmp_path / "c.parquet")
