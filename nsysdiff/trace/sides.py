@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -34,19 +35,19 @@ def read_both(base: Callable[[], _T], cand: Callable[[], _T]) -> tuple[_T, _T]:
         later = pool.submit(cand)
         later.add_done_callback(_stop_if_failed)
         try:
-            b = first.result()
+            b = _result(first)
         except ReadStopped:
             # Stopped because the candidate failed: its error is the one to report.
-            later.result()
+            _result(later)
             raise
-        return b, later.result()
+        return b, _result(later)
 
 
 def read_one(read: Callable[[], _T]) -> _T:
     """``read()`` on a thread of its own, so that a Ctrl-C stops it at once (a query
     holds the main thread until it returns, and Python handles signals only between)."""
     with _reading(workers=1) as pool:
-        return pool.submit(read).result()
+        return _result(pool.submit(read))
 
 
 @contextmanager
@@ -62,6 +63,20 @@ def _reading(workers: int) -> Iterator[ThreadPoolExecutor]:
     finally:
         pool.shutdown(wait=True)
         resume_reads()
+
+
+# How often the waiting main thread wakes. A wait with no timeout can miss a Ctrl-C that
+# arrives just before it blocks (the handler then runs only when the wait ends, and a
+# read may never end); waking this often bounds the delay instead.
+_WAKE_S = 0.1
+
+
+def _result(done: Future[_T]) -> _T:
+    while True:
+        try:
+            return done.result(timeout=_WAKE_S)
+        except WaitedTooLong:
+            continue
 
 
 def _stop_if_failed(done: Future[Any]) -> None:
