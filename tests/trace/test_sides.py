@@ -74,6 +74,19 @@ def test_the_base_error_first_when_both_fail() -> None:
         sides.read_both(lambda: _fail("bad base"), lambda: _fail("bad candidate"))
 
 
+@pytest.fixture
+def python_sigint() -> object:
+    """Python's own Ctrl-C handler, with SIGINT unblocked, as the command line runs: an
+    earlier test in the same process (an event loop, a cluster client) may have left
+    another handler or a blocked mask behind, and the Ctrl-C would then never reach the
+    waiting thread as KeyboardInterrupt."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    yield None
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    signal.signal(signal.SIGINT, old)
+
+
 def _interrupt_main_after(seconds: float) -> threading.Timer:
     main = threading.main_thread().ident
     assert main is not None
@@ -82,7 +95,7 @@ def _interrupt_main_after(seconds: float) -> threading.Timer:
     return timer
 
 
-def test_ctrl_c_stops_both_reads_at_once(trace: Path) -> None:
+def test_ctrl_c_stops_both_reads_at_once(trace: Path, python_sigint: object) -> None:
     # Queries hold the thread that runs them until they return; the main thread only
     # waits, so the interrupt is seen at once and stops both.
     t = time.monotonic()
@@ -92,7 +105,7 @@ def test_ctrl_c_stops_both_reads_at_once(trace: Path) -> None:
     assert time.monotonic() - t < 10
 
 
-def test_ctrl_c_stops_one_read_at_once(trace: Path) -> None:
+def test_ctrl_c_stops_one_read_at_once(trace: Path, python_sigint: object) -> None:
     t = time.monotonic()
     _interrupt_main_after(0.3)
     with pytest.raises(KeyboardInterrupt):
