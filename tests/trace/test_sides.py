@@ -87,10 +87,19 @@ def python_sigint() -> object:
     signal.signal(signal.SIGINT, old)
 
 
-def _interrupt_main_after(seconds: float) -> threading.Timer:
+def _interrupt_main_after(seconds: float, done: threading.Event) -> threading.Timer:
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
+
+    def interrupt() -> None:
+        signal.pthread_kill(main, signal.SIGINT)
+        # Should the interrupt be lost, stop the reads after a while: the test then fails on
+        # its result instead of hanging the suite.
+        if not done.wait(10):
+            schema.stop_reads()
+
+    timer = threading.Timer(seconds, interrupt)
+    timer.daemon = True
     timer.start()
     return timer
 
@@ -99,17 +108,25 @@ def test_ctrl_c_stops_both_reads_at_once(trace: Path, python_sigint: object) -> 
     # Queries hold the thread that runs them until they return; the main thread only
     # waits, so the interrupt is seen at once and stops both.
     t = time.monotonic()
-    _interrupt_main_after(0.3)
-    with pytest.raises(KeyboardInterrupt):
-        sides.read_both(lambda: _long_read(trace), lambda: _long_read(trace))
+    done = threading.Event()
+    _interrupt_main_after(0.3, done)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sides.read_both(lambda: _long_read(trace), lambda: _long_read(trace))
+    finally:
+        done.set()
     assert time.monotonic() - t < 10
 
 
 def test_ctrl_c_stops_one_read_at_once(trace: Path, python_sigint: object) -> None:
     t = time.monotonic()
-    _interrupt_main_after(0.3)
-    with pytest.raises(KeyboardInterrupt):
-        sides.read_one(lambda: _long_read(trace))
+    done = threading.Event()
+    _interrupt_main_after(0.3, done)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sides.read_one(lambda: _long_read(trace))
+    finally:
+        done.set()
     assert time.monotonic() - t < 10
 
 
