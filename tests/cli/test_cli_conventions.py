@@ -366,7 +366,10 @@ def test_ctrl_c_during_imports_is_130_without_traceback(fps: tuple[Path, Path]) 
     # try says nothing either way, so a few are allowed; every try the signal reaches in
     # time must be exit 130 with the one line.
     for _ in range(5):
-        p = subprocess.Popen([*PY, "summary", str(fps[0])], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # A background job of a non-interactive shell starts with SIGINT ignored, and a child
+        # inherits that: give the run the disposition a terminal gives it.
+        p = subprocess.Popen([*PY, "summary", str(fps[0])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
         deadline = time.monotonic() + 30
         while p.poll() is None and not _importing_numpy(p.pid) and time.monotonic() < deadline:
             time.sleep(0.001)
