@@ -43,7 +43,7 @@ from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
 from nsysdiff.trace.reader import TraceReader
-from nsysdiff.trace.records import Attribution, Selection, Window
+from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -251,7 +251,7 @@ class _Scoper:
     def __init__(self, r: TraceReader, options: ScopeOptions) -> None:
         self.r = r
         self.o = options
-        self.meta = r.metadata()
+        self._meta: Metadata | None = None
         self.window = self._window()
         # Distinct (folded name, domain) -> code; SQL-folded names that fold to the same
         # name share a code.
@@ -265,6 +265,14 @@ class _Scoper:
         if used:
             r.load_ranges([(k, c) for k, c in zip(self.keys, self._code, strict=True) if c in used])
         self.cut = self._skip()
+
+    @property
+    def meta(self) -> Metadata:
+        # Read after the first kernel read where it can be: a whole read learns the graph
+        # mode that the metadata reports, which otherwise costs a scan of its own.
+        if self._meta is None:
+            self._meta = self.r.metadata()
+        return self._meta
 
     # -- where the scope is -----------------------------------------------------------
 
@@ -341,11 +349,17 @@ class _Scoper:
         # steps (the whole decode loop) stays listed.
         ranges = [self.nvtx] if self.nvtx is not None else []
         within = [*ranges, self.per] if self.per is not None else ranges
-        total = self.r.kernel_time_ns(Selection(window=self.window))
-        if self.window is not None and not total:
-            self._empty_window()
         filtered = bool(within) or self.cut
+        total = None
+        if filtered or self.window is not None:
+            # The denominator of coverage (and the empty-window check): the kernel time of
+            # the window. An unfiltered read has it from its own kernels (below).
+            total = self.r.kernel_time_ns(Selection(window=self.window))
+            if self.window is not None and not total:
+                self._empty_window()
         fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=filtered, phase=False)
+        if total is None:
+            total = sum(k.total_ns for k in fp.kernels)
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
             instances = self.r.count_ranges(mask, self._att(ranges)) if mask else 0
@@ -372,7 +386,7 @@ class _Scoper:
         within: list[tuple[int, ...]],
         ranges: list[tuple[int, ...]],
         table: str,
-        total: int,
+        total: int | None,
         *,
         filtered: bool,
         phase: bool,

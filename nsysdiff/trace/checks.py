@@ -76,12 +76,12 @@ class RowRules:
         bad = " OR ".join(self._wrong_type() + self._wrong_value()) or "0"
         return f"coalesce(sum({bad}), 0), {self._total()}"
 
-    def row_sql(self) -> tuple[str, str]:
-        """Per-row forms of :meth:`sql` (a 0/1 flag and the duration as a float), for a
-        query that accumulates its rows itself (an upsert) instead of aggregating them."""
+    def row_sql(self) -> str:
+        """The per-row form of :meth:`sql`'s count (a 0/1 flag), for a query that
+        accumulates its rows itself (an upsert) instead of aggregating them; such a query
+        keeps its integer sums, which SQLite turns REAL when they overflow."""
         bad = " OR ".join(self._wrong_type() + self._wrong_value()) or "0"
-        dur = f"1.0 * ({self._col(_END)} - {self._col('start')})" if self.times else "0.0"
-        return f"coalesce({bad}, 0)", f"coalesce({dur}, 0.0)"
+        return f"coalesce({bad}, 0)"
 
     def diagnosis_sql(self, where: str) -> str:
         """Counts and first rowids of each kind of bad row among those ``where`` selects."""

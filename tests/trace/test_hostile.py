@@ -167,6 +167,15 @@ def test_memcpy_durations_overflowing_int64(tmp_path: Path) -> None:
     _fails(path, "int64")
 
 
+@pytest.mark.parametrize("rows", ["rowid IN (1, 6)", "rowid IN (1, 2)"], ids=["one name", "two names"])
+def test_nvtx_durations_overflowing_int64(tmp_path: Path, rows: str) -> None:
+    # The NVTX summary sums integers in its keyed table (no float per row): a sum past
+    # int64 turns REAL there, within a name or across names, and is refused.
+    big = (1 << 63) - 1
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE NVTX_EVENTS SET start = 0, "end" = {big} WHERE {rows}')
+    _fails(path, "NVTX_EVENTS", "int64")
+
+
 def test_impossible_capture_window(tmp_path: Path) -> None:
     path = tamper(_trace(tmp_path / "t.sqlite"), "UPDATE ANALYSIS_DETAILS SET stopTime = startTime - 1")
     _fails(path, "ANALYSIS_DETAILS", "impossible")
@@ -376,6 +385,9 @@ def test_scoped_reading_of_long_range_texts(tmp_path: Path) -> None:
         "", "aten::mm", "aten::mm, seq = 1, op_id = 2", ", seq = 1", "a, b, c", "x, op_id = 5",
         "x, sizes = [[1]], seq = 2", "x, stashed seq = 3", "x, input_op_ids = [1]", "é, seq = 1, op_id = 2",
         "multi\nline, op_id = 3", "no comma space,seq = 1", "a, seq = 1" * 3,
+        # The first ", " starts no suffix, or a later suffix comes first in the list.
+        "a, b, seq = 1", "x, op_id = 1, seq = 2", "x, sizes = [], op_id = 1", "x, ", "x, se", "x, seq =",
+        "x, seq = 1, seq = 2", "a, b", ", ", "x,, seq = 1",
     ],
 )  # fmt: skip
 def test_long_name_fold_is_the_sql_fold(text: str) -> None:
