@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import errno
 import os
+import re
 import sys
 import traceback
 from typing import Any
@@ -110,6 +111,13 @@ def _closest(e: BaseException) -> str | None:
     return close[0] if close else None
 
 
+# The same for typer before 0.29, which says what click says ("'two' is not a valid int.").
+_REWORDED_CLICK = (
+    (re.compile(r"^.* is not a valid int(eger)?\.?$", re.S), "expected a whole number"),
+    (re.compile(r"^.* is not a valid float\.?$", re.S), "expected a number"),
+)
+
+
 def usage_line(e: BaseException) -> str:
     """A click usage error as one line: the option, what is wrong, and where help is."""
     ctx = getattr(e, "ctx", None)
@@ -117,6 +125,8 @@ def usage_line(e: BaseException) -> str:
     message = str(getattr(e, "message", "") or e)
     for old, new in _REWORDED:
         message = message.replace(old, new)
+    for pattern, new in _REWORDED_CLICK:
+        message = pattern.sub(new, message)
     param = getattr(e, "param", None)
     if param is not None and type(e).__name__ == "MissingParameter":
         # typer says "Missing parameter: candidate"; say what to type instead.

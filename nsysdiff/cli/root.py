@@ -36,8 +36,13 @@ class _PlainArgument(typer.core.TyperArgument):
     usage line and ``BASE <path>`` in the help (the metavar already says what to give)."""
 
     def _usage_display_name(self) -> str:
-        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        raw = self.metavar if self.metavar is not None else str(self.name)
+        name = raw if self.required else f"[{raw}]"
         return name if self.nargs == 1 or name.endswith("...") else f"{name}..."
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        # Typer before 0.29 builds the usage piece from make_metavar, 0.29 from the name above.
+        return [self._usage_display_name()]
 
     def display_type_rich(self, ctx: Any) -> str | None:
         return None
