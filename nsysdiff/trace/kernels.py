@@ -369,10 +369,16 @@ class KernelReader(TraceConnection):
         if not self.schema.has(s.KERNEL, "start", "end"):
             return 0
         rules, where = RowRules(s.KERNEL), self._where(s.KERNEL, sel)
-        ((v, *checks),) = self.query(
-            f'SELECT coalesce(sum("end" - start), 0), {rules.sql()} FROM {s.KERNEL} WHERE {where}'
+        # A scan of every launch also answers the metadata's "are any kernels graph nodes?",
+        # which would otherwise cost one of its own (0 is "not a node" before 2022).
+        learn = sel == WHOLE and self._node_mode is None and self.schema.has(s.KERNEL, "graphNodeId")
+        node = "max(coalesce(graphNodeId, 0) != 0)" if learn else "NULL"
+        ((v, nodes, *checks),) = self.query(
+            f'SELECT coalesce(sum("end" - start), 0), {node}, {rules.sql()} FROM {s.KERNEL} WHERE {where}'
         )
         self.verify(rules, where, [checks])
+        if learn:
+            self._node_mode = bool(nodes)
         return int(v)  # type: ignore[call-overload, no-any-return]
 
     def graph_totals(self, sel: Selection = WHOLE) -> tuple[int, int]:

@@ -93,6 +93,20 @@ def test_no_kernel_scan_of_its_own_for_the_graph_mode_or_the_total(tmp_path: Pat
         assert phase.fingerprint.scope.coverage == pytest.approx(6 * 10_000 / (6 * 10_000 + 6 * 18_000))
 
 
+@pytest.mark.parametrize("nodes", [False, True], ids=["plain", "graph nodes"])
+def test_a_filtered_read_learns_the_graph_mode_from_its_kernel_sum(tmp_path: Path, nodes: bool) -> None:
+    # --nvtx reads no whole kernel table, but sums it for coverage: that scan answers
+    # the graph-mode question too.
+    b = TraceBuilder(Generation.V2024)
+    b.nvtx_range("aten::linear", 0, 90_000)
+    b.launch("gemm", 1_000, 1_500, 10_000, graph_node_id=7 if nodes else None)
+    b.launch("gemm", 95_000, 95_500, 10_000)
+    fp, seen = _fingerprint(b.write(tmp_path / "t.sqlite"), nvtx="aten::linear")
+    assert not [q for q in seen if "graphNodeId != 0 LIMIT 1" in q]
+    assert fp.meta.graph_mode.value == ("node" if nodes else "none")
+    assert fp.scope.coverage == pytest.approx(0.5)
+
+
 def test_default_domain_needs_no_domain_scan(tmp_path: Path) -> None:
     path = _trace(tmp_path / "t.sqlite")
     with _traced(path) as (r, seen):
