@@ -110,20 +110,15 @@ class StepSide:
 
 def side(s: Steps) -> StepSide:
     """One side's steps summarised (sums in integers, so the parts stay exact)."""
-    periods = np.array([x.period_ns for x in s.steps], dtype=np.int64)
-    durations = np.array([x.duration_ns for x in s.steps], dtype=np.int64)
-    parts = [sum(x.parts.of(p) for x in s.steps) for p in StepPart]
-    calls, call_ns, nbytes = [], [], []
-    for fam in HostFamily:
-        cs = [x.calls_of(fam) for x in s.steps]
-        calls.append(sum(c.calls for c in cs))
-        call_ns.append(sum(c.total_ns for c in cs))
-        nbytes.append(sum(c.bytes for c in cs))
+    periods = s.steps.column("period_ns")
+    durations = s.steps.column("duration_ns")
+    parts = [int(s.steps.part(p).sum()) for p in StepPart]
+    sums = [s.steps.family(fam).sum(axis=0) for fam in HostFamily]  # calls, total ns, bytes
     return StepSide(
         name=s.name, steps=len(s.steps), period=dist(periods), duration=dist(durations),
-        period_total_ns=int(periods.sum()), part_totals=tuple(int(v) for v in parts),
-        kernel_total_ns=sum(x.kernel_ns for x in s.steps), calls=tuple(calls),
-        call_ns=tuple(call_ns), bytes=tuple(nbytes), call_times=s.call_times,
+        period_total_ns=int(periods.sum()), part_totals=tuple(parts),
+        kernel_total_ns=int(s.steps.column("kernel_ns").sum()), calls=tuple(int(x[0]) for x in sums),
+        call_ns=tuple(int(x[1]) for x in sums), bytes=tuple(int(x[2]) for x in sums), call_times=s.call_times,
     )  # fmt: skip
 
 

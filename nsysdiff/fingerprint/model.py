@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
-from nsysdiff.fingerprint.steps import Steps
+from nsysdiff.fingerprint.steps import Step, Steps, StepSeries
 
 # The records the reader hands on as they are, kept in the trace stage that makes them;
 # imported here because the fields below name them (from_data resolves the hints here).
@@ -231,7 +231,7 @@ def to_data(obj: Any) -> Any:
         return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, enum.Enum):
         return obj.value
-    if isinstance(obj, (tuple, list)):
+    if isinstance(obj, (tuple, list, StepSeries)):
         return [to_data(x) for x in obj]
     if isinstance(obj, dict):
         return {k: to_data(v) for k, v in obj.items()}
@@ -244,6 +244,8 @@ def from_data(cls: type[T], data: Any, where: str = "$") -> T:
 
 
 def _build(tp: Any, data: Any, where: str) -> Any:
+    if tp is StepSeries:
+        return StepSeries(_build(tuple[Step, ...], data, where))
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         args = typing.get_args(tp)

@@ -7,35 +7,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, Step, StepPart, StepParts, Steps
+from nsysdiff.fingerprint.steps import CallTimes, HostFamily, StepPart, Steps, StepSeries
 from nsysdiff.trace.steps import StepRows
 
 
 def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
     """:class:`Steps` from a scan: times from the first step's start, each period split
     into parts that add up to it exactly."""
-    origin = rows.start_ns[0]
-    n = len(rows.start_ns)
-    steps = []
-    for i in range(n):
-        start, end = rows.start_ns[i], rows.end_ns[i]
-        duration = end - start
-        period = rows.start_ns[i + 1] - start if i + 1 < n else duration
-        inside = min(duration, period)
-        compute, comm, copies, launch, sync, host = rows.parts[i]
-        parts = StepParts(compute, comm, copies, launch, sync, host, period - inside)
-        if parts.total_ns != period:
-            raise RuntimeError(  # a bug in the scan: exit 70
-                f"step {i}: parts add up to {parts.total_ns} ns, not the period {period} ns"
-            )
-        calls = tuple(HostCalls(HostFamily(f), c, t, b) for f, c, t, b in rows.calls[i])
-        steps.append(Step(start - origin, duration, period, parts, calls, rows.kernel_ns[i]))
+    start, end = rows.start_ns, rows.end_ns
+    duration = end - start
+    # Start to the next step's start; the last step's period is its range duration.
+    period = np.concatenate((start[1:] - start[:-1], duration[-1:]))
+    between = period - np.minimum(duration, period)
+    parts = np.concatenate((rows.parts, between[:, None]), axis=1)
+    wrong = np.flatnonzero(parts.sum(axis=1) != period)
+    if len(wrong):
+        i = int(wrong[0])
+        raise RuntimeError(  # a bug in the scan: exit 70
+            f"step {i}: parts add up to {int(parts[i].sum())} ns, not the period {int(period[i])} ns"
+        )
+    series = StepSeries.from_columns(start - start[0], duration, period, rows.kernel_ns, parts, rows.calls)
     times = tuple(
         CallTimes(HostFamily(t.family), t.calls, t.total_ns, t.bytes, t.p50_ns, t.p90_ns, t.p99_ns, t.max_ns)
         for t in rows.times
     )
-    return Steps(name, domain, tuple(steps), times, skipped=skipped, last_period_is_duration=True)
+    return Steps(name, domain, series, times, skipped=skipped, last_period_is_duration=True)
 
 
 # --- figures across the steps ------------------------------------------------------------
@@ -61,28 +59,28 @@ class Spread:
         return self.p99 / self.p50 if self.p50 else None
 
 
-def spread(values: Sequence[int]) -> Spread:
+def spread(values: Sequence[int] | npt.NDArray[np.int64]) -> Spread:
     a = np.asarray(values, dtype=np.float64)
     p50, p90, p99 = (float(x) for x in np.percentile(a, (50, 90, 99)))
     return Spread(p50, p90, p99, float(a.max()), float(a.mean()))
 
 
 def periods(steps: Steps) -> Spread:
-    return spread([s.period_ns for s in steps.steps])
+    return spread(steps.steps.column("period_ns"))
 
 
 def durations(steps: Steps) -> Spread:
-    return spread([s.duration_ns for s in steps.steps])
+    return spread(steps.steps.column("duration_ns"))
 
 
 def kernel_times(steps: Steps) -> Spread:
-    return spread([s.kernel_ns for s in steps.steps])
+    return spread(steps.steps.column("kernel_ns"))
 
 
 def mean_parts(steps: Steps) -> dict[StepPart, float]:
     """Each part's mean per step; they add up to the mean period."""
     n = len(steps.steps)
-    return {p: sum(s.parts.of(p) for s in steps.steps) / n for p in StepPart}
+    return {p: int(steps.steps.part(p).sum()) / n for p in StepPart}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +103,6 @@ def families(steps: Steps) -> tuple[FamilyPerStep, ...]:
     n = len(steps.steps)
     out = []
     for t in steps.call_times:
-        counts = sorted(s.calls_of(t.family).calls for s in steps.steps)
+        counts = sorted(int(c) for c in steps.steps.family(t.family)[:, 0])
         out.append(FamilyPerStep(t.family, counts[n // 2], counts[0], counts[-1], t.total_ns / n, t.bytes / n, t))
     return tuple(out)

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps
+from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps, StepSeries
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
 
 # What a fingerprint without steps shows: the same columns, no rows.
-NO_STEPS = Steps(name="", domain="", steps=(), call_times=())
+NO_STEPS = Steps(name="", domain="", steps=StepSeries(), call_times=())
 
 _PART_COLUMN = {
     StepPart.COMPUTE: "Compute (ns)",

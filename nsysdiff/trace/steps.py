@@ -71,18 +71,22 @@ class FamilyTimes:
     max_ns: int
 
 
+IntArray = npt.NDArray[np.int64]
+
+
 @dataclass(frozen=True, slots=True)
 class StepRows:
-    """The steps of one thread's instances of a range, in start order (absolute times)."""
+    """The steps of one thread's instances of a range, in start order (absolute times),
+    one array row per step: a long capture has hundreds of thousands of steps."""
 
-    start_ns: tuple[int, ...]
-    end_ns: tuple[int, ...]
-    # Per step: compute, communication, copies, launch-bound, sync, host, over the step's
+    start_ns: IntArray
+    end_ns: IntArray
+    # (n, 6): compute, communication, copies, launch-bound, sync, host, over the step's
     # in-range time [start, min(end, next start)).
-    parts: tuple[tuple[int, ...], ...]
-    kernel_ns: tuple[int, ...]
-    # Per step: (family, calls, total ns, bytes) for each family with calls, in family order.
-    calls: tuple[tuple[tuple[str, int, int, int], ...], ...]
+    parts: IntArray
+    kernel_ns: IntArray
+    # (n, families, 3): calls, total ns and bytes of each family (FAMILIES order).
+    calls: IntArray
     times: tuple[FamilyTimes, ...]
 
 
@@ -112,33 +116,35 @@ class StepReader(TraceConnection):
             return None
         who, pp, pid, _ = (int(v) for v in owners[0])  # type: ignore[call-overload]
         key = "tid" if pp else "pid"
-        ranges = self.query(
-            f'SELECT start, "end" FROM ({kept}) WHERE pp = {pp} AND {key} = {who} ORDER BY start, "end"'
-        )
-        starts = [int(a) for a, _ in ranges]  # type: ignore[call-overload]
-        ends = [int(b) for _, b in ranges]  # type: ignore[call-overload]
+        ranges = np.array(
+            self.query(f'SELECT start, "end" FROM ({kept}) WHERE pp = {pp} AND {key} = {who} ORDER BY start, "end"'),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        starts, ends = ranges[:, 0].copy(), ranges[:, 1].copy()
+        del ranges
         # A step's time inside its range stops at the next step's start (docs/steps.md).
-        limits = [min(e, n) for e, n in zip(ends, starts[1:], strict=False)] + [ends[-1]]
+        limits = np.concatenate((np.minimum(ends[:-1], starts[1:]), ends[-1:]))
         self._steps_table(starts, ends, limits)
-        lo, hi = starts[0], max(limits)
+        lo, hi = int(starts[0]), int(limits.max())
         families = self._family_ids()
-        parts = self._sweep(len(starts), pid, lo, hi, families)
-        calls_end = ends[-1]  # the last step's period is its duration
+        n = len(starts)
+        parts = self._sweep(n, pid, lo, hi, families)
+        calls_end = int(ends[-1])  # the last step's period is its duration
         self._calls_table(pid, lo, calls_end, families)
-        kernel_ns = self._kernel_ns(len(starts), pid, who if pp else None)
-        per_step, times = self._call_sums(len(starts))
-        return StepRows(tuple(starts), tuple(ends), parts, kernel_ns, per_step, times)
+        kernel_ns = self._kernel_ns(n, pid, who if pp else None)
+        calls, times = self._call_sums(n)
+        return StepRows(starts, ends, parts, kernel_ns, calls, times)
 
     # -- tables -------------------------------------------------------------------------
 
-    def _steps_table(self, starts: list[int], ends: list[int], limits: list[int]) -> None:
+    def _steps_table(self, starts: IntArray, ends: IntArray, limits: IntArray) -> None:
         self.execute("DROP TABLE IF EXISTS temp.nsysdiff_steps")
         self.execute(
             'CREATE TEMP TABLE nsysdiff_steps (i INTEGER PRIMARY KEY, start INTEGER, "end" INTEGER, lim INTEGER)'
         )
         self.con.executemany(
             "INSERT INTO temp.nsysdiff_steps VALUES (?, ?, ?, ?)",
-            [(i, a, b, c) for i, (a, b, c) in enumerate(zip(starts, ends, limits, strict=True))],
+            ((i, int(a), int(b), int(c)) for i, (a, b, c) in enumerate(zip(starts, ends, limits, strict=True))),
         )
         self.execute("CREATE INDEX temp.nsysdiff_steps_start ON nsysdiff_steps (start, i)")
 
@@ -212,7 +218,7 @@ class StepReader(TraceConnection):
         col = self._pid_of(table, "globalPid")
         return f" AND {col} = {pid}" if col else ""
 
-    def _sweep(self, n: int, pid: int, lo: int, hi: int, families: dict[int, int]) -> tuple[tuple[int, ...], ...]:
+    def _sweep(self, n: int, pid: int, lo: int, hi: int, families: dict[int, int]) -> IntArray:
         """Per step, the in-range time of each class (precedence in class order).
 
         Every interval becomes two events, packed into one integer, time first:
@@ -261,7 +267,7 @@ class StepReader(TraceConnection):
             self._add(acc, t - begin, held)
             prev_t, state = int(t[-1]), after[-1].copy()
         self.execute("DROP TABLE temp.nsysdiff_step_ev")
-        return tuple(tuple(int(x) for x in acc[i * PARTS : (i + 1) * PARTS]) for i in range(n))
+        return acc.reshape(n, PARTS)
 
     @staticmethod
     def _add(acc: npt.NDArray[np.int64], length: npt.NDArray[np.int64], held: npt.NDArray[np.int64]) -> None:
@@ -329,10 +335,10 @@ class StepReader(TraceConnection):
             )
         self.execute(f"DELETE FROM temp.nsysdiff_step_calls WHERE fam IS NULL OR fam = {_COPY}")
 
-    def _kernel_ns(self, n: int, pid: int, tid: int | None) -> tuple[int, ...]:
+    def _kernel_ns(self, n: int, pid: int, tid: int | None) -> IntArray:
         """Per step, the GPU time of the kernels (and whole-graph launches) launched from
         inside its range: the attribution of ``--nvtx`` (docs/scopes.md)."""
-        out = [0] * n
+        out = np.zeros(n, dtype=np.int64)
         inside = (
             "SELECT c.step, c.corr FROM temp.nsysdiff_step_calls c JOIN temp.nsysdiff_steps x ON x.i = c.step "
             f'WHERE c.fam = {_LAUNCH} AND c."end" <= x."end"' + ("" if tid is None else f" AND c.tid = {tid}")
@@ -350,20 +356,23 @@ class StepReader(TraceConnection):
             )
             for step, total in rows:
                 out[int(step)] += int(total)  # type: ignore[call-overload]
-        return tuple(out)
+        return out
 
-    def _call_sums(self, n: int) -> tuple[tuple[tuple[tuple[str, int, int, int], ...], ...], tuple[FamilyTimes, ...]]:
-        per_step: list[list[tuple[str, int, int, int]]] = [[] for _ in range(n)]
-        totals: dict[int, list[int]] = {}
-        for step, fam, calls, total, nbytes in self.query(
-            "SELECT step, fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls "
-            "GROUP BY step, fam ORDER BY step, fam"
-        ):
-            row = (int(calls), int(total), int(nbytes))  # type: ignore[call-overload]
-            per_step[int(step)].append((FAMILIES[int(fam)], *row))  # type: ignore[call-overload]
-            t = totals.setdefault(int(fam), [0, 0, 0])  # type: ignore[call-overload]
-            for i, v in enumerate(row):
-                t[i] += v
+    def _call_sums(self, n: int) -> tuple[IntArray, tuple[FamilyTimes, ...]]:
+        per_step = np.zeros((n, len(FAMILIES), 3), dtype=np.int64)
+        cur = self.con.execute(
+            "SELECT step, fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls GROUP BY step, fam"
+        )
+        try:
+            while chunk := cur.fetchmany(_CHUNK):  # a few MB at a time, whatever the steps
+                a = np.array(chunk, dtype=np.int64).reshape(-1, 5)
+                per_step[a[:, 0], a[:, 1]] = a[:, 2:]
+        except s.DB_ERRORS as e:
+            raise s.db_error(self.path, e) from None
+        finally:
+            cur.close()
+        sums = per_step.sum(axis=0)
+        totals = {f: [int(v) for v in sums[f]] for f in range(len(FAMILIES)) if sums[f, 0]}
         # Nearest rank: the p-th percentile is the ceil(p * m / 100)-th smallest of m
         # calls, read through an index on (family, duration): one sort, then a walk.
         self.execute("CREATE INDEX temp.nsysdiff_step_calls_dur ON nsysdiff_step_calls (fam, dur)")
@@ -377,4 +386,4 @@ class StepReader(TraceConnection):
                 at[rank] = int(dur)  # type: ignore[call-overload]
             p50, p90, p99 = (at[(p * m + 99) // 100] for p in (50, 90, 99))
             times.append(FamilyTimes(FAMILIES[f], m, total, nbytes, p50, p90, p99, at[m]))
-        return tuple(tuple(p) for p in per_step), tuple(times)
+        return per_step, tuple(times)
