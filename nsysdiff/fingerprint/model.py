@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import types
 import typing
 from dataclasses import dataclass, field
@@ -225,16 +224,24 @@ class Phase:
 T = TypeVar("T")
 
 
-def to_data(obj: Any) -> Any:
-    """Plain JSON-able data: dataclasses become dicts, tuples lists, enums their values."""
+def to_data(obj: Any, *, lazy: bool = False) -> Any:
+    """Plain JSON-able data: dataclasses become dicts, tuples lists, enums their values.
+
+    ``lazy``: the steps become a list made one step at a time as it is written, for
+    :func:`nsysdiff.safe.neutral.json_stream` only (a long capture has 100,000s of steps).
+    """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_data(getattr(obj, f.name), lazy=lazy) for f in dataclasses.fields(obj)}
     if isinstance(obj, enum.Enum):
         return obj.value
+    if isinstance(obj, StepSeries) and lazy:
+        from nsysdiff.safe.neutral import LazyRows
+
+        return LazyRows(obj, to_data)
     if isinstance(obj, (tuple, list, StepSeries)):
-        return [to_data(x) for x in obj]
+        return [to_data(x, lazy=lazy) for x in obj]
     if isinstance(obj, dict):
-        return {k: to_data(v) for k, v in obj.items()}
+        return {k: to_data(v, lazy=lazy) for k, v in obj.items()}
     return obj
 
 
@@ -292,8 +299,8 @@ def _build(tp: Any, data: Any, where: str) -> Any:
 def fingerprint_to_json(fp: Fingerprint) -> str:
     from nsysdiff.safe import neutral  # the same inert JSON as every report (lossless)
 
-    doc = {"format": FORMAT, "version": FORMAT_VERSION, **to_data(fp)}
-    return neutral.json_document(json.dumps(doc, indent=1, sort_keys=False)) + "\n"
+    doc = {"format": FORMAT, "version": FORMAT_VERSION, **to_data(fp, lazy=True)}
+    return neutral.json_stream(doc) + "\n"
 
 
 # nsysdiff's other JSON documents, named when one is given where a trace belongs.

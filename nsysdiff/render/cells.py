@@ -10,6 +10,8 @@ import math
 import re
 from typing import Any
 
+from nsysdiff.safe import neutral
+
 # Underscores open emphasis only at a word boundary; intraword ones stay readable.
 _BOUNDARY_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _MD_ENTITIES = {
@@ -51,6 +53,8 @@ def finite(obj: Any, key: str = "") -> Any:
         return obj + 0.0  # -0.0 + 0.0 is 0.0
     if isinstance(obj, dict):
         return {k: finite(v, k if isinstance(k, str) else "") for k, v in obj.items()}
+    if isinstance(obj, neutral.LazyRows):
+        return obj  # steps: integers only, made as they are written
     if isinstance(obj, list):
         return [finite(v, key) for v in obj]
     return obj

@@ -10,6 +10,7 @@ from nsysdiff import units as u
 from nsysdiff.fingerprint import step_figures as f
 from nsysdiff.fingerprint.model import Fingerprint, to_data
 from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps
+from nsysdiff.safe import neutral
 
 # How a part and a family are named in reports.
 PART_LABELS = {
@@ -138,5 +139,6 @@ def steps_data(steps: Steps) -> dict[str, Any]:
             }
             for x in f.families(steps)
         ],
-        "steps": to_data(steps.steps),
+        # Made one step at a time as the JSON is written: a long capture has 100,000s.
+        "steps": neutral.LazyRows(steps.steps, to_data),
     }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 from rich.console import Console
@@ -83,7 +82,7 @@ def _ranks_data(fp: Fingerprint) -> dict[str, Any]:
 def render_json(fp: Fingerprint) -> str:
     from nsysdiff.render.cells import finite
 
-    return neutral.json_document(json.dumps(finite(summary_data(fp)), indent=1, allow_nan=False)) + "\n"
+    return neutral.json_stream(finite(summary_data(fp)), allow_nan=False) + "\n"
 
 
 def scope_lines(fp: Fingerprint) -> list[str]:
