@@ -20,15 +20,15 @@ _T = TypeVar("_T")
 
 # SQLite's own memory: sorts and temporary tables spill to a temporary file beyond this,
 # so no query holds more than a few tens of MB however many rows it sorts.
-_CACHE_KIB = 32 * 1024
+CACHE_KIB = 32 * 1024
 
 
 def tune(con: sqlite3.Connection, path: Path) -> None:
     """Settings for every connection to an export: bounded memory, scratch on disk."""
     try:
         con.execute("PRAGMA temp_store = FILE")
-        con.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-        con.execute(f"PRAGMA temp.cache_size = -{_CACHE_KIB}")
+        con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        con.execute(f"PRAGMA temp.cache_size = -{CACHE_KIB}")
         # Temporary tables are scratch: a failed statement needs no rollback.
         con.execute("PRAGMA temp.journal_mode = OFF")
     except sqlite3.Error as e:
