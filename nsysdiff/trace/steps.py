@@ -253,7 +253,8 @@ class StepReader(TraceConnection):
         # RSS for the 60M events of a 10M-kernel capture. A smaller budget only merges more.
         self.execute(f"PRAGMA cache_size = -{_SORT_KIB}")
         try:
-            self.execute(f"CREATE TEMP TABLE nsysdiff_step_ev AS SELECT v FROM ({' UNION ALL '.join(events)}) ORDER BY v")
+            union = " UNION ALL ".join(events)
+            self.execute(f"CREATE TEMP TABLE nsysdiff_step_ev AS SELECT v FROM ({union}) ORDER BY v")
         finally:
             self.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         ((count,),) = self.query("SELECT max(rowid) FROM temp.nsysdiff_step_ev")
