@@ -702,7 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, "
             f"SQLite {sqlite3.sqlite_version}; `nsysdiff --version` (start-up): "
-            f"{startup.seconds:.2f} s, {startup.peak_rss / MB:.0f} MB",
+            f"{startup.seconds:.2f} s ({startup.cpu:.2f} s CPU), {startup.peak_rss / MB:.0f} MB",
             flush=True,
         )
         rows: list[Row] = []

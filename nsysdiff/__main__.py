@@ -6,10 +6,15 @@ exit 130 with one line, not a traceback, so this module imports nothing heavy it
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
+    # numpy's OpenBLAS starts a thread per core at import, and they spin: 0.12 s of CPU per
+    # command on two cores (a third of the start-up) for linear algebra nsysdiff never does.
+    # Set before numpy loads; a value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         from nsysdiff import cli
 
