@@ -164,82 +164,167 @@ class Kernel:
 # The named kernels of the mix: (short, demangled or "" for the short name, launch weight,
 # mean ns, grid x, block x). Demangled names are what PyTorch, vLLM, cuBLAS and NCCL emit.
 _NAMED: tuple[tuple[str, str, float, int, int, int], ...] = (
-    ("device_kernel",
-     "void cutlass::device_kernel<flash::FlashAttnFwdSm90<128, 64>>(Params)",
-     2.0, 110_000, 132, 384),
-    ("flash_fwd_kernel",
-     "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, true>"
-     "(Flash_fwd_params)",
-     1.5, 95_000, 132, 128),
-    ("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
-     "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128>>"
-     "(Flash_bwd_params)",
-     1.0, 180_000, 132, 256),
-    ("reshape_and_cache_flash_kernel",
-     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
-     "(vllm::Fp8KVCacheDataType)0>(const __nv_bfloat16 *, long)",
-     1.0, 3_000, 64, 256),
-    ("rms_norm_kernel",
-     "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16 *, const c10::BFloat16 *, "
-     "float, int, int)",
-     2.0, 5_000, 64, 1024),
-    ("fused_add_rms_norm_kernel",
-     "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16 *, "
-     "c10::BFloat16 *, const c10::BFloat16 *, float, int, int)",
-     2.0, 6_000, 64, 1024),
-    ("vectorized_layer_norm_kernel",
-     "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, "
-     "float>(int, float, const c10::BFloat16 *, const c10::BFloat16 *, c10::BFloat16 *)",
-     1.0, 7_000, 64, 256),
-    ("softmax_warp_forward",
-     "void softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, false, false>"
-     "(c10::BFloat16 *, const c10::BFloat16 *, int, int, int, const bool *, int, bool)",
-     1.0, 12_000, 256, 128),
-    ("radixSortKVInPlace",
-     "void at::native::radixSortKVInPlace<-2, -1, 128, 32, float, long>"
-     "(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int)",
-     0.3, 25_000, 64, 128),
-    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm *, unsigned long, ncclWork *)",
-     1.0, 150_000, 16, 544),
-    ("ncclDevKernel_SendRecv",
-     "ncclDevKernel_SendRecv(ncclDevComm *, unsigned long, ncclWork *)",
-     0.6, 120_000, 2, 640),
-    ("ncclDevKernel_AllGather_RING_LL",
-     "ncclDevKernel_AllGather_RING_LL(ncclDevComm *, unsigned long, ncclWork *)",
-     0.4, 90_000, 16, 544),
-    ("indexSelectLargeIndex",
-     "void at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
-     "true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)",
-     0.5, 6_000, 512, 128),
-    ("index_elementwise_kernel",
-     "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<"
-     "at::native::index_kernel_impl<at::native::OpaqueType<2>>>>(long, "
-     "at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<2>>>)",
-     0.5, 4_000, 512, 128),
-    ("cunn_SoftMaxForward",
-     "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
-     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float *, const float *, int)",
-     0.3, 30_000, 256, 1024),
-    ("gemv2T_kernel_val",
-     "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, "
-     "4, 4, false, false>(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<"
-     "const __nv_bfloat16>>, float, float)",
-     0.5, 15_000, 128, 128),
-    ("splitKreduce_kernel",
-     "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, "
-     "__nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, const float *, "
-     "__nv_bfloat16 *)",
-     0.4, 5_000, 64, 512),
-    ("rotary_embedding_kernel",
-     "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(const long *, c10::BFloat16 *, "
-     "c10::BFloat16 *, const c10::BFloat16 *, int, long, long, int, int, int)",
-     1.0, 4_500, 256, 128),
-    ("act_and_mul_kernel",
-     "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, false>"
-     "(c10::BFloat16 *, const c10::BFloat16 *, int)",
-     1.0, 7_500, 256, 1024),
-)  # fmt: skip
+    ("device_kernel", "void cutlass::device_kernel<flash::FlashAttnFwdSm90<128, 64>>(Params)", 2.0, 110_000, 132, 384),
+    (
+        "flash_fwd_kernel",
+        "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, true>(Flash_fwd_params)",
+        1.5,
+        95_000,
+        132,
+        128,
+    ),
+    (
+        "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
+        "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128>>(Flash_bwd_params)",
+        1.0,
+        180_000,
+        132,
+        256,
+    ),
+    (
+        "reshape_and_cache_flash_kernel",
+        "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
+        "(vllm::Fp8KVCacheDataType)0>(const __nv_bfloat16 *, long)",
+        1.0,
+        3_000,
+        64,
+        256,
+    ),
+    (
+        "rms_norm_kernel",
+        "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16 *, const c10::BFloat16 *, float, int, int)",
+        2.0,
+        5_000,
+        64,
+        1024,
+    ),
+    (
+        "fused_add_rms_norm_kernel",
+        "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16 *, "
+        "c10::BFloat16 *, const c10::BFloat16 *, float, int, int)",
+        2.0,
+        6_000,
+        64,
+        1024,
+    ),
+    (
+        "vectorized_layer_norm_kernel",
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, "
+        "float>(int, float, const c10::BFloat16 *, const c10::BFloat16 *, c10::BFloat16 *)",
+        1.0,
+        7_000,
+        64,
+        256,
+    ),
+    (
+        "softmax_warp_forward",
+        "void softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, false, false>"
+        "(c10::BFloat16 *, const c10::BFloat16 *, int, int, int, const bool *, int, bool)",
+        1.0,
+        12_000,
+        256,
+        128,
+    ),
+    (
+        "radixSortKVInPlace",
+        "void at::native::radixSortKVInPlace<-2, -1, 128, 32, float, long>"
+        "(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int)",
+        0.3,
+        25_000,
+        64,
+        128,
+    ),
+    (
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm *, unsigned long, ncclWork *)",
+        1.0,
+        150_000,
+        16,
+        544,
+    ),
+    (
+        "ncclDevKernel_SendRecv",
+        "ncclDevKernel_SendRecv(ncclDevComm *, unsigned long, ncclWork *)",
+        0.6,
+        120_000,
+        2,
+        640,
+    ),
+    (
+        "ncclDevKernel_AllGather_RING_LL",
+        "ncclDevKernel_AllGather_RING_LL(ncclDevComm *, unsigned long, ncclWork *)",
+        0.4,
+        90_000,
+        16,
+        544,
+    ),
+    (
+        "indexSelectLargeIndex",
+        "void at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
+        "true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)",
+        0.5,
+        6_000,
+        512,
+        128,
+    ),
+    (
+        "index_elementwise_kernel",
+        "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<"
+        "at::native::index_kernel_impl<at::native::OpaqueType<2>>>>(long, "
+        "at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<2>>>)",
+        0.5,
+        4_000,
+        512,
+        128,
+    ),
+    (
+        "cunn_SoftMaxForward",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+        "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float *, const float *, int)",
+        0.3,
+        30_000,
+        256,
+        1024,
+    ),
+    (
+        "gemv2T_kernel_val",
+        "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, "
+        "4, 4, false, false>(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<"
+        "const __nv_bfloat16>>, float, float)",
+        0.5,
+        15_000,
+        128,
+        128,
+    ),
+    (
+        "splitKreduce_kernel",
+        "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, "
+        "__nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, const float *, "
+        "__nv_bfloat16 *)",
+        0.4,
+        5_000,
+        64,
+        512,
+    ),
+    (
+        "rotary_embedding_kernel",
+        "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(const long *, c10::BFloat16 *, "
+        "c10::BFloat16 *, const c10::BFloat16 *, int, long, long, int, int, int)",
+        1.0,
+        4_500,
+        256,
+        128,
+    ),
+    (
+        "act_and_mul_kernel",
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, false>"
+        "(c10::BFloat16 *, const c10::BFloat16 *, int)",
+        1.0,
+        7_500,
+        256,
+        1024,
+    ),
+)
 
 _NVJET_TILES = (
     "192x192_64x4_2x1_v_bz_coopB_TNN",
@@ -285,9 +370,10 @@ def _kernel_mix() -> list[Kernel]:
             f"at::detail::Array<char *, 3>>(int, at::native::{op}, at::detail::Array<char *, 3>)"
         )
         mix.append(
-            Kernel("vectorized_elementwise_kernel", demangled, 3.0 - 0.3 * i, 2_500 + 400 * i,
-                   (4096, 1, 1), (128, 1, 1))
-        )  # fmt: skip
+            Kernel(
+                "vectorized_elementwise_kernel", demangled, 3.0 - 0.3 * i, 2_500 + 400 * i, (4096, 1, 1), (128, 1, 1)
+            )
+        )
     for i, op in enumerate(("sum", "max", "mean")):
         functor = f"at::native::ReduceOp<float, at::native::{op}_functor<float>>"
         demangled = f"void at::native::reduce_kernel<512, 1, {functor}>({functor})"
@@ -331,9 +417,17 @@ def synthetic(path: Path, kernels: int, *, candidate: bool) -> dict[str, int]:
         for d in (0, 1):
             m = (which == k) & (device == d)
             if m.any():
-                b.kernels(spec.short, start[m], dur[m], demangled=spec.demangled, device=d,
-                          grid=spec.grid, block=spec.block, api="cudaLaunchKernel_v7000",
-                          tid=1001 + d)  # fmt: skip
+                b.kernels(
+                    spec.short,
+                    start[m],
+                    dur[m],
+                    demangled=spec.demangled,
+                    device=d,
+                    grid=spec.grid,
+                    block=spec.block,
+                    api="cudaLaunchKernel_v7000",
+                    tid=1001 + d,
+                )
     end = int((start + dur).max())
     # Memory operations, sync calls and NVTX ranges, spread over the window.
     kinds = ("HtoD", "DtoH", "DtoD", "DtoD", "DtoD", "PtoP")
@@ -536,9 +630,19 @@ class Plan:
     scoped_repeat: int | None = None  # runs per scoped command (None: repeat)
 
 
-def _case(rows: list[Row], label: str, counts: str, floor: float | None, target: str, ratio: float | None,
-          args: Sequence[str], plan: Plan, out: str, repeat: int | None = None,
-          floor_cpu: float | None = None) -> Run | None:  # fmt: skip
+def _case(
+    rows: list[Row],
+    label: str,
+    counts: str,
+    floor: float | None,
+    target: str,
+    ratio: float | None,
+    args: Sequence[str],
+    plan: Plan,
+    out: str,
+    repeat: int | None = None,
+    floor_cpu: float | None = None,
+) -> Run | None:
     """Run one command, append its row; a failure is a row too, never an exception."""
     try:
         run = run_cli(args, plan.work / out, plan.repeat if repeat is None else repeat, plan.cap_bytes)
@@ -560,27 +664,61 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
     floor, fcpu = median_with_cpu(plan.repeat, lambda: bare_scan([base]))
     parts = ", ".join(f"{t.removeprefix('CUPTI_ACTIVITY_KIND_').lower()} {c:.2f}" for t, c in floor_parts(base).items())
     print(f"{label}: floor {floor:.2f} s ({fcpu:.2f} s CPU) per file; CPU s per table: {parts}", flush=True)
-    _case(rows, f"{label} summary", counts, floor, "<=1.3x CPU", 1.3,
-          ["summary", "--format", "json", str(base)], plan, "summary.json", floor_cpu=fcpu)  # fmt: skip
+    _case(
+        rows,
+        f"{label} summary",
+        counts,
+        floor,
+        "<=1.3x CPU",
+        1.3,
+        ["summary", "--format", "json", str(base)],
+        plan,
+        "summary.json",
+        floor_cpu=fcpu,
+    )
     # The floor of a diff: both files scanned one after the other.
     cand_floor, cand_cpu = median_with_cpu(plan.repeat, lambda: bare_scan([cand]))
     floor2, fcpu2 = floor + cand_floor, fcpu + cand_cpu
     diff = ["diff", str(base), str(cand), "--no-rules", "--format", "json"]
-    _case(rows, f"{label} diff", f"{counts} x2", floor2, "<=1.3x CPU", 1.3, diff, plan, "diff.json",
-          floor_cpu=fcpu2)  # fmt: skip
+    _case(rows, f"{label} diff", f"{counts} x2", floor2, "<=1.3x CPU", 1.3, diff, plan, "diff.json", floor_cpu=fcpu2)
     fps = [plan.work / "base.fp.json", plan.work / "cand.fp.json"]
     run = None
     if plan.fingerprints:
-        run = _case(rows, f"{label} fingerprint", counts, floor, "<=1.3x CPU", 1.3,
-                    ["fingerprint", str(base), "-o", str(fps[0])], plan, "fp.out", floor_cpu=fcpu)  # fmt: skip
+        run = _case(
+            rows,
+            f"{label} fingerprint",
+            counts,
+            floor,
+            "<=1.3x CPU",
+            1.3,
+            ["fingerprint", str(base), "-o", str(fps[0])],
+            plan,
+            "fp.out",
+            floor_cpu=fcpu,
+        )
     if run is not None:
         size = fps[0].stat().st_size
         last = rows[-1]
-        rows[-1] = Row(**{**last.__dict__, "case": f"{label} fingerprint ({size / 1024:.0f} KiB)",
-                          "target": "<=1.3x CPU, < 5 MB", "ok": last.ok and size < 5 * MB})  # fmt: skip
+        rows[-1] = Row(
+            **{
+                **last.__dict__,
+                "case": f"{label} fingerprint ({size / 1024:.0f} KiB)",
+                "target": "<=1.3x CPU, < 5 MB",
+                "ok": last.ok and size < 5 * MB,
+            }
+        )
         run_cli(["fingerprint", str(cand), "-o", str(fps[1])], plan.work / "fp.out", 1, plan.cap_bytes)
-        _case(rows, f"{label} diff of saved fingerprints", "2 files", None, "<=0.5 s wall", None,
-              ["diff", str(fps[0]), str(fps[1]), "--no-rules", "--format", "json"], plan, "fpdiff.json")  # fmt: skip
+        _case(
+            rows,
+            f"{label} diff of saved fingerprints",
+            "2 files",
+            None,
+            "<=0.5 s wall",
+            None,
+            ["diff", str(fps[0]), str(fps[1]), "--no-rules", "--format", "json"],
+            plan,
+            "fpdiff.json",
+        )
         fast = rows[-1].seconds is not None and rows[-1].seconds <= 0.5
         rows[-1] = Row(**{**rows[-1].__dict__, "ok": fast})
     if plan.scoped:
@@ -590,12 +728,34 @@ def measure_pair(label: str, base: Path, cand: Path, plan: Plan) -> list[Row]:
             options = [x.format(phases=phases) for x in extra]
             if plan.scoped_summary:
                 summary = ["summary", "--format", "json", str(base), *options]
-                _case(rows, f"{label} summary {name}", counts, floor, "<=2x CPU", 2.0, summary, plan, "scoped.json",
-                      repeat=plan.scoped_repeat, floor_cpu=fcpu)  # fmt: skip
+                _case(
+                    rows,
+                    f"{label} summary {name}",
+                    counts,
+                    floor,
+                    "<=2x CPU",
+                    2.0,
+                    summary,
+                    plan,
+                    "scoped.json",
+                    repeat=plan.scoped_repeat,
+                    floor_cpu=fcpu,
+                )
             else:
                 scoped = [*diff, *options]
-                _case(rows, f"{label} diff {name}", f"{counts} x2", floor2, "<=2x CPU", 2.0, scoped, plan,
-                      "scoped.json", repeat=plan.scoped_repeat, floor_cpu=fcpu2)  # fmt: skip
+                _case(
+                    rows,
+                    f"{label} diff {name}",
+                    f"{counts} x2",
+                    floor2,
+                    "<=2x CPU",
+                    2.0,
+                    scoped,
+                    plan,
+                    "scoped.json",
+                    repeat=plan.scoped_repeat,
+                    floor_cpu=fcpu2,
+                )
     return rows
 
 
@@ -612,10 +772,30 @@ def measure_many(label: str, pair: Sequence[Path], count: int, plan: Plan) -> li
         names.append(str(link))
     rows: list[Row] = []
     counts = f"{count} x {_rows(_counts(pair[0])).split()[0]}"
-    seq = _case(rows, f"{label} fingerprint {count} traces", counts, None, "-", None,
-                ["fingerprint", *names, "-o", str(many / "out")], plan, "many.out", repeat=1)  # fmt: skip
-    par = _case(rows, f"{label} fingerprint {count} traces -j 2", counts, None, "faster than -j 1", None,
-                ["fingerprint", *names, "-o", str(many / "out"), "-j", "2"], plan, "many.out", repeat=1)  # fmt: skip
+    seq = _case(
+        rows,
+        f"{label} fingerprint {count} traces",
+        counts,
+        None,
+        "-",
+        None,
+        ["fingerprint", *names, "-o", str(many / "out")],
+        plan,
+        "many.out",
+        repeat=1,
+    )
+    par = _case(
+        rows,
+        f"{label} fingerprint {count} traces -j 2",
+        counts,
+        None,
+        "faster than -j 1",
+        None,
+        ["fingerprint", *names, "-o", str(many / "out"), "-j", "2"],
+        plan,
+        "many.out",
+        repeat=1,
+    )
     if seq is not None and par is not None:
         rows[-1] = Row(**{**rows[-1].__dict__, "floor": seq.seconds, "ok": par.seconds < seq.seconds})
     shutil.rmtree(many, ignore_errors=True)
@@ -662,13 +842,23 @@ def _size(n: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernels", type=int, nargs="+", default=[1_000_000],
-                    help="kernel rows per trace, one pair per size (default 1M)")  # fmt: skip
+    ap.add_argument(
+        "--kernels",
+        type=int,
+        nargs="+",
+        default=[1_000_000],
+        help="kernel rows per trace, one pair per size (default 1M)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median counts")
     ap.add_argument("--scoped-repeat", type=int, help="runs per scoped diff (default: --repeat)")
     ap.add_argument("--keep", type=Path, help="build traces in DIR and keep them (reused if present)")
-    ap.add_argument("--shape", nargs="+", choices=SHAPES, default=list(SHAPES),
-                    help="kernel-heavy (NVTX as captured) and/or NVTX-dense (default: both)")  # fmt: skip
+    ap.add_argument(
+        "--shape",
+        nargs="+",
+        choices=SHAPES,
+        default=list(SHAPES),
+        help="kernel-heavy (NVTX as captured) and/or NVTX-dense (default: both)",
+    )
     ap.add_argument("--no-nvtx", action="store_true", help="the kernel-heavy shape alone (--shape kernel-heavy)")
     ap.add_argument("--no-scoped", action="store_true", help="skip the scoped diffs")
     ap.add_argument("--synthetic", action="store_true", help="also the TraceBuilder pair (at each size)")
@@ -688,9 +878,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="nsysdiff-bench-")
         work = Path(tmp.name)
     plan = Plan(
-        args.repeat, int(args.mem_cap_gb * 1024 * MB), not args.no_scoped, work,
-        fingerprints=not args.no_fingerprint, scoped_summary=args.scoped_summary, scoped_repeat=args.scoped_repeat,
-    )  # fmt: skip
+        args.repeat,
+        int(args.mem_cap_gb * 1024 * MB),
+        not args.no_scoped,
+        work,
+        fingerprints=not args.no_fingerprint,
+        scoped_summary=args.scoped_summary,
+        scoped_repeat=args.scoped_repeat,
+    )
     # The children import nsysdiff as an installed package does: from compiled bytecode
     # (pip compiles it at install time). Where PYTHONDONTWRITEBYTECODE is set, each child
     # would compile every module from source again (about 0.1 s per command).

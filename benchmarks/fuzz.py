@@ -112,9 +112,11 @@ HOSTILE: tuple[str, ...] = (
 )
 # Every character GitHub's runner trims before it looks for "::" (and Python's isspace()).
 BLANKS = "".join(
-    sorted({chr(c) for c in range(0x3001) if chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"}
-           | {"\u180e", "\u200b", "\ufeff"})
-)  # fmt: skip
+    sorted(
+        {chr(c) for c in range(0x3001) if chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"}
+        | {"\u180e", "\u200b", "\ufeff"}
+    )
+)
 HOSTILE += tuple(f"k\n{b}::error::{MARKER}" for b in BLANKS if b != "\n")
 HOSTILE += tuple(f"k{f' www {b}::warning::{MARKER}' * 30}" for b in "\u3000\u00a0\u2003\u202f\u205f\u1680")
 HUGE = "A" * 10_000_000 + f"\n::error file={MARKER}::end"
@@ -122,12 +124,36 @@ HUGE = "A" * 10_000_000 + f"\n::error file={MARKER}::end"
 _KINDS_BYTES = ("overwrite", "zero_page", "swap_pages", "truncate")
 _KINDS_SQL = ("value", "value", "name")
 _VALUES: tuple[object, ...] = (
-    None, 1.5, 1e300, -1.0, "text", "", b"\x00\x01", -1, -(1 << 63), (1 << 63) - 1, 0, 1 << 62,
-)  # fmt: skip
+    None,
+    1.5,
+    1e300,
+    -1.0,
+    "text",
+    "",
+    b"\x00\x01",
+    -1,
+    -(1 << 63),
+    (1 << 63) - 1,
+    0,
+    1 << 62,
+)
 # (table, column) pairs the reader uses: where a bad value can hurt.
 _TARGETS = (
-    ("CUPTI_ACTIVITY_KIND_KERNEL", ("start", "end", "deviceId", "demangledName", "shortName", "gridX",
-                                    "registersPerThread", "graphNodeId", "correlationId", "globalPid")),
+    (
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        (
+            "start",
+            "end",
+            "deviceId",
+            "demangledName",
+            "shortName",
+            "gridX",
+            "registersPerThread",
+            "graphNodeId",
+            "correlationId",
+            "globalPid",
+        ),
+    ),
     ("CUPTI_ACTIVITY_KIND_MEMCPY", ("start", "end", "copyKind", "bytes", "deviceId")),
     ("CUPTI_ACTIVITY_KIND_MEMSET", ("start", "end", "bytes")),
     ("CUPTI_ACTIVITY_KIND_RUNTIME", ("start", "end", "nameId", "globalTid", "correlationId")),
@@ -141,7 +167,7 @@ _TARGETS = (
     ("EXPORT_META_DATA", ("name", "value")),
     ("ENUM_CUDA_MEMCPY_OPER", ("id", "name")),
     ("ENUM_NSYS_EVENT_TYPE", ("id", "name")),
-)  # fmt: skip
+)
 _OWN_ANNOTATION = re.compile(r"^::(error|warning|notice|debug|group|endgroup)( [^:]*)?::")
 
 
@@ -162,8 +188,13 @@ def builder_seeds(directory: Path) -> list[Path]:
     for g in Generation:
         b = TraceBuilder(g, gpus=(Gpu(0), Gpu(1, "NVIDIA H100 80GB HBM3")))
         for i in range(60):
-            b.launch("gemm" if i % 3 else "elementwise_kernel", 10_000 * i, 10_000 * i + 1_000,
-                     2_000 + (i % 7) * 100, device=i % 2)  # fmt: skip
+            b.launch(
+                "gemm" if i % 3 else "elementwise_kernel",
+                10_000 * i,
+                10_000 * i + 1_000,
+                2_000 + (i % 7) * 100,
+                device=i % 2,
+            )
             b.memcpy("HtoD" if i % 2 else "DtoD", 10_000 * i + 6_000, 300, 4096 * (i + 1))
             b.nvtx_range(f"aten::mm, seq = {i}", 10_000 * i, 10_000 * i + 9_000)
         b.memset(700_000, 200, 1024)
@@ -260,9 +291,12 @@ def mutate_sql(rng: random.Random, path: Path) -> str:
     if kind == "name":
         text = _hostile(rng)
         choices = [("StringIds", "value")] * 4 + [
-            ("NVTX_EVENTS", "text"), ("TARGET_INFO_GPU", "name"), ("TARGET_INFO_CUDA_GPU", "name"),
-            ("META_DATA_EXPORT", "value"), ("EXPORT_META_DATA", "value"),
-        ]  # fmt: skip
+            ("NVTX_EVENTS", "text"),
+            ("TARGET_INFO_GPU", "name"),
+            ("TARGET_INFO_CUDA_GPU", "name"),
+            ("META_DATA_EXPORT", "value"),
+            ("EXPORT_META_DATA", "value"),
+        ]
         present = [(t, c) for t, c in choices if c in tables.get(t, ())]
         if not present:
             return "no string column to change"
@@ -346,9 +380,29 @@ rules:
 """
 _LIMIT_KEYS = ("max_ratio", "max_noise_widths", "max_increase", "max_value", "min_time", "max_share", "min_ratio")
 _YAML_VALUES = (
-    "1" + "0" * 400, "9" * 5000, ".nan", "-1", "-0.5", ".inf", "-.inf", "1e400", "2026-02-30", "2026-13-01",
-    "2026-01-01 25:61:61", "'(?<=x)'", "[]", "{}", "null", "true", "1.1x", "5ms", "64MB", "5%", "0", "3",
-)  # fmt: skip
+    "1" + "0" * 400,
+    "9" * 5000,
+    ".nan",
+    "-1",
+    "-0.5",
+    ".inf",
+    "-.inf",
+    "1e400",
+    "2026-02-30",
+    "2026-13-01",
+    "2026-01-01 25:61:61",
+    "'(?<=x)'",
+    "[]",
+    "{}",
+    "null",
+    "true",
+    "1.1x",
+    "5ms",
+    "64MB",
+    "5%",
+    "0",
+    "3",
+)
 
 
 def _yaml_string(rng: random.Random) -> str:
@@ -359,9 +413,15 @@ def _yaml_string(rng: random.Random) -> str:
 def mutate_rules(rng: random.Random, directory: Path) -> tuple[Path, str]:
     """A rule file with one hostile value (and, for some, the files it names)."""
     fields = {
-        "version": "1", "description": "fuzz", "id": "r", "kernel": "'.'", "metric": "total_time",
-        "key": rng.choice(_LIMIT_KEYS), "value": rng.choice(_YAML_VALUES), "message": "m",
-    }  # fmt: skip
+        "version": "1",
+        "description": "fuzz",
+        "id": "r",
+        "kernel": "'.'",
+        "metric": "total_time",
+        "key": rng.choice(_LIMIT_KEYS),
+        "value": rng.choice(_YAML_VALUES),
+        "message": "m",
+    }
     kind = rng.randrange(9)
     if kind == 0:
         fields["version"] = rng.choice(("2026-02-30", "9" * 5000, "1" + "0" * 400, ".nan", "2026-01-01"))
@@ -388,8 +448,9 @@ def mutate_rules(rng: random.Random, directory: Path) -> tuple[Path, str]:
         text = text.replace("description: fuzz\n", f"description: fuzz\n{key}: {name}\n")
         what = f"rules: {key}: {name[:20]}... ({len(name)} characters)"
     elif kind == 7:  # a date as a key, or waivers with dates that are not dates
-        text += rng.choice(("2026-01-01: x\n", "waivers:\n  - rule: r\n    subject: x\n    reason: y\n"
-                            "    expires: 2026-02-30\n"))  # fmt: skip
+        text += rng.choice(
+            ("2026-01-01: x\n", "waivers:\n  - rule: r\n    subject: x\n    reason: y\n    expires: 2026-02-30\n")
+        )
         what = "rules: a date-like key or expiry"
     elif kind == 8:
         text = "version: 1\nrules: " + "[" * rng.choice((33, 500)) + "]" * 1
@@ -537,8 +598,11 @@ def _yaml_case(number: int, rng: random.Random, src: Path, base: Path, directory
     if rng.random() < 0.7:
         path, mutation = mutate_rules(rng, directory)
         fmt = rng.choice(DIFF_FORMATS)
-        argv = (["rules", "validate", str(path)] if rng.random() < 0.3
-                else ["diff", str(base), str(base), "--rules", str(path), "--format", fmt])  # fmt: skip
+        argv = (
+            ["rules", "validate", str(path)]
+            if rng.random() < 0.3
+            else ["diff", str(base), str(base), "--rules", str(path), "--format", fmt]
+        )
     else:
         path, mutation = mutate_phases(rng, directory)
         if rng.random() < 0.5:
@@ -558,15 +622,17 @@ def _output_case(
     if rng.random() < 0.5:
         target = rng.choice((base, other))
         one = [str(target)]  # a command of one input writes onto that input
-        argv = rng.choice((
-            ["summary", *one, "-o", str(target)],
-            ["summary", str(base), str(other), "-o", str(target)],
-            ["fingerprint", *one, "-o", str(target)],
-            ["fingerprint", str(base), str(other), "--run-set", "-o", str(target)],
-            ["noise", str(base), str(other), "-o", str(target)],
-            ["diff", str(base), str(other), "-o", str(target), "--format", rng.choice(DIFF_FORMATS)],
-            ["diff", str(base), str(other), "-o", str(directory / "missing" / "r.json"), "--format", "text"],
-        ))  # fmt: skip
+        argv = rng.choice(
+            (
+                ["summary", *one, "-o", str(target)],
+                ["summary", str(base), str(other), "-o", str(target)],
+                ["fingerprint", *one, "-o", str(target)],
+                ["fingerprint", str(base), str(other), "--run-set", "-o", str(target)],
+                ["noise", str(base), str(other), "-o", str(target)],
+                ["diff", str(base), str(other), "-o", str(target), "--format", rng.choice(DIFF_FORMATS)],
+                ["diff", str(base), str(other), "-o", str(directory / "missing" / "r.json"), "--format", "text"],
+            )
+        )
         mutation = f"-o onto {target.name}"
         inputs = [base, other]
     else:
@@ -576,12 +642,22 @@ def _output_case(
         report.write_bytes(REPORT_HEAD)
         env["PATH"] = f"{fake_nsys(work)}{os.pathsep}{env['PATH']}"
         env["NSYSDIFF_FUZZ_EXPORT"] = str(src)
-        argv = rng.choice((
-            ["summary", str(report), "--keep-export", str(directory)],
-            ["diff", str(report), str(other), "--keep-export", str(directory), "--format", rng.choice(DIFF_FORMATS)],
-            ["diff", str(other), str(report), "--keep-export", str(directory), "--no-rules", "--format", "json"],
-            ["fingerprint", str(report), str(other), "-o", str(directory / "fps"), "--keep-export", str(directory)],
-        ))  # fmt: skip
+        argv = rng.choice(
+            (
+                ["summary", str(report), "--keep-export", str(directory)],
+                [
+                    "diff",
+                    str(report),
+                    str(other),
+                    "--keep-export",
+                    str(directory),
+                    "--format",
+                    rng.choice(DIFF_FORMATS),
+                ],
+                ["diff", str(other), str(report), "--keep-export", str(directory), "--no-rules", "--format", "json"],
+                ["fingerprint", str(report), str(other), "-o", str(directory / "fps"), "--keep-export", str(directory)],
+            )
+        )
         mutation = f"--keep-export beside {report.name}"
         inputs = [base, other, report]
     if "--format" not in argv:
@@ -681,8 +757,15 @@ def _preload() -> None:
 
     from nsysdiff.fingerprint import validation
 
-    for name in ("scipy.stats", "rich.console", "rich.table", "yaml", "jsonschema", "matplotlib.figure",
-                 "matplotlib.backends.backend_svg"):
+    for name in (
+        "scipy.stats",
+        "rich.console",
+        "rich.table",
+        "yaml",
+        "jsonschema",
+        "matplotlib.figure",
+        "matplotlib.backends.backend_svg",
+    ):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     validation._validator()
@@ -804,17 +887,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         codes["hang" if o.code is None else str(o.code)] += 1
         if o.problems:
             argv = " ".join(map(repr, o.case.argv))
-            print(f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
-                  f"  nsysdiff {argv}\n  files: {o.case.directory}", flush=True)  # fmt: skip
+            print(
+                f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
+                f"  nsysdiff {argv}\n  files: {o.case.directory}",
+                flush=True,
+            )
         done = sum(codes.values())
         if done % 500 == 0:
             print(f"{done} cases, {time.monotonic() - started:.0f} s", flush=True)
 
     try:
         outcomes = run(
-            args.seed, args.cases, args.timeout, max(args.jobs, 1), work, args.only, bool(args.keep),
-            not args.no_real, progress,
-        )  # fmt: skip
+            args.seed,
+            args.cases,
+            args.timeout,
+            max(args.jobs, 1),
+            work,
+            args.only,
+            bool(args.keep),
+            not args.no_real,
+            progress,
+        )
     finally:
         if not args.keep:
             leftovers = [p for p in work.iterdir() if p.name.startswith("case-")]
@@ -822,11 +915,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
     t = tally(outcomes)
-    print(f"\nseed {args.seed}: {t['cases']} cases in {elapsed:.0f} s "
-          f"({elapsed / max(t['cases'], 1) * 1000:.0f} ms per case, {args.jobs} job(s))")  # fmt: skip
+    print(
+        f"\nseed {args.seed}: {t['cases']} cases in {elapsed:.0f} s "
+        f"({elapsed / max(t['cases'], 1) * 1000:.0f} ms per case, {args.jobs} job(s))"
+    )
     print("exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
-    for key in ("crashes", "hangs", "modified inputs", "injected commands", "control characters",
-                "oversized markdown", "failing cases"):  # fmt: skip
+    for key in (
+        "crashes",
+        "hangs",
+        "modified inputs",
+        "injected commands",
+        "control characters",
+        "oversized markdown",
+        "failing cases",
+    ):
         print(f"{key}: {t[key]}")
     return 1 if t["failing cases"] else 0
 

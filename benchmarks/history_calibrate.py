@@ -47,16 +47,20 @@ def main() -> None:
     seconds = time.perf_counter() - t
     alarms = sum(s or d for s, d, _ in results)
     upper = float(beta.ppf(0.95, alarms + 1, a.histories - alarms))
-    print(f"pure noise: {a.histories:,} histories of {a.commits} commits x 3 runs, max p {a.max_pvalue:g}, "
-          f"window {a.window}: {alarms} with a change point ({sum(s for s, _, _ in results)} steps, "
-          f"{sum(d for _, d, _ in results)} drifts) = {alarms / a.histories:.4%}, 95% upper bound {upper:.4%} "
-          f"({seconds / a.histories * 1e3:.2f} ms per key)")
+    print(
+        f"pure noise: {a.histories:,} histories of {a.commits} commits x 3 runs, max p {a.max_pvalue:g}, "
+        f"window {a.window}: {alarms} with a change point ({sum(s for s, _, _ in results)} steps, "
+        f"{sum(d for _, d, _ in results)} drifts) = {alarms / a.histories:.4%}, 95% upper bound {upper:.4%} "
+        f"({seconds / a.histories * 1e3:.2f} ms per key)"
+    )
     per = max(200, a.histories // 20)
     for widths in (1, 2, 3, 5):
         step = float(np.exp(widths * a.sd))
         found = sum(hit for _, _, hit in (scan(step) for _ in range(per)))
-        print(f"step of {widths} run widths ({(step - 1):.2%}) at commit {at}: found at {at}+/-1 in "
-              f"{found / per:.1%} of {per:,}")
+        print(
+            f"step of {widths} run widths ({(step - 1):.2%}) at commit {at}: found at {at}+/-1 in "
+            f"{found / per:.1%} of {per:,}"
+        )
 
 
 if __name__ == "__main__":

@@ -44,9 +44,14 @@ from nsysdiff.history import store as st  # noqa: E402
 def build_base(kernels: int) -> Fingerprint:
     """A fingerprint of ``kernels`` kernels in a dozen families and the usual categories."""
     rng = np.random.default_rng(200)
-    shapes = ("nvjet_sm90_tst_{i}x128_64x4_h_bz_TNT", "void at::native::vectorized_elementwise_kernel<4, op_{i}>()",
-              "void at::native::reduce_kernel<512, 1, op_{i}>()", "triton_poi_fused_add_{i}",
-              "flash_fwd_kernel_{i}", "void cutlass::Kernel2<cutlass_80_gemm_{i}>()")  # fmt: skip
+    shapes = (
+        "nvjet_sm90_tst_{i}x128_64x4_h_bz_TNT",
+        "void at::native::vectorized_elementwise_kernel<4, op_{i}>()",
+        "void at::native::reduce_kernel<512, 1, op_{i}>()",
+        "triton_poi_fused_add_{i}",
+        "flash_fwd_kernel_{i}",
+        "void cutlass::Kernel2<cutlass_80_gemm_{i}>()",
+    )
     spec = {}
     for i in range(kernels):
         name = shapes[i % len(shapes)].format(i=i)
@@ -103,17 +108,22 @@ def main() -> None:
     py = [sys.executable, "-m", "nsysdiff"]
     size = store.stat().st_size
     keys = len(st.open_store(store).series(st.open_store(store).entries()[:1]))
-    print(f"store: {a.commits:,} commits x {a.runs} runs of {a.kernels} kernels ({keys} keys per run): "
-          f"{size / 1e6:.1f} MB  [{'PASS' if size < 200e6 else 'MISS'} < 200 MB]")  # fmt: skip
+    print(
+        f"store: {a.commits:,} commits x {a.runs} runs of {a.kernels} kernels ({keys} keys per run): "
+        f"{size / 1e6:.1f} MB  [{'PASS' if size < 200e6 else 'MISS'} < 200 MB]"
+    )
 
     # Each add is one more run of one more commit: the store grows by --repeat runs.
-    add_wall, add_cpu = timed([*py, "history", "add", str(store), str(fp), "--ref", "bench", "--commit", "f" * 40],
-                              a.repeat)  # fmt: skip
+    add_wall, add_cpu = timed(
+        [*py, "history", "add", str(store), str(fp), "--ref", "bench", "--commit", "f" * 40], a.repeat
+    )
     print(f"history add: {add_wall:.2f} s wall, {add_cpu:.2f} s CPU  [{'PASS' if add_wall < 1 else 'MISS'} < 1 s]")
 
     wall, cpu = timed([*py, "history", "changes", str(store), "--ref", "main"], a.repeat)
-    print(f"history changes ({a.commits:,} commits): {wall:.2f} s wall, {cpu:.2f} s CPU  "
-          f"[{'PASS' if wall < 10 else 'MISS'} < 10 s]")  # fmt: skip
+    print(
+        f"history changes ({a.commits:,} commits): {wall:.2f} s wall, {cpu:.2f} s CPU  "
+        f"[{'PASS' if wall < 10 else 'MISS'} < 10 s]"
+    )
 
     best = float("inf")
     cpu_best = float("inf")
@@ -123,10 +133,13 @@ def main() -> None:
         runs = api.history_baseline(f"history:{store}@main~5", candidate)
         best, cpu_best = min(best, time.perf_counter() - t), min(cpu_best, time.process_time() - c)
     assert len(runs.runs) == 5
-    print(f"history baseline (main~5, in-process): {best:.2f} s wall, {cpu_best:.2f} s CPU  "
-          f"[{'PASS' if best < 2 else 'MISS'} < 2 s]")  # fmt: skip
-    wall, cpu = timed([*py, "--base", f"history:{store}@main~5", "--candidate", str(fp), "--no-rules",
-                       "--format", "json"], a.repeat)  # fmt: skip
+    print(
+        f"history baseline (main~5, in-process): {best:.2f} s wall, {cpu_best:.2f} s CPU  "
+        f"[{'PASS' if best < 2 else 'MISS'} < 2 s]"
+    )
+    wall, cpu = timed(
+        [*py, "--base", f"history:{store}@main~5", "--candidate", str(fp), "--no-rules", "--format", "json"], a.repeat
+    )
     print(f"diff against history:STORE@main~5 (whole command): {wall:.2f} s wall, {cpu:.2f} s CPU")
 
 

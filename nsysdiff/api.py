@@ -154,8 +154,9 @@ def load_runs(
         # The progress line counts the runs of a side of several.
         label = f"{side} run {i + 1:,} of {len(paths):,}" if side and len(paths) > 1 else side
         if src.kind is not inputs.Kind.FINGERPRINT:
-            runs.append(load(path, options, progress=progress, side=label, by=by, keep_export=keep_export,
-                             notify=notify))  # fmt: skip
+            runs.append(
+                load(path, options, progress=progress, side=label, by=by, keep_export=keep_export, notify=notify)
+            )
             sources.append(str(path))
             continue
         _check_grouping(src.path, by)
@@ -323,7 +324,8 @@ def load_job(
     reasons = ranks.not_one_job(idents)
     if reasons and not force:
         raise UsageError(
-            "these traces do not look like the ranks of one job: " + "; ".join(reasons)
+            "these traces do not look like the ranks of one job: "
+            + "; ".join(reasons)
             + "; give --ranks to show them side by side anyway"
         )
     if reasons:

@@ -31,9 +31,20 @@ MAX_LINES = 800
 # ``history`` keeps fingerprints over time and turns them into run sets and change points:
 # it reads fingerprints and compare's statistics and is read by render, api and cli.
 STAGES = (
-    "errors", "units", "safe", "trace", "fingerprint", "compare", "history", "rules", "frames", "render", "api",
-    "cli", "__main__",
-)  # fmt: skip
+    "errors",
+    "units",
+    "safe",
+    "trace",
+    "fingerprint",
+    "compare",
+    "history",
+    "rules",
+    "frames",
+    "render",
+    "api",
+    "cli",
+    "__main__",
+)
 # The synthetic-trace writer sits beside the pipeline: it may read the lower stages' names
 # (errors, safe) but nothing in the package may import it.
 SIDE = {"synth": ("errors", "units", "safe", "synth")}

@@ -58,20 +58,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         widths, tight = rules(Path(d), WIDTHS), rules(Path(d), TIGHT)
     settings = [
-        (widths, "max_noise_widths: 3", 5, 0.01, 1.0), (widths, "max_noise_widths: 3", 10, 0.01, 1.0),
-        (widths, "max_noise_widths: 3", 5, 0.01, 1.05), (widths, "max_noise_widths: 3", 10, 0.01, 1.05),
-        (widths, "max_noise_widths: 3", 5, 0.02, 1.10), (widths, "max_noise_widths: 3", 10, 0.02, 1.10),
-        (tight, "max_ratio: 1.02x", 0, 0.02, 1.0), (tight, "max_ratio: 1.02x", 5, 0.02, 1.0),
-        (tight, "max_ratio: 1.02x", 0, 0.02, 1.03), (tight, "max_ratio: 1.02x", 5, 0.02, 1.03),
+        (widths, "max_noise_widths: 3", 5, 0.01, 1.0),
+        (widths, "max_noise_widths: 3", 10, 0.01, 1.0),
+        (widths, "max_noise_widths: 3", 5, 0.01, 1.05),
+        (widths, "max_noise_widths: 3", 10, 0.01, 1.05),
+        (widths, "max_noise_widths: 3", 5, 0.02, 1.10),
+        (widths, "max_noise_widths: 3", 10, 0.02, 1.10),
+        (tight, "max_ratio: 1.02x", 0, 0.02, 1.0),
+        (tight, "max_ratio: 1.02x", 5, 0.02, 1.0),
+        (tight, "max_ratio: 1.02x", 0, 0.02, 1.03),
+        (tight, "max_ratio: 1.02x", 5, 0.02, 1.03),
         (tight, "max_ratio: 1.02x", 5, 0.005, 1.0),
-    ]  # fmt: skip
+    ]
     for ruleset, name, runs, sigma, change in settings:
         outcomes = [trial(rng, ruleset, runs, sigma, change) for _ in range(COMPARISONS)]
         failed = sum(f for f, _ in outcomes) / COMPARISONS
         undecided = sum(i for _, i in outcomes) / COMPARISONS
         profile = f"{runs}-run profile" if runs else "no profile"
-        print(f"{name}, change {change:.2f}x, noise {sigma:.1%}, {profile}: fails {failed:.1%}, "
-              f"inconclusive {undecided:.1%}")  # fmt: skip
+        print(
+            f"{name}, change {change:.2f}x, noise {sigma:.1%}, {profile}: fails {failed:.1%}, "
+            f"inconclusive {undecided:.1%}"
+        )
 
 
 if __name__ == "__main__":

@@ -71,11 +71,7 @@ def fingerprint(
     **meta: Any,
 ) -> Fingerprint:
     """``kernels`` maps name -> (calls, total_ns); ``memcpy`` kind -> (ops, bytes, ns)."""
-    ks = (
-        tuple(kernel(n, c, t) for n, (c, t) in kernels.items())
-        if isinstance(kernels, Mapping)
-        else tuple(kernels)
-    )
+    ks = tuple(kernel(n, c, t) for n, (c, t) in kernels.items()) if isinstance(kernels, Mapping) else tuple(kernels)
     total = sum(k.total_ns for k in ks)
     calls = sum(k.calls for k in ks)
     return Fingerprint(

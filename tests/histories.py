@@ -54,8 +54,9 @@ def scaled(fp: Fingerprint, factors: Mapping[str, float]) -> Fingerprint:
     # NVTX ranges (a decode step) wrap the kernels: they follow the kernel time as a whole.
     grown = total / max(1, sum(k.total_ns for k in fp.kernels))
     nvtx = tuple(dataclasses.replace(r, total_ns=max(r.count, round(r.total_ns * grown))) for r in fp.nvtx)
-    return dataclasses.replace(fp, kernels=ks, categories=group_by(ks, "category"), devices=devices, phases=(),
-                               nvtx=nvtx)  # fmt: skip
+    return dataclasses.replace(
+        fp, kernels=ks, categories=group_by(ks, "category"), devices=devices, phases=(), nvtx=nvtx
+    )
 
 
 def _shares(devices: tuple[DeviceShare, ...], total: int) -> tuple[DeviceShare, ...]:

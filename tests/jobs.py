@@ -43,8 +43,9 @@ def allreduce_ns(slow: bool, compute: int = COMPUTE_NS, slow_ns: int = SLOW_NS) 
     return STEPS * (TRANSFER_NS if slow else slow_ns - compute + TRANSFER_NS)
 
 
-def one_file(path: Path, ranks: int, slow: int, *, one_process: bool = False, compute: int = COMPUTE_NS,
-             slow_ns: int = SLOW_NS) -> Path:  # fmt: skip
+def one_file(
+    path: Path, ranks: int, slow: int, *, one_process: bool = False, compute: int = COMPUTE_NS, slow_ns: int = SLOW_NS
+) -> Path:
     """``ranks`` GPUs in one trace, rank ``slow`` the slow one; each GPU driven by a process
     of its own (pid PID + device), or all by one process (``one_process``)."""
     b = TraceBuilder(gpus=[Gpu(id=d) for d in range(ranks)], pid=PID)

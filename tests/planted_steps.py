@@ -23,9 +23,13 @@ from pathlib import Path
 STEP = "decode_step"
 # Tables whose rows are activities: shifted whole (start and end by the shift at start).
 ACTIVITIES = (
-    "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "PROFILER_OVERHEAD",
-)  # fmt: skip
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "PROFILER_OVERHEAD",
+)
 LAUNCH = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch")
 
 
@@ -97,7 +101,7 @@ class _Calls:
         corr = self.corr
         self.corr += 1
         self.con.execute(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, \"end\", eventClass, globalTid, correlationId, nameId, "
+            'INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, "end", eventClass, globalTid, correlationId, nameId, '
             "returnValue, callchainId) VALUES (?, ?, ?, ?, ?, ?, 0, NULL)",
             (start, end, self.event_class, tid, corr, _name_id(self.con, name)),
         )
@@ -111,8 +115,9 @@ class _Calls:
         values.update(start=start, end=end, correlationId=corr, bytes=nbytes)
         names = ", ".join(f'"{c}"' for c in cols)
         marks = ", ".join("?" for _ in cols)
-        self.con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY ({names}) VALUES ({marks})",
-                         [values[c] for c in cols])  # fmt: skip
+        self.con.execute(
+            f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY ({names}) VALUES ({marks})", [values[c] for c in cols]
+        )
 
 
 def gap(src: Path, dst: Path, gaps_ns: Sequence[int]) -> Path:
@@ -163,18 +168,21 @@ def slow_launches(src: Path, dst: Path, extra_ns: int = 10_000) -> Path:
     """Every launch call ``extra_ns`` slower: each returns later and all after it moves."""
     con = _copy(src, dst)
     ids = [
-        int(i) for i, v in con.execute("SELECT id, value FROM StringIds")
-        if any(str(v).startswith(p) for p in LAUNCH)
+        int(i) for i, v in con.execute("SELECT id, value FROM StringIds") if any(str(v).startswith(p) for p in LAUNCH)
     ]
     marks = ", ".join("?" for _ in ids)
-    ends = [int(r[0]) for r in con.execute(
-        f'SELECT "end" FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({marks})', ids)]  # fmt: skip
+    ends = [
+        int(r[0]) for r in con.execute(f'SELECT "end" FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({marks})', ids)
+    ]
     # Mark the launches before shifting (their own end moves by their own extra time).
-    con.execute(f"CREATE TEMP TABLE launches AS SELECT rowid AS r FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-                f"WHERE nameId IN ({marks})", ids)  # fmt: skip
+    con.execute(
+        f"CREATE TEMP TABLE launches AS SELECT rowid AS r FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({marks})",
+        ids,
+    )
     _shift(con, [(e, extra_ns) for e in ends])
-    con.execute(f'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = "end" + {extra_ns} '
-                "WHERE rowid IN (SELECT r FROM launches)")  # fmt: skip
+    con.execute(
+        f'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = "end" + {extra_ns} WHERE rowid IN (SELECT r FROM launches)'
+    )
     con.commit()
     con.close()
     return dst

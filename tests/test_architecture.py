@@ -40,12 +40,15 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_cycle_is_found_even_through_a_lazy_import(tmp_path: Path) -> None:
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "compare/__init__.py": "",
-        "compare/diff.py": "from nsysdiff.compare.rundiff import RunsDiff\n",
-        "compare/rundiff.py": "def f():\n    from nsysdiff.compare import diff\n",
-    })  # fmt: skip
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "compare/__init__.py": "",
+            "compare/diff.py": "from nsysdiff.compare.rundiff import RunsDiff\n",
+            "compare/rundiff.py": "def f():\n    from nsysdiff.compare import diff\n",
+        },
+    )
     layout = _checker().check(root)
     assert layout.cycles == [["nsysdiff.compare.diff", "nsysdiff.compare.rundiff"]]
     assert any("import cycle" in p for p in layout.problems)
@@ -60,19 +63,23 @@ def test_a_cycle_is_found_even_through_a_lazy_import(tmp_path: Path) -> None:
     ],
 )
 def test_an_import_against_the_flow_is_named(tmp_path: Path, module: str, text: str, expected: str) -> None:
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "render/__init__.py": "",
-        "render/neutral.py": "",
-        "fingerprint/__init__.py": "",
-        "fingerprint/model.py": "",
-        "trace/__init__.py": "",
-        "trace/reader.py": "",
-        "compare/__init__.py": "",
-        "compare/diff.py": "",
-        "synth/__init__.py": "",
-        "synth/builder.py": "",
-    } | {module: text})  # fmt: skip
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "render/__init__.py": "",
+            "render/neutral.py": "",
+            "fingerprint/__init__.py": "",
+            "fingerprint/model.py": "",
+            "trace/__init__.py": "",
+            "trace/reader.py": "",
+            "compare/__init__.py": "",
+            "compare/diff.py": "",
+            "synth/__init__.py": "",
+            "synth/builder.py": "",
+        }
+        | {module: text},
+    )
     problems = _checker().check(root).problems
     assert len(problems) == 1 and expected in problems[0]
 

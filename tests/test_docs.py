@@ -30,9 +30,8 @@ EXPIRES = re.compile(r"expires: (\d{4}-\d{2}-\d{2})")
 def documents() -> list[Path]:
     skip = {".git", ".tools", ".venv", "node_modules"}
     return sorted(
-        p for p in ROOT.rglob("*.md")
-        if not skip.intersection(p.relative_to(ROOT).parts) and "egg-info" not in str(p)
-    )  # fmt: skip
+        p for p in ROOT.rglob("*.md") if not skip.intersection(p.relative_to(ROOT).parts) and "egg-info" not in str(p)
+    )
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,9 @@ def examples() -> list[Example]:
             first, _, output = body.partition("\n")
             assert first.startswith("$ nsysdiff"), f"{doc}: a console nsysdiff block opens with '$ nsysdiff ...'"
             code = re.search(r"\bexit=(\d+)", m["opts"])
-            found.append(Example(doc, m.start("body"), m.end("body"), first[2:], output,
-                                 int(code[1]) if code else None))  # fmt: skip
+            found.append(
+                Example(doc, m.start("body"), m.end("body"), first[2:], output, int(code[1]) if code else None)
+            )
     return found
 
 
@@ -68,8 +68,15 @@ def run(command: str) -> tuple[int, str]:
     words = shlex.split(command)
     assert words[0] == "nsysdiff"
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "CI", "GITHUB_ACTIONS")}
-    p = subprocess.run([sys.executable, "-m", "nsysdiff", *words[1:]], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "nsysdiff", *words[1:]],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -90,8 +97,9 @@ def test_documented_output(example: Example, update_golden: bool) -> None:
         text = example.doc.read_text(encoding="utf-8")
         current = f"$ {example.command}\n{example.output}"
         assert text[example.start : example.end] == current
-        example.doc.write_text(text[: example.start] + f"$ {example.command}\n{out}" + text[example.end :],
-                               encoding="utf-8")  # fmt: skip
+        example.doc.write_text(
+            text[: example.start] + f"$ {example.command}\n{out}" + text[example.end :], encoding="utf-8"
+        )
         return
     assert out == example.output, f"{example.id}: `{example.command}` prints:\n{out}"
 
@@ -117,7 +125,13 @@ def test_json_md_lists_every_document() -> None:
     from nsysdiff.render import json_report, ranks, summary
 
     text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
-    formats = [json_report.FORMAT, summary.SUMMARY_FORMAT, ranks.JOB_FORMAT, model.FORMAT,
-               runset.RUN_SET_FORMAT, noise.PROFILE_FORMAT]  # fmt: skip
+    formats = [
+        json_report.FORMAT,
+        summary.SUMMARY_FORMAT,
+        ranks.JOB_FORMAT,
+        model.FORMAT,
+        runset.RUN_SET_FORMAT,
+        noise.PROFILE_FORMAT,
+    ]
     assert all(f"| `{f}` |" in text for f in formats)
     assert f"writes {['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(formats)]} kinds of JSON document" in text

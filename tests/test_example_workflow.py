@@ -117,8 +117,12 @@ class Runner:
         env.update({k: str(v) for k, v in (_load(EXAMPLE).get("env") or {}).items()})
         env.update({k: str(v) for k, v in (step.get("env") or {}).items()})
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        env.update(GITHUB_ACTIONS="true", RUNNER_TEMP=str(work / "_temp"), GITHUB_OUTPUT=str(work / "_output"),
-                   GITHUB_STEP_SUMMARY=str(work / "_summary"))  # fmt: skip
+        env.update(
+            GITHUB_ACTIONS="true",
+            RUNNER_TEMP=str(work / "_temp"),
+            GITHUB_OUTPUT=str(work / "_output"),
+            GITHUB_STEP_SUMMARY=str(work / "_summary"),
+        )
         return env
 
     def condition(self, text: str | None) -> bool:
@@ -128,8 +132,9 @@ class Runner:
         same_repo = "github.event.pull_request.head.repo.full_name == github.repository"
         expr = " ".join(str(text).split()).replace(same_repo, "True").replace("always()", "True")
         expr = expr.replace("github.event_name", repr(self.event)).replace("&&", "and").replace("||", "or")
-        expr = re.sub(r"steps\.(\w+)\.outputs\.([\w-]+)",
-                      lambda m: repr(self.outputs.get(m[1], {}).get(m[2], "")), expr)  # fmt: skip
+        expr = re.sub(
+            r"steps\.(\w+)\.outputs\.([\w-]+)", lambda m: repr(self.outputs.get(m[1], {}).get(m[2], "")), expr
+        )
         assert re.fullmatch(r"[\w\s'=!().,/-]*", expr), expr  # nothing but what is substituted above
         return bool(eval(expr, {"__builtins__": {}}))
 
@@ -169,13 +174,21 @@ class Runner:
             assert "-o run --export=sqlite" in run and self.trace is not None
             shutil.copy(self.trace, work / "run.sqlite")
             return
-        p = subprocess.run([*BASH, "-c", run], cwd=work, env=self.env(step, work), capture_output=True,
-                           text=True, check=False, timeout=600)  # fmt: skip
+        p = subprocess.run(
+            [*BASH, "-c", run],
+            cwd=work,
+            env=self.env(step, work),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
         assert p.returncode == 0, f"{step.get('name')}: {p.stdout}{p.stderr}"
 
     def expand(self, text: str) -> str:
-        return re.sub(r"\$\{\{\s*steps\.(\w+)\.outputs\.([\w-]+)\s*\}\}",
-                      lambda m: self.outputs.get(m[1], {}).get(m[2], ""), text)  # fmt: skip
+        return re.sub(
+            r"\$\{\{\s*steps\.(\w+)\.outputs\.([\w-]+)\s*\}\}", lambda m: self.outputs.get(m[1], {}).get(m[2], ""), text
+        )
 
     def action(self, step: dict[str, Any], work: Path) -> None:
         """action.yml's own steps after its install: its inputs with their defaults, the
@@ -204,8 +217,9 @@ class Runner:
                 if m:
                     env[key] = inputs[m[2]] if m[1] == "inputs" else outputs.get(m[2], "")
             env["NSYSDIFF_BIN"] = str(Path(sys.executable).parent)
-            p = subprocess.run([*BASH, "-c", s["run"]], cwd=work, env=env, capture_output=True, text=True,
-                               check=False, timeout=600)  # fmt: skip
+            p = subprocess.run(
+                [*BASH, "-c", s["run"]], cwd=work, env=env, capture_output=True, text=True, check=False, timeout=600
+            )
             for line in (work / "_output").read_text(encoding="utf-8").splitlines():
                 key, _, value = line.partition("=")
                 outputs[key] = value
@@ -241,9 +255,7 @@ def _item_per_step(tmp: Path) -> Path:
     ("candidate", "code", "verdict"),
     [("h100/llm_bs16_r2", 0, "pass"), ("h100/llm_bs16_compile", 0, "pass"), ("item per step", 1, "fail")],
 )
-def test_a_pull_request_is_diffed_against_the_baseline(
-    tmp_path: Path, candidate: str, code: int, verdict: str
-) -> None:
+def test_a_pull_request_is_diffed_against_the_baseline(tmp_path: Path, candidate: str, code: int, verdict: str) -> None:
     _baseline(tmp_path)
     trace = _item_per_step(tmp_path) if candidate == "item per step" else real_trace(candidate)
     pr = Runner(tmp_path, "pull_request", trace)

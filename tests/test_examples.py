@@ -67,8 +67,12 @@ def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
     assert subjects == ["  cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_*_cga1x1x1_kernel0"]
     assert len(lines) <= 40
     text = "\n".join(lines)
-    for subject in ("gemm-selection · nvjet_sm90_tst_*_bz", "nvjet_sm90_tst_*_bz_splitK",
-                    "launch-split · reduce_kernel", "attention-path"):  # fmt: skip
+    for subject in (
+        "gemm-selection · nvjet_sm90_tst_*_bz",
+        "nvjet_sm90_tst_*_bz_splitK",
+        "launch-split · reduce_kernel",
+        "attention-path",
+    ):
         assert subject in text
 
 

@@ -184,8 +184,12 @@ def main() -> None:  # pragma: no cover (a report for people)
         print(f"{'gap (3 runs)':16} exit {code}")
         print(f"recall: {caught} of {len(cases) + 1} planted regressions fail")
         flags = 0
-        pairs = [("llm_bs16", "llm_bs16_r2"), ("llm_bs16_r2", "llm_bs16"), ("llm_bs1", "llm_bs1_compile"),
-                 ("llm_bs16", "llm_bs16_compile")]  # fmt: skip
+        pairs = [
+            ("llm_bs16", "llm_bs16_r2"),
+            ("llm_bs16_r2", "llm_bs16"),
+            ("llm_bs1", "llm_bs1_compile"),
+            ("llm_bs16", "llm_bs16_compile"),
+        ]
         for a, b in pairs:
             code, out = tpot(traces_dir() / "h100" / f"{a}.sqlite", traces_dir() / "h100" / f"{b}.sqlite")
             flags += code == 1

@@ -170,9 +170,7 @@ def test_no_expressions_in_run(path: Path) -> None:
     scripts = list(_run_scripts(_load(path)))
     assert scripts, f"no run: steps found in {_rel(path)}"
     offending = [s for s in scripts if "${{" in s]
-    assert not offending, f"{_rel(path)}: move these expressions into env:\n" + "\n---\n".join(
-        offending
-    )
+    assert not offending, f"{_rel(path)}: move these expressions into env:\n" + "\n---\n".join(offending)
 
 
 def test_injection_guard_detects_interpolation() -> None:
@@ -188,11 +186,7 @@ def test_action_interface() -> None:
     inputs = action["inputs"]
     assert inputs["base"]["required"] is True
     assert inputs["candidate"]["required"] is True
-    defaults = {
-        name: spec.get("default")
-        for name, spec in inputs.items()
-        if name not in {"base", "candidate"}
-    }
+    defaults = {name: spec.get("default") for name, spec in inputs.items() if name not in {"base", "candidate"}}
     assert defaults == {
         "rules": "default",
         "noise-profile": "",
@@ -301,11 +295,25 @@ def test_rules_split_into_arguments(run_diff_step: Any, tmp_path: Path) -> None:
     run = run_diff_step(INPUT_RULES="tpot  batch-invariance\n\tci/*.yml\n$(touch pwned)\n")
     md, js = str(tmp_path / "nsysdiff-report.md"), str(tmp_path / "nsysdiff-report.json")
     assert run.args == [
-        "base.sqlite", "cand.json",
-        "--rules", "tpot", "--rules", "batch-invariance", "--rules", "ci/*.yml",
-        "--rules", "$(touch", "--rules", "pwned)",
-        "--format", "markdown", "--output", md, "--output", js,
-    ]  # fmt: skip
+        "base.sqlite",
+        "cand.json",
+        "--rules",
+        "tpot",
+        "--rules",
+        "batch-invariance",
+        "--rules",
+        "ci/*.yml",
+        "--rules",
+        "$(touch",
+        "--rules",
+        "pwned)",
+        "--format",
+        "markdown",
+        "--output",
+        md,
+        "--output",
+        js,
+    ]
     assert not (tmp_path / "pwned").exists()
 
 
@@ -346,11 +354,17 @@ def test_the_install_step_echoes_no_command(tmp_path: Path) -> None:
     script = tmp_path / "install.sh"
     script.write_text(_step_script(name="Install nsysdiff"))
     (tmp_path / "out").write_text("")
-    env = {"PATH": os.environ.get("PATH", ""), "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "out"),
-           "PYTHON": str(fake_python), "ACTION_PATH": str(ROOT),
-           "INPUT_VERSION": "git+https://x\n::add-mask::FAIL\n\u3000::warning::forged"}  # fmt: skip
-    r = subprocess.run([bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, timeout=60,
-                       check=False)  # fmt: skip
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "PYTHON": str(fake_python),
+        "ACTION_PATH": str(ROOT),
+        "INPUT_VERSION": "git+https://x\n::add-mask::FAIL\n\u3000::warning::forged",
+    }
+    r = subprocess.run(
+        [bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert r.returncode == 0, r.stderr
     blanks = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
     assert [line for line in r.stdout.split("\n") if line.lstrip(blanks).startswith("::")] == []
@@ -391,9 +405,7 @@ def test_empty_rules_and_strict(run_diff_step: Any) -> None:
         (70, "false", "error", 70),
     ],
 )
-def test_exit_code_mapping(
-    run_diff_step: Any, code: int, fail_on_inconclusive: str, verdict: str, status: int
-) -> None:
+def test_exit_code_mapping(run_diff_step: Any, code: int, fail_on_inconclusive: str, verdict: str, status: int) -> None:
     run = run_diff_step(code, INPUT_FAIL_ON_INCONCLUSIVE=fail_on_inconclusive, FAKE_REPORTS="1")
     assert run.outputs["exit-code"] == str(code)
     assert run.outputs["verdict"] == verdict
@@ -433,9 +445,7 @@ def test_result_step_fails_with_status(tmp_path: Path, status: str, expected: in
     script = tmp_path / "result.sh"
     script.write_text(_step_script(name="Report nsysdiff result"))
     env = {"PATH": os.environ.get("PATH", ""), "STATUS": status, "VERDICT": "x", "EXIT_CODE": "1"}
-    result = subprocess.run(
-        [bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], env=env, capture_output=True, text=True, check=False)
     assert result.returncode == expected
 
 
@@ -453,11 +463,25 @@ def test_comment_step(tmp_path: Path, url: str, code: str) -> None:
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     script = tmp_path / "comment.sh"
     script.write_text(_step_script(name="Comment on the pull request"))
-    env = {"PATH": os.environ.get("PATH", ""), "NSYSDIFF_BIN": str(bin_dir), "FAKE_ARGS": str(tmp_path / "args"),
-           "FAKE_CODE": code, "REPORT_MD": "/tmp/r.md", "REPORT_URL": url, "COMMENT_KEY": "$(touch pwned)",
-           "GITHUB_TOKEN": "t"}  # fmt: skip
-    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=60, check=False)  # fmt: skip
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "NSYSDIFF_BIN": str(bin_dir),
+        "FAKE_ARGS": str(tmp_path / "args"),
+        "FAKE_CODE": code,
+        "REPORT_MD": "/tmp/r.md",
+        "REPORT_URL": url,
+        "COMMENT_KEY": "$(touch pwned)",
+        "GITHUB_TOKEN": "t",
+    }
+    result = subprocess.run(
+        [bash, *BASH_ERREXIT, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     args = (tmp_path / "args").read_text().splitlines()
     assert args == ["comment", "/tmp/r.md", "--key", "$(touch pwned)", *(["--report-url", url] if url else [])]
@@ -471,14 +495,35 @@ def test_comment_step(tmp_path: Path, url: str, code: str) -> None:
 @pytest.mark.parametrize(
     ("verdict", "ref", "expected"),
     [
-        ("pass", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--",
-                      "-store.sqlite", "a.json", "-b.json"]),
-        ("fail", "", ["history", "add", "--ref", "main", "--commit", "abc123", "--failed", "--",
-                      "-store.sqlite", "a.json", "-b.json"]),
-        ("inconclusive", "release", ["history", "add", "--ref", "release", "--commit", "abc123", "--",
-                                     "-store.sqlite", "a.json", "-b.json"]),
+        (
+            "pass",
+            "",
+            ["history", "add", "--ref", "main", "--commit", "abc123", "--", "-store.sqlite", "a.json", "-b.json"],
+        ),
+        (
+            "fail",
+            "",
+            [
+                "history",
+                "add",
+                "--ref",
+                "main",
+                "--commit",
+                "abc123",
+                "--failed",
+                "--",
+                "-store.sqlite",
+                "a.json",
+                "-b.json",
+            ],
+        ),
+        (
+            "inconclusive",
+            "release",
+            ["history", "add", "--ref", "release", "--commit", "abc123", "--", "-store.sqlite", "a.json", "-b.json"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_history_add_step(tmp_path: Path, verdict: str, ref: str, expected: list[str]) -> None:
     """The runs judged are appended after the diff: failed ones marked, paths kept as paths."""
     bash = shutil.which("bash")
@@ -504,8 +549,15 @@ def test_history_add_step(tmp_path: Path, verdict: str, ref: str, expected: list
         "COMMIT": "abc123",
         "VERDICT": verdict,
     }
-    result = subprocess.run([bash, *BASH_ERREXIT, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=60, check=False)  # fmt: skip
+    result = subprocess.run(
+        [bash, *BASH_ERREXIT, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "args").read_text().splitlines() == expected
     step = next(s for s in _load(ACTION)["runs"]["steps"] if s.get("name") == "Append the runs to the history store")

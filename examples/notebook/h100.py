@@ -79,14 +79,26 @@ fig, ax = plt.subplots(figsize=(7, 4))
 share = both["Base Total Time (ns)"] / both["Base Total Time (ns)"].sum()
 ax.scatter(share, both["Ratio"], s=18, color="tab:blue", label="family")
 out = both[both["Verdict"] == "outlier"]
-ax.scatter(out["Base Total Time (ns)"] / both["Base Total Time (ns)"].sum(), out["Ratio"], s=60,
-           facecolors="none", edgecolors="tab:red", label="outlier")
+ax.scatter(
+    out["Base Total Time (ns)"] / both["Base Total Time (ns)"].sum(),
+    out["Ratio"],
+    s=60,
+    facecolors="none",
+    edgecolors="tab:red",
+    label="outlier",
+)
 low, high = info.low, info.high
 ax.axhspan(low, high, color="tab:gray", alpha=0.2, label="half the weight")
 ax.axhline(info.factor, color="tab:gray", label=f"scale {info.factor:.2f}x")
 for _, row in out.iterrows():
-    ax.annotate(row["Family"], (row["Base Total Time (ns)"] / both["Base Total Time (ns)"].sum(), row["Ratio"]),
-                xytext=(6, -4), textcoords="offset points", fontsize=8, color="tab:red")
+    ax.annotate(
+        row["Family"],
+        (row["Base Total Time (ns)"] / both["Base Total Time (ns)"].sum(), row["Ratio"]),
+        xytext=(6, -4),
+        textcoords="offset points",
+        fontsize=8,
+        color="tab:red",
+    )
 ax.set(xscale="log", yscale="log", xlabel="share of base kernel time", ylabel="ratio bs16 / bs1")
 ax.set_yticks([1, 1.5, 2, 3, 4, 6])
 ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
@@ -106,10 +118,20 @@ print(f"plotted {len(both)} families, {len(out)} outlier(s)")
 # %%
 per_step = nd.ScopeOptions(per="decode_step")
 steps = nd.steps_frame(nd.load(HERE / "bs16.sqlite", per_step))
-parts = ["Compute (ns)", "Communication (ns)", "Copies (ns)", "Launch-bound (ns)", "Sync (ns)", "Host (ns)",
-         "Between (ns)"]
+parts = [
+    "Compute (ns)",
+    "Communication (ns)",
+    "Copies (ns)",
+    "Launch-bound (ns)",
+    "Sync (ns)",
+    "Host (ns)",
+    "Between (ns)",
+]
 assert (steps[parts].sum(axis=1) == steps["Period (ns)"]).all()
-print(steps[["Step", "Period (ns)", "Compute (ns)", "Launch-bound (ns)", "Host (ns)", "launch Calls"]]
-      .to_string(index=False))
+print(
+    steps[["Step", "Period (ns)", "Compute (ns)", "Launch-bound (ns)", "Host (ns)", "launch Calls"]].to_string(
+        index=False
+    )
+)
 print("ms per step, mean:")
 print((steps[parts].mean() / 1e6).round(3).to_string())

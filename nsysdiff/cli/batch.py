@@ -51,7 +51,11 @@ def fingerprint_json(trace: str, options: ScopeOptions, keep_export: str | None 
 
 
 def run(
-    jobs: Sequence[Job], options: ScopeOptions, *, workers: int = 1, scheduler: str | None = None,
+    jobs: Sequence[Job],
+    options: ScopeOptions,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
     keep_export: Path | None = None,
 ) -> None:
     """Fingerprint every job's trace into its output file."""

@@ -70,9 +70,11 @@ def comment(
         client = github_api.GitHub(env.get("GITHUB_API_URL") or DEFAULT_API, token)
         done, ident = client.upsert(repository, number, body, key)
     except github_api.Refused as e:
-        _fallback(f"the token may not write to pull request #{number} ({e}); a pull request from a fork "
-                  "gets a read-only token, and other pull requests need 'permissions: pull-requests: write'",
-                  env)  # fmt: skip
+        _fallback(
+            f"the token may not write to pull request #{number} ({e}); a pull request from a fork "
+            "gets a read-only token, and other pull requests need 'permissions: pull-requests: write'",
+            env,
+        )
         return
     except github_api.RateLimited as e:
         wait = f"; retry in {e.wait:.0f} s" if e.wait is not None else ""

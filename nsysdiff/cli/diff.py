@@ -52,21 +52,24 @@ def diff(
     base: Annotated[
         Path | None,
         typer.Argument(
-            metavar="BASE", show_default=False,
+            metavar="BASE",
+            show_default=False,
             help="Base: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
         ),
     ] = None,
     candidate: Annotated[
         Path | None,
         typer.Argument(
-            metavar="CANDIDATE", show_default=False,
+            metavar="CANDIDATE",
+            show_default=False,
             help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
         ),
     ] = None,
     base_runs: Annotated[
         list[Path] | None,
         typer.Option(
-            "--base", metavar="RUN...",
+            "--base",
+            metavar="RUN...",
             help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
             "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
             "runs of REF in a history store comparable with the candidate (docs/history.md).",
@@ -75,7 +78,8 @@ def diff(
     candidate_runs: Annotated[
         list[Path] | None,
         typer.Option(
-            "--candidate", metavar="RUN...",
+            "--candidate",
+            metavar="RUN...",
             help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
         ),
     ] = None,
@@ -95,9 +99,7 @@ def diff(
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
     fmt: Annotated[
         Format,
-        typer.Option(
-            "--format", "-f", metavar="|".join(f.value for f in Format), help="Format printed to stdout."
-        ),
+        typer.Option("--format", "-f", metavar="|".join(f.value for f in Format), help="Format printed to stdout."),
     ] = Format.text,
     output: Annotated[
         list[Path] | None,
@@ -111,9 +113,7 @@ def diff(
     ] = None,
     z_threshold: Annotated[
         float,
-        typer.Option(
-            parser=z_score, metavar="Z", help="Outlier: minimum |modified z-score| of a kernel's log ratio."
-        ),
+        typer.Option(parser=z_score, metavar="Z", help="Outlier: minimum |modified z-score| of a kernel's log ratio."),
     ] = _DEFAULTS.z_threshold,
     min_deviation: Annotated[
         float,
@@ -183,8 +183,9 @@ def diff(
     history = _history_spec(base_paths)
     # A history store is an input too: no -o may write over it.
     store = [api.history_store_path(history)] if history is not None else []
-    _check_outputs(output or (), [*base_paths, *candidate_paths, *store, *(rules or ()), phases, noise_profile,
-                                  keep_export])  # fmt: skip
+    _check_outputs(
+        output or (), [*base_paths, *candidate_paths, *store, *(rules or ()), phases, noise_profile, keep_export]
+    )
     # An unknown extension, or a format whose extra is missing, fails before any trace is read.
     for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
         require(want)
@@ -193,32 +194,55 @@ def diff(
     if ruleset is not None:
         ruleset = _with_noise(ruleset, noise_profile)
         if not ruleset.rules:
-            stderr(f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
-                   "not a pass; give a pack or a file with rules, or --no-rules to report only", "warning")
+            stderr(
+                f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
+                "not a pass; give a pack or a file with rules, or --no-rules to report only",
+                "warning",
+            )
     elif noise_profile is not None:
         raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     opts = scope.options(
-        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
-        phases_file=phases, phases=ruleset.phases if ruleset else None,
+        window=window,
+        window_origin=window_origin,
+        skip_first=skip_first,
+        nvtx=nvtx,
+        per=per,
+        phases_file=phases,
+        phases=ruleset.phases if ruleset else None,
         phases_source=", ".join(ruleset.sources) if ruleset else "rules",
         step_ranges=_step_ranges(ruleset),
-    )  # fmt: skip
+    )
     with progress.reading(quiet) as report_progress:
 
         def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
             if history is not None:
                 # The candidate first: its GPU, scope and graph mode pick the comparable history.
                 c = sides.read_one(
-                    lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
-                                          keep_export=keep_export, notify=notify)
-                )  # fmt: skip
+                    lambda: api.load_runs(
+                        candidate_paths,
+                        o,
+                        progress=report_progress,
+                        side="candidate",
+                        by=by,
+                        keep_export=keep_export,
+                        notify=notify,
+                    )
+                )
                 return api.history_baseline(history, c.runs[0]), c
             return sides.read_both(
-                lambda: api.load_runs(base_paths, o, progress=report_progress, side="base", by=by,
-                                      keep_export=keep_export, notify=notify),
-                lambda: api.load_runs(candidate_paths, o, progress=report_progress, side="candidate", by=by,
-                                      keep_export=keep_export, notify=notify),
-            )  # fmt: skip
+                lambda: api.load_runs(
+                    base_paths, o, progress=report_progress, side="base", by=by, keep_export=keep_export, notify=notify
+                ),
+                lambda: api.load_runs(
+                    candidate_paths,
+                    o,
+                    progress=report_progress,
+                    side="candidate",
+                    by=by,
+                    keep_export=keep_export,
+                    notify=notify,
+                ),
+            )
 
         whole = dataclasses.replace(opts, step_ranges=())
         try:
@@ -264,8 +288,7 @@ def diff(
                 csv_report.write_dir(report, path, names=names)
                 continue
             # A file keeps every section: it is read later, not on one screen.
-            write(render(report, format_for(path), width=layout.columns(width, None), details=True,
-                          names=names), path)  # fmt: skip
+            write(render(report, format_for(path), width=layout.columns(width, None), details=True, names=names), path)
         except NsysdiffError as e:  # the report is out: the verdict keeps its exit code
             stderr(str(e))
             lost.append(str(e))

@@ -32,7 +32,9 @@ def fingerprint(
     output: Annotated[
         str | None,
         typer.Option(
-            "--output", "-o", metavar="FILE|DIR",
+            "--output",
+            "-o",
+            metavar="FILE|DIR",
             help="Write to FILE (default: stdout); with several traces and no --run-set, or a name ending "
             "in /, a directory that receives DIR/STEM.json for each.",
         ),
@@ -44,7 +46,8 @@ def fingerprint(
     scheduler: Annotated[
         str | None,
         typer.Option(
-            "--scheduler", metavar="ADDRESS",
+            "--scheduler",
+            metavar="ADDRESS",
             help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
         ),
     ] = None,
@@ -73,9 +76,13 @@ def fingerprint(
     if out is not None and not as_dir and (run_set or (len(traces) == 1 and scheduler is None)):
         outputs.file(out, given)
     opts = scope.options(
-        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        window=window,
+        window_origin=window_origin,
+        skip_first=skip_first,
+        nvtx=nvtx,
+        per=per,
         phases_file=phases,
-    )  # fmt: skip
+    )
     if run_set:
         if as_dir:
             raise UsageError(f"-o {output}: --run-set writes one file; give a file name such as runs.json")

@@ -27,9 +27,7 @@ history_app = typer.Typer(
 )
 app.add_typer(history_app, name="history")
 
-StoreArg = Annotated[
-    str, typer.Argument(metavar="STORE", help="The store: a path or an sqlite:///ABSOLUTE/PATH URL.")
-]
+StoreArg = Annotated[str, typer.Argument(metavar="STORE", help="The store: a path or an sqlite:///ABSOLUTE/PATH URL.")]
 RefOpt = Annotated[str, typer.Option("--ref", metavar="REF", help="The branch the runs belong to.")]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|json", help="What stdout gets.")]
 
@@ -59,7 +57,13 @@ def history_add(
     with progress.reading(quiet) as report_progress:
         added = sides.read_one(
             lambda: api.history_add(
-                store, runs, ref=ref, commit=commit, failed=failed, options=opts, progress=report_progress,
+                store,
+                runs,
+                ref=ref,
+                commit=commit,
+                failed=failed,
+                options=opts,
+                progress=report_progress,
                 notify=notify,
             )
         )
@@ -120,9 +124,7 @@ def history_changes(
     window: Annotated[
         int, typer.Option("--window", metavar="COMMITS", help="E-Divisive's sliding window, in commits.")
     ] = 30,
-    last: Annotated[
-        int | None, typer.Option(parser=rows, metavar="N", help="Scan only the newest N commits.")
-    ] = None,
+    last: Annotated[int | None, typer.Option(parser=rows, metavar="N", help="Scan only the newest N commits.")] = None,
     fmt: FormatOpt = "text",
     width: WidthOpt = None,
 ) -> None:
@@ -155,9 +157,7 @@ def history_report(
     window: Annotated[
         int, typer.Option("--window", metavar="COMMITS", help="E-Divisive's sliding window, in commits.")
     ] = 30,
-    last: Annotated[
-        int | None, typer.Option(parser=rows, metavar="N", help="Only the newest N commits.")
-    ] = None,
+    last: Annotated[int | None, typer.Option(parser=rows, metavar="N", help="Only the newest N commits.")] = None,
 ) -> None:
     """A static site of a ref's history: an index of its change points and keys, and a page
     per key with its series, change points and commits (serve it from GitHub Pages)."""

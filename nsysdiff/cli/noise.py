@@ -46,7 +46,9 @@ def noise(
     fmt: Annotated[
         SummaryFormat,
         typer.Option(
-            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat),
+            "--format",
+            "-f",
+            metavar="|".join(f.value for f in SummaryFormat),
             help="What stdout gets: the profile as text, markdown, or its JSON document.",
         ),
     ] = SummaryFormat.text,

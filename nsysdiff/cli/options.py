@@ -101,9 +101,7 @@ WidthOpt = Annotated[
         help="Text width in columns, at least 40 (default: $COLUMNS, else the terminal's, else 80).",
     ),
 ]
-QuietOpt = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")
-]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")]
 ByOpt = Annotated[
     Grouping,
     typer.Option(

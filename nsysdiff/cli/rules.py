@@ -67,5 +67,8 @@ def rules_validate(
     counts = f"{rules} rule{'s' * (rules != 1)}, {waivers} waiver{'s' * (waivers != 1)}"
     print(one_line(f"ok: {', '.join(files)} ({counts})"))
     if not rules:
-        stderr(f"{', '.join(files)}: no rule: a diff judged by these rules alone judges nothing and exits 3 "
-               "(inconclusive), never 0", "warning")
+        stderr(
+            f"{', '.join(files)}: no rule: a diff judged by these rules alone judges nothing and exits 3 "
+            "(inconclusive), never 0",
+            "warning",
+        )

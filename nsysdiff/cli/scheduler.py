@@ -76,8 +76,10 @@ def fingerprints(
         try:
             seconds = f"{limit}s"
             # Dask wants the TCP keepalive timeout to be at least 11 s (its probes).
-            timeouts = {"distributed.comm.timeouts.connect": seconds,
-                        "distributed.comm.timeouts.tcp": f"{max(limit, 11.0)}s"}  # fmt: skip
+            timeouts = {
+                "distributed.comm.timeouts.connect": seconds,
+                "distributed.comm.timeouts.tcp": f"{max(limit, 11.0)}s",
+            }
             with dask.config.set(timeouts):
                 client = Client(address, timeout=seconds, set_as_default=False)  # type: ignore[no-untyped-call]
                 state["client"] = client

@@ -49,13 +49,10 @@ def summary(
         ),
     ],
     fmt: Annotated[
-        SummaryFormat, typer.Option(
-            "--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."
-        )
+        SummaryFormat,
+        typer.Option("--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."),
     ] = SummaryFormat.text,
-    top: Annotated[
-        int, typer.Option(parser=rows, metavar="N", help="Rows in the top-kernels and NVTX tables.")
-    ] = 20,
+    top: Annotated[int, typer.Option(parser=rows, metavar="N", help="Rows in the top-kernels and NVTX tables.")] = 20,
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")] = None,
     width: WidthOpt = None,
     quiet: QuietOpt = False,
@@ -82,16 +79,37 @@ def summary(
     if output is not None:
         outputs.file(output, outputs.existing([*traces, phases, keep_export]))
     if len(traces) > 1:
-        _job_summary(traces, fmt, output, width, keep_export, quiet, force_ranks,
-                     given=[o for o, v in (("--window", window), ("--nvtx", nvtx), ("--per", per),
-                                          ("--phases", phases), ("--skip-first", skip_first),
-                                          ("--by", by is not Grouping.name)) if v])  # fmt: skip
+        _job_summary(
+            traces,
+            fmt,
+            output,
+            width,
+            keep_export,
+            quiet,
+            force_ranks,
+            given=[
+                o
+                for o, v in (
+                    ("--window", window),
+                    ("--nvtx", nvtx),
+                    ("--per", per),
+                    ("--phases", phases),
+                    ("--skip-first", skip_first),
+                    ("--by", by is not Grouping.name),
+                )
+                if v
+            ],
+        )
         return
     trace = traces[0]
     opts = scope.options(
-        window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per,
+        window=window,
+        window_origin=window_origin,
+        skip_first=skip_first,
+        nvtx=nvtx,
+        per=per,
         phases_file=phases,
-    )  # fmt: skip
+    )
     with progress.reading(quiet) as report_progress:
         fp = sides.read_one(
             lambda: api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=notify)
@@ -108,8 +126,14 @@ def summary(
 
 
 def _job_summary(
-    traces: list[Path], fmt: SummaryFormat, output: Path | None, width: int | None, keep_export: Path | None,
-    quiet: bool, force: bool, given: list[str],
+    traces: list[Path],
+    fmt: SummaryFormat,
+    output: Path | None,
+    width: int | None,
+    keep_export: Path | None,
+    quiet: bool,
+    force: bool,
+    given: list[str],
 ) -> None:
     """``summary`` of several traces: the ranks of one job side by side."""
     from nsysdiff.compare.ranks import view
@@ -118,10 +142,13 @@ def _job_summary(
     if given:
         raise UsageError(f"{given[0]} applies to one trace; several traces are summarised as the ranks of one job")
     with progress.reading(quiet) as report_progress:
-        v = view(sides.read_one(
-            lambda: api.load_job(traces, progress=report_progress, keep_export=keep_export, notify=notify,
-                                 force=force)
-        ))  # fmt: skip
+        v = view(
+            sides.read_one(
+                lambda: api.load_job(
+                    traces, progress=report_progress, keep_export=keep_export, notify=notify, force=force
+                )
+            )
+        )
     assert v is not None  # two traces are at least two ranks (one without kernels ran nothing)
     sources = [str(p) for p in traces]
     if fmt is SummaryFormat.json:

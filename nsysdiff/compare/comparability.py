@@ -116,9 +116,7 @@ def _graph_reason(base: Fingerprint, cand: Fingerprint) -> str | None:
     if bm not in whole and cm not in whole:
         return None
     sides = [
-        f"{side} {_graph(fp)}"
-        for side, fp in (("base", base), ("candidate", cand))
-        if fp.meta.graph_mode in whole
+        f"{side} {_graph(fp)}" for side, fp in (("base", base), ("candidate", cand)) if fp.meta.graph_mode in whole
     ]
     fix = f"capture both sides with `{NODE_FLAG}` so graph kernels are traced one by one"
     if {bm, cm} & {GraphMode.NODE}:
@@ -174,9 +172,7 @@ def assess(
             f"{describe(cand.scope)}); give both the same --window/--nvtx/--per/--skip-first"
         )
     elif base.scope.per and bool(base.scope.steps) != bool(cand.scope.steps):
-        reasons.append(
-            f"only one side counted {base.scope.per} steps: per-step figures can't be compared"
-        )
+        reasons.append(f"only one side counted {base.scope.per} steps: per-step figures can't be compared")
 
     bg, cg = _gpus(base), _gpus(cand)
     b_models = {g.name for g in base.meta.gpus}
@@ -215,9 +211,7 @@ def assess(
     for side, fp in (("base", base), ("candidate", cand)):
         cov = fp.scope.coverage
         if cov is not None and cov < LOW_COVERAGE:
-            notes.append(
-                f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})"
-            )
+            notes.append(f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})")
     return tuple(reasons), tuple(notes)
 
 
@@ -263,8 +257,11 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
     if _scope_key(b.scope) != _scope_key(Scope()) or _scope_key(c.scope) != _scope_key(Scope()):
         # A scoped diff says on its first screen what it kept and how much of the kernel
         # time that is: a 20% coverage reads very differently from 99%.
-        out += [(f.label, f.base if f.joint else _pair(f.base, f.candidate))
-                for f in facts(b, c) if f.label in ("scope", "coverage")]  # fmt: skip
+        out += [
+            (f.label, f.base if f.joint else _pair(f.base, f.candidate))
+            for f in facts(b, c)
+            if f.label in ("scope", "coverage")
+        ]
     if b.meta.graph_launches or c.meta.graph_launches:
         out.append(
             (

@@ -173,8 +173,6 @@ class VariantDrift:
         return sum(v.total_ns for v in self.disappeared)
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Headline:
     base_total_ns: int
@@ -301,11 +299,13 @@ def _per_step(items: list[_Item], n: int | None) -> list[_Item]:
         return items
     return [
         dataclasses.replace(
-            i, calls=i.calls / n, total_ns=i.total_ns / n,
+            i,
+            calls=i.calls / n,
+            total_ns=i.total_ns / n,
             transfer_ns=None if i.transfer_ns is None else i.transfer_ns / n,
         )
         for i in items
-    ]  # fmt: skip
+    ]
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -447,8 +447,18 @@ def _rows(
 
 def _kernel_items(fp: Fingerprint) -> list[_Item]:
     return [
-        _Item(k.demangled, k.name, k.calls, k.total_ns, k.p50_ns, k.p90_ns, k.family, k.category, k,
-              collective.transfer_ns(k))
+        _Item(
+            k.demangled,
+            k.name,
+            k.calls,
+            k.total_ns,
+            k.p50_ns,
+            k.p90_ns,
+            k.family,
+            k.category,
+            k,
+            collective.transfer_ns(k),
+        )
         for k in fp.kernels
     ]
 
@@ -456,10 +466,17 @@ def _kernel_items(fp: Fingerprint) -> list[_Item]:
 def _group_items(groups: Iterable[GroupStats], kind: str, kernels: Sequence[KernelStats]) -> list[_Item]:
     transfer = collective.group_transfer(kernels, kind)
     return [
-        _Item(g.name, g.name, g.calls, g.total_ns, family=g.name if kind == "family" else None,
-              category=g.name if kind == "category" else None, transfer_ns=transfer.get(g.name))
+        _Item(
+            g.name,
+            g.name,
+            g.calls,
+            g.total_ns,
+            family=g.name if kind == "family" else None,
+            category=g.name if kind == "category" else None,
+            transfer_ns=transfer.get(g.name),
+        )
         for g in groups
-    ]  # fmt: skip
+    ]
 
 
 def _api_items(apis: Iterable[ApiStats]) -> list[_Item]:
@@ -467,10 +484,7 @@ def _api_items(apis: Iterable[ApiStats]) -> list[_Item]:
 
 
 def _nvtx_items(ranges: Iterable[RangeStats]) -> list[_Item]:
-    return [
-        _Item(f"{r.domain}::{r.name}" if r.domain else r.name, r.name, r.count, r.total_ns)
-        for r in ranges
-    ]
+    return [_Item(f"{r.domain}::{r.name}" if r.domain else r.name, r.name, r.count, r.total_ns) for r in ranges]
 
 
 def _graph_items(graphs: Iterable[GraphStats]) -> list[_Item]:
@@ -582,13 +596,18 @@ def _attribute(
 ) -> attribution.Attribution:
     changes = [
         attribution.Change(
-            r.key, r.name, r.family or "", r.category or "",
-            r.base.calls if r.base else 0, r.base.total_ns if r.base else 0,
-            r.candidate.calls if r.candidate else 0, r.candidate.total_ns if r.candidate else 0,
+            r.key,
+            r.name,
+            r.family or "",
+            r.category or "",
+            r.base.calls if r.base else 0,
+            r.base.total_ns if r.base else 0,
+            r.candidate.calls if r.candidate else 0,
+            r.candidate.total_ns if r.candidate else 0,
             r.candidate.waiting_ns - r.base.waiting_ns if r.base and r.candidate else 0.0,
         )
         for r in kernels
-    ]  # fmt: skip
+    ]
     # Where phases are known, a replacement must run in the same phases as what it replaces.
     phases_of: dict[str, set[str]] = {}
     for fp in (base, cand):
@@ -626,19 +645,35 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
     scored = info.meaningful and basis == "kernels"
     other = info.meaningful and basis != "kernels"
     kernels = _rows(
-        _per_step(_kernel_items(base), bn), _per_step(_kernel_items(cand), cn),
-        bt, ct, settings, scale, spread, scored,
-    )  # fmt: skip
+        _per_step(_kernel_items(base), bn),
+        _per_step(_kernel_items(cand), cn),
+        bt,
+        ct,
+        settings,
+        scale,
+        spread,
+        scored,
+    )
     fam = _rows(
         _per_step(_group_items(group_by(base.kernels, "family"), "family", base.kernels), bn),
         _per_step(_group_items(group_by(cand.kernels, "family"), "family", cand.kernels), cn),
-        bt, ct, settings, scale, spread, scored,
-    )  # fmt: skip
+        bt,
+        ct,
+        settings,
+        scale,
+        spread,
+        scored,
+    )
     cats = _rows(
         _per_step(_group_items(group_by(base.kernels, "category"), "category", base.kernels), bn),
         _per_step(_group_items(group_by(cand.kernels, "category"), "category", cand.kernels), cn),
-        bt, ct, settings, scale, spread, scored,
-    )  # fmt: skip
+        bt,
+        ct,
+        settings,
+        scale,
+        spread,
+        scored,
+    )
     b_names = {k.demangled for k in base.kernels}
     c_names = {k.demangled for k in cand.kernels}
     headline = Headline(
@@ -661,13 +696,23 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         basis=basis,
     )
     nvtx = _rows(
-        b_nvtx, c_nvtx, *_sums(b_nvtx, c_nvtx, bt, ct, basis == "nvtx"),
-        settings, scale, spread, other and basis == "nvtx",
-    )  # fmt: skip
+        b_nvtx,
+        c_nvtx,
+        *_sums(b_nvtx, c_nvtx, bt, ct, basis == "nvtx"),
+        settings,
+        scale,
+        spread,
+        other and basis == "nvtx",
+    )
     graphs = _rows(
-        b_graphs, c_graphs, *_sums(b_graphs, c_graphs, bt, ct, basis == "graphs"),
-        settings, scale, spread, other and basis == "graphs",
-    )  # fmt: skip
+        b_graphs,
+        c_graphs,
+        *_sums(b_graphs, c_graphs, bt, ct, basis == "graphs"),
+        settings,
+        scale,
+        spread,
+        other and basis == "graphs",
+    )
     c_phases = {p.name: p for p in cand.phases}
     phases = tuple(
         PhaseDiff(

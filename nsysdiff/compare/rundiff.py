@@ -273,6 +273,10 @@ def _outliers_across_runs(d: Diff, deviations: Mapping[tuple[str, str], Deviatio
         return tuple(row(name, r) for r in rows) if name in _scored_rows(d) else rows
 
     return dataclasses.replace(
-        d, kernels=table("kernels"), families=table("families"), categories=table("categories"),
-        nvtx=table("nvtx"), graphs=table("graphs"),
-    )  # fmt: skip
+        d,
+        kernels=table("kernels"),
+        families=table("families"),
+        categories=table("categories"),
+        nvtx=table("nvtx"),
+        graphs=table("graphs"),
+    )

@@ -93,9 +93,12 @@ class RunsDiff:
     @property
     def method(self) -> str:
         return runstats.RUNS_METHOD.format(
-            confidence=self.confidence, tested=self.tested, alpha=self.alpha,
-            base=self.base_runs, cand=self.cand_runs,
-        )  # fmt: skip
+            confidence=self.confidence,
+            tested=self.tested,
+            alpha=self.alpha,
+            base=self.base_runs,
+            cand=self.cand_runs,
+        )
 
     def count(self, verdict: runstats.RunVerdict) -> int:
         """Keys with at least one measure of this verdict."""

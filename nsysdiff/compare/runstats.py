@@ -224,11 +224,19 @@ def compare_groups(
     for keys, _, _ in matrices:
         rows = tuple(
             KeyComparison(
-                key, tuple(b_all[i].tolist()), tuple(c_all[i].tolist()), ratios[i],
-                medians[i], lo[i], hi[i], p[i], q[i], verdicts[i],
+                key,
+                tuple(b_all[i].tolist()),
+                tuple(c_all[i].tolist()),
+                ratios[i],
+                medians[i],
+                lo[i],
+                hi[i],
+                p[i],
+                q[i],
+                verdicts[i],
             )
             for i, key in enumerate(keys, start)
-        )  # fmt: skip
+        )
         start += len(keys)
         out.append(RunComparison(rows, nb, nc, alpha, band, confidence))
     return tuple(out)

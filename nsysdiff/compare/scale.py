@@ -67,9 +67,7 @@ def _family_totals(kernels: Sequence[KernelStats]) -> dict[str, int]:
     return out
 
 
-def overall_scale(
-    base: Sequence[KernelStats], cand: Sequence[KernelStats], min_share: float = 0.0
-) -> Scale:
+def overall_scale(base: Sequence[KernelStats], cand: Sequence[KernelStats], min_share: float = 0.0) -> Scale:
     """The scale over the families on both sides (see the module docstring)."""
     return scale_of(_family_totals(base), _family_totals(cand), min_share)
 

@@ -18,9 +18,7 @@ def weighted_median(values: npt.NDArray[np.float64], weights: npt.NDArray[np.flo
     return weighted_quantile(values, weights, 0.5)
 
 
-def weighted_quantile(
-    values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64], q: float
-) -> float:
+def weighted_quantile(values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64], q: float) -> float:
     """The value below which a share ``q`` of the total weight lies (``q=0.5``: the
     weighted median). Between two values holding exactly ``q`` on either side, their
     midpoint, as an unweighted median does."""
@@ -70,8 +68,7 @@ def compare_sketches(base: Sequence[float], cand: Sequence[float]) -> tuple[floa
     u = np.sum(c[:, None] > b[None, :]) + 0.5 * np.sum(c[:, None] == b[None, :])
     # Two-sample Kolmogorov-Smirnov: the largest gap between the empirical CDFs.
     every = np.concatenate((b, c))
-    gap = (
-        np.searchsorted(np.sort(b), every, side="right") / len(b)
-        - np.searchsorted(np.sort(c), every, side="right") / len(c)
-    )
+    gap = np.searchsorted(np.sort(b), every, side="right") / len(b) - np.searchsorted(
+        np.sort(c), every, side="right"
+    ) / len(c)
     return float(u) / (len(b) * len(c)), float(np.max(np.abs(gap)))

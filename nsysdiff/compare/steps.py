@@ -115,11 +115,18 @@ def side(s: Steps) -> StepSide:
     parts = [int(s.steps.part(p).sum()) for p in StepPart]
     sums = [s.steps.family(fam).sum(axis=0) for fam in HostFamily]  # calls, total ns, bytes
     return StepSide(
-        name=s.name, steps=len(s.steps), period=dist(periods), duration=dist(durations),
-        period_total_ns=int(periods.sum()), part_totals=tuple(parts),
-        kernel_total_ns=int(s.steps.column("kernel_ns").sum()), calls=tuple(int(x[0]) for x in sums),
-        call_ns=tuple(int(x[1]) for x in sums), bytes=tuple(int(x[2]) for x in sums), call_times=s.call_times,
-    )  # fmt: skip
+        name=s.name,
+        steps=len(s.steps),
+        period=dist(periods),
+        duration=dist(durations),
+        period_total_ns=int(periods.sum()),
+        part_totals=tuple(parts),
+        kernel_total_ns=int(s.steps.column("kernel_ns").sum()),
+        calls=tuple(int(x[0]) for x in sums),
+        call_ns=tuple(int(x[1]) for x in sums),
+        bytes=tuple(int(x[2]) for x in sums),
+        call_times=s.call_times,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +219,15 @@ def compare(base: Steps, candidate: Steps) -> StepsDiff | None:
     parts = tuple(PartChange(p, b.part(p), c.part(p)) for p in StepPart)
     families = tuple(
         FamilyChange(
-            f, b.calls_per_step(f), c.calls_per_step(f), b.mean_call_ns(f), c.mean_call_ns(f),
-            b.bytes_per_step(f), c.bytes_per_step(f),
+            f,
+            b.calls_per_step(f),
+            c.calls_per_step(f),
+            b.mean_call_ns(f),
+            c.mean_call_ns(f),
+            b.bytes_per_step(f),
+            c.bytes_per_step(f),
         )
         for f in HostFamily
         if b.calls_per_step(f) or c.calls_per_step(f)
-    )  # fmt: skip
+    )
     return StepsDiff(b, c, parts, families)

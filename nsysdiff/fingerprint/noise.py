@@ -138,11 +138,15 @@ def measure(rs: RunSet) -> NoiseProfile:
             t_med, m_med = np.median(t, axis=1), np.median(m, axis=1)
             keys.extend(
                 KeyNoise(
-                    kind, key, float(t_med[i]), float(m_med[i]),
-                    Spread(float(t_sd[i]), float(t_robust[i])), Spread(float(m_sd[i]), float(m_robust[i])),
+                    kind,
+                    key,
+                    float(t_med[i]),
+                    float(m_med[i]),
+                    Spread(float(t_sd[i]), float(t_robust[i])),
+                    Spread(float(m_sd[i]), float(m_robust[i])),
                 )
                 for i, key in enumerate(names)
-            )  # fmt: skip
+            )
         if totals.partial:
             # A key counts as present in a run where it ran (positive calls and time).
             present: Counter[str] = Counter()
@@ -203,9 +207,7 @@ def _same_key(stored: dict[str, Any], k: KeyNoise) -> bool:
         and _close(stored["median_total_ns"], k.median_total_ns)
         and _close(stored["median_mean_ns"], k.median_mean_ns)
         and all(
-            _close(stored[m][f], getattr(getattr(k, m), f))
-            for m in ("total", "mean")
-            for f in ("sd_log", "robust_log")
+            _close(stored[m][f], getattr(getattr(k, m), f)) for m in ("total", "mean") for f in ("sd_log", "robust_log")
         )
     )
 

@@ -227,9 +227,7 @@ def per_run_values(rs: RunSet, kind: KeyKind, measure: Measure, *, per_step: boo
     """
     value = _MEASURES[measure]
     per_run = [{key: (calls, total) for key, calls, total in _stats(fp, kind)} for fp in rs.runs]
-    divide = [
-        (fp.scope.steps or 1) if per_step and measure is not Measure.PER_CALL else 1 for fp in rs.runs
-    ]
+    divide = [(fp.scope.steps or 1) if per_step and measure is not Measure.PER_CALL else 1 for fp in rs.runs]
     if kind is KeyKind.STEP:
         # Step keys are always per step: totals and calls over the run's own steps. A part's
         # "calls" are its steps, so its total measure and its per-call mean are both the

@@ -162,16 +162,11 @@ class ScopeOptions:
         if self.window is not None:
             parse_window(self.window)
         if self.window_origin not in WINDOW_ORIGINS:
-            raise UsageError(
-                f"--window-origin {self.window_origin!r}: "
-                f"expected one of {', '.join(WINDOW_ORIGINS)}"
-            )
+            raise UsageError(f"--window-origin {self.window_origin!r}: expected one of {', '.join(WINDOW_ORIGINS)}")
         if self.skip_first < 0:
             raise UsageError(f"--skip-first {self.skip_first}: must be 0 or more")
         if self.skip_first and self.per is None and self.nvtx is None:
-            raise UsageError(
-                "--skip-first needs the range to count: give --per RANGE or --nvtx RANGE"
-            )
+            raise UsageError("--skip-first needs the range to count: give --per RANGE or --nvtx RANGE")
         if self.nvtx is not None:
             parse_pattern(self.nvtx)
         if self.per is not None:
@@ -207,9 +202,7 @@ def load_phases(path: str | Path) -> PhaseMap:
     p = Path(path)
     doc = yamldoc.load_plain(p, str(p), UsageError)
     if not isinstance(doc, dict) or "phases" not in doc:
-        raise UsageError(
-            f"{p}: expected a top-level `phases:` mapping (phase name -> NVTX patterns)"
-        )
+        raise UsageError(f"{p}: expected a top-level `phases:` mapping (phase name -> NVTX patterns)")
     return parse_phases(doc["phases"], str(p))
 
 
@@ -220,18 +213,10 @@ def parse_phases(data: Any, source: str) -> PhaseMap:
     out = []
     for name, value in data.items():
         if not isinstance(name, str) or not name.strip():
-            raise UsageError(
-                f"{source}: phases: phase names must be non-empty strings, got {name!r}"
-            )
+            raise UsageError(f"{source}: phases: phase names must be non-empty strings, got {name!r}")
         items = [value] if isinstance(value, str) else value
-        if (
-            not isinstance(items, list)
-            or not items
-            or not all(isinstance(x, str) and x for x in items)
-        ):
-            raise UsageError(
-                f"{source}: phases: {name}: expected an NVTX pattern or a list of patterns"
-            )
+        if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
+            raise UsageError(f"{source}: phases: {name}: expected an NVTX pattern or a list of patterns")
         for x in items:
             parse_pattern(x, f"{source}: phases: {name}:")
         out.append((name, tuple(items)))
@@ -313,9 +298,7 @@ class _Scoper:
             present = sorted({n for n, _ in self._unique})
             shown = ", ".join(repr(n) for n in present[:8]) + (", ..." if len(present) > 8 else "")
             found = f"ranges present: {shown}" if present else "the trace has no NVTX ranges"
-            raise UsageError(
-                f"{option} {text!r}: no NVTX range in {self.r.path.name} matches ({found})"
-            )
+            raise UsageError(f"{option} {text!r}: no NVTX range in {self.r.path.name} matches ({found})")
         return mask
 
     def _phase_mask(self, name: str, patterns: Sequence[str]) -> tuple[int, ...]:
@@ -363,9 +346,7 @@ class _Scoper:
         phases = []
         for i, ((name, patterns), mask) in enumerate(zip(self.o.phases, self.phase_masks, strict=True)):
             instances = self.r.count_ranges(mask, self._att(ranges)) if mask else 0
-            sub = self._build(
-                [*ranges, mask], [*ranges, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True
-            )
+            sub = self._build([*ranges, mask], [*ranges, mask], f"nsysdiff_phase{i}", total, filtered=True, phase=True)
             phases.append(Phase(name, instances, sub, patterns))
         return replace(fp, phases=tuple(phases), steps=self._steps())
 
@@ -452,9 +433,7 @@ def check_saved(fp: Fingerprint, options: ScopeOptions, source: str) -> None:
     want = options.scope()
     have = (s.window, s.window_origin, s.nvtx, s.per, s.skip_first)
     asked = (want.window, want.window_origin, want.nvtx, want.per, want.skip_first)
-    phases_ok = (
-        not options.phases or tuple((p.name, p.patterns) for p in fp.phases) == options.phases
-    )
+    phases_ok = not options.phases or tuple((p.name, p.patterns) for p in fp.phases) == options.phases
     if have == asked and phases_ok:
         return
     raise UsageError(

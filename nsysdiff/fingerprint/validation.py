@@ -62,8 +62,12 @@ def _parse_constant(text: str) -> _Refused:
 def parse(text: str, source: str, what: str = "fingerprint") -> Any:
     """JSON text as Python data, refusing what no fingerprint holds (see module doc)."""
     try:
-        return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant,
-                          object_pairs_hook=functools.partial(_unique_keys, source))  # fmt: skip
+        return json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_constant=_parse_constant,
+            object_pairs_hook=functools.partial(_unique_keys, source),
+        )
     except json.JSONDecodeError as e:
         raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
     except RecursionError:

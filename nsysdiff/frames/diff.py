@@ -18,8 +18,14 @@ from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, rat
 from nsysdiff.rules.report import Report
 
 TABLES = ("kernels", "families", "categories", "nvtx", "sync", "graphs")
-_FIRST = {"kernels": "Demangled Name", "families": "Family", "categories": "Category",
-          "nvtx": "Range", "sync": "Call", "graphs": "Graph"}  # fmt: skip
+_FIRST = {
+    "kernels": "Demangled Name",
+    "families": "Family",
+    "categories": "Category",
+    "nvtx": "Range",
+    "sync": "Call",
+    "graphs": "Graph",
+}
 
 
 def _side(rows: Sequence[Row], which: str, per_step: bool) -> dict[str, tuple[str, Sequence[object]]]:
@@ -47,22 +53,24 @@ def rows(d: Diff, table: str = "kernels") -> pd.DataFrame:
             "Category": (TEXT, [r.category for r in rs]),
             "Family": (TEXT, [r.family for r in rs]),
         }
-    return frame({
-        **names,
-        **_side(rs, "base", d.per_step),
-        **_side(rs, "candidate", d.per_step),
-        "Delta (ns)": (NS, [ns(r.delta_ns) for r in rs]),
-        "Ratio": (RATIO, [ratio(r.ratio) for r in rs]),
-        "Calls Ratio": (RATIO, [ratio(r.calls_ratio) for r in rs]),
-        "Avg Ratio": (RATIO, [ratio(r.mean_ratio) for r in rs]),
-        "Count Effect (ns)": (NS, [ns(r.count_effect_ns) for r in rs]),
-        "Per-call Effect (ns)": (NS, [ns(r.per_call_effect_ns) for r in rs]),
-        "Resized Effect (ns)": (NS, [ns(r.resized_ns) for r in rs]),
-        "Verdict": (TEXT, ["outlier" if r.is_outlier else r.verdict.value for r in rs]),
-        "Outlier": (FLAG, [r.is_outlier for r in rs]),
-        "Outlier Score": (RATIO, [ratio(r.outlier_score) for r in rs]),
-        "Deviation": (RATIO, [ratio(r.deviation) for r in rs]),
-    })  # fmt: skip
+    return frame(
+        {
+            **names,
+            **_side(rs, "base", d.per_step),
+            **_side(rs, "candidate", d.per_step),
+            "Delta (ns)": (NS, [ns(r.delta_ns) for r in rs]),
+            "Ratio": (RATIO, [ratio(r.ratio) for r in rs]),
+            "Calls Ratio": (RATIO, [ratio(r.calls_ratio) for r in rs]),
+            "Avg Ratio": (RATIO, [ratio(r.mean_ratio) for r in rs]),
+            "Count Effect (ns)": (NS, [ns(r.count_effect_ns) for r in rs]),
+            "Per-call Effect (ns)": (NS, [ns(r.per_call_effect_ns) for r in rs]),
+            "Resized Effect (ns)": (NS, [ns(r.resized_ns) for r in rs]),
+            "Verdict": (TEXT, ["outlier" if r.is_outlier else r.verdict.value for r in rs]),
+            "Outlier": (FLAG, [r.is_outlier for r in rs]),
+            "Outlier Score": (RATIO, [ratio(r.outlier_score) for r in rs]),
+            "Deviation": (RATIO, [ratio(r.deviation) for r in rs]),
+        }
+    )
 
 
 def _copy_col(xs: Sequence[CopyDelta], which: str, field: str) -> list[float | None]:
@@ -74,19 +82,21 @@ def copies(d: Diff) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``)."""
     xs = (*d.memcpy, *d.memset)
     as_int = COUNT if not d.per_step else RATIO
-    return frame({
-        "Operation": (TEXT, [x.kind for x in xs]),
-        "Base Count": (as_int, _copy_col(xs, "base", "ops")),
-        "Candidate Count": (as_int, _copy_col(xs, "candidate", "ops")),
-        "Base Total (bytes)": (as_int, _copy_col(xs, "base", "bytes")),
-        "Candidate Total (bytes)": (as_int, _copy_col(xs, "candidate", "bytes")),
-        "Base Total Time (ns)": (NS, [ns(v) for v in _copy_col(xs, "base", "total_ns")]),
-        "Candidate Total Time (ns)": (NS, [ns(v) for v in _copy_col(xs, "candidate", "total_ns")]),
-        "Ratio": (RATIO, [ratio(x.ratio) for x in xs]),
-        "Count Ratio": (RATIO, [ratio(x.ops_ratio) for x in xs]),
-        "Bytes Ratio": (RATIO, [ratio(x.bytes_ratio) for x in xs]),
-        "Verdict": (TEXT, [x.verdict.value for x in xs]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Operation": (TEXT, [x.kind for x in xs]),
+            "Base Count": (as_int, _copy_col(xs, "base", "ops")),
+            "Candidate Count": (as_int, _copy_col(xs, "candidate", "ops")),
+            "Base Total (bytes)": (as_int, _copy_col(xs, "base", "bytes")),
+            "Candidate Total (bytes)": (as_int, _copy_col(xs, "candidate", "bytes")),
+            "Base Total Time (ns)": (NS, [ns(v) for v in _copy_col(xs, "base", "total_ns")]),
+            "Candidate Total Time (ns)": (NS, [ns(v) for v in _copy_col(xs, "candidate", "total_ns")]),
+            "Ratio": (RATIO, [ratio(x.ratio) for x in xs]),
+            "Count Ratio": (RATIO, [ratio(x.ops_ratio) for x in xs]),
+            "Bytes Ratio": (RATIO, [ratio(x.bytes_ratio) for x in xs]),
+            "Verdict": (TEXT, [x.verdict.value for x in xs]),
+        }
+    )
 
 
 def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
@@ -99,29 +109,33 @@ def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
     if by == "kernels":
         short = {r.key: r.name for r in d.kernels}
         names = {"Name": (TEXT, [short.get(p.key, p.key) for p in parts]), **names}
-    return frame({
-        **names,
-        "Delta (ns)": (NS, [ns(p.effects.total_ns) for p in parts]),
-        "Count Effect (ns)": (NS, [ns(p.effects.count_ns) for p in parts]),
-        "Per-call Effect (ns)": (NS, [ns(p.effects.per_call_ns) for p in parts]),
-        "Resized (ns)": (NS, [ns(p.effects.resized_ns) for p in parts]),
-        "New (ns)": (NS, [ns(p.effects.new_ns) for p in parts]),
-        "Removed (ns)": (NS, [ns(p.effects.removed_ns) for p in parts]),
-    })  # fmt: skip
+    return frame(
+        {
+            **names,
+            "Delta (ns)": (NS, [ns(p.effects.total_ns) for p in parts]),
+            "Count Effect (ns)": (NS, [ns(p.effects.count_ns) for p in parts]),
+            "Per-call Effect (ns)": (NS, [ns(p.effects.per_call_ns) for p in parts]),
+            "Resized (ns)": (NS, [ns(p.effects.resized_ns) for p in parts]),
+            "New (ns)": (NS, [ns(p.effects.new_ns) for p in parts]),
+            "Removed (ns)": (NS, [ns(p.effects.removed_ns) for p in parts]),
+        }
+    )
 
 
 def findings(report: Report) -> pd.DataFrame:
     """One row per finding, in the report's order (errors first), as ``--format csv``'s findings."""
     fs = report.findings
     failing = set(report.failed)
-    return frame({
-        "Level": (TEXT, [f.level.value for f in fs]),
-        "Rule": (TEXT, [f.rule_id for f in fs]),
-        "Kind": (TEXT, [f.kind for f in fs]),
-        "Subject": (TEXT, [f.subject for f in fs]),
-        "Observed": (TEXT, [f.observed for f in fs]),
-        "Limit": (TEXT, [f.limit for f in fs]),
-        "Evidence": (TEXT, [f.evidence for f in fs]),
-        "Waived": (FLAG, [f.waived for f in fs]),
-        "Fails": (FLAG, [f in failing for f in fs]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Level": (TEXT, [f.level.value for f in fs]),
+            "Rule": (TEXT, [f.rule_id for f in fs]),
+            "Kind": (TEXT, [f.kind for f in fs]),
+            "Subject": (TEXT, [f.subject for f in fs]),
+            "Observed": (TEXT, [f.observed for f in fs]),
+            "Limit": (TEXT, [f.limit for f in fs]),
+            "Evidence": (TEXT, [f.evidence for f in fs]),
+            "Waived": (FLAG, [f.waived for f in fs]),
+            "Fails": (FLAG, [f in failing for f in fs]),
+        }
+    )

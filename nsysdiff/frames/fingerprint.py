@@ -24,32 +24,36 @@ def kernels(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel (by demangled name, as ``gpukernsum`` sums its rows by name)."""
     ks = fp.kernels
     whole = fp.kernel_ns
-    return frame({
-        "Name": (TEXT, [k.name for k in ks]),
-        "Demangled Name": (TEXT, [k.demangled for k in ks]),
-        "Family": (TEXT, [k.family for k in ks]),
-        "Category": (TEXT, [k.category for k in ks]),
-        "Time (%)": (RATIO, [_share(k.total_ns, whole) for k in ks]),
-        "Total Time (ns)": (NS, [k.total_ns for k in ks]),
-        "Instances": (COUNT, [k.calls for k in ks]),
-        "Avg (ns)": (NS, [ns(k.mean_ns) for k in ks]),
-        "Med (ns)": (NS, [ns(k.p50_ns) for k in ks]),
-        "Min (ns)": (NS, [ns(k.min_ns) for k in ks]),
-        "Max (ns)": (NS, [ns(k.max_ns) for k in ks]),
-        "P90 (ns)": (NS, [ns(k.p90_ns) for k in ks]),
-        "P99 (ns)": (NS, [ns(k.p99_ns) for k in ks]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Name": (TEXT, [k.name for k in ks]),
+            "Demangled Name": (TEXT, [k.demangled for k in ks]),
+            "Family": (TEXT, [k.family for k in ks]),
+            "Category": (TEXT, [k.category for k in ks]),
+            "Time (%)": (RATIO, [_share(k.total_ns, whole) for k in ks]),
+            "Total Time (ns)": (NS, [k.total_ns for k in ks]),
+            "Instances": (COUNT, [k.calls for k in ks]),
+            "Avg (ns)": (NS, [ns(k.mean_ns) for k in ks]),
+            "Med (ns)": (NS, [ns(k.p50_ns) for k in ks]),
+            "Min (ns)": (NS, [ns(k.min_ns) for k in ks]),
+            "Max (ns)": (NS, [ns(k.max_ns) for k in ks]),
+            "P90 (ns)": (NS, [ns(k.p90_ns) for k in ks]),
+            "P99 (ns)": (NS, [ns(k.p99_ns) for k in ks]),
+        }
+    )
 
 
 def _groups(groups: Sequence[GroupStats], first: str, whole: int) -> pd.DataFrame:
-    return frame({
-        first: (TEXT, [g.name for g in groups]),
-        "Kernels": (COUNT, [g.kernels for g in groups]),
-        "Time (%)": (RATIO, [_share(g.total_ns, whole) for g in groups]),
-        "Total Time (ns)": (NS, [g.total_ns for g in groups]),
-        "Instances": (COUNT, [g.calls for g in groups]),
-        "Avg (ns)": (NS, [ns(g.total_ns / g.calls) if g.calls else None for g in groups]),
-    })  # fmt: skip
+    return frame(
+        {
+            first: (TEXT, [g.name for g in groups]),
+            "Kernels": (COUNT, [g.kernels for g in groups]),
+            "Time (%)": (RATIO, [_share(g.total_ns, whole) for g in groups]),
+            "Total Time (ns)": (NS, [g.total_ns for g in groups]),
+            "Instances": (COUNT, [g.calls for g in groups]),
+            "Avg (ns)": (NS, [ns(g.total_ns / g.calls) if g.calls else None for g in groups]),
+        }
+    )
 
 
 def families(fp: Fingerprint) -> pd.DataFrame:
@@ -65,34 +69,40 @@ def categories(fp: Fingerprint) -> pd.DataFrame:
 def copies(fp: Fingerprint) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``), as ``gpumemtimesum``."""
     ops = (*fp.memcpy, *fp.memset)
-    return frame({
-        "Operation": (TEXT, [c.kind for c in ops]),
-        "Count": (COUNT, [c.ops for c in ops]),
-        "Total (bytes)": (COUNT, [c.bytes for c in ops]),
-        "Total Time (ns)": (NS, [c.total_ns for c in ops]),
-        "Avg (ns)": (NS, [ns(c.total_ns / c.ops) if c.ops else None for c in ops]),
-        "Throughput (GB/s)": (RATIO, [c.gbps for c in ops]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Operation": (TEXT, [c.kind for c in ops]),
+            "Count": (COUNT, [c.ops for c in ops]),
+            "Total (bytes)": (COUNT, [c.bytes for c in ops]),
+            "Total Time (ns)": (NS, [c.total_ns for c in ops]),
+            "Avg (ns)": (NS, [ns(c.total_ns / c.ops) if c.ops else None for c in ops]),
+            "Throughput (GB/s)": (RATIO, [c.gbps for c in ops]),
+        }
+    )
 
 
 def nvtx(fp: Fingerprint) -> pd.DataFrame:
     """One row per NVTX range name and domain, as ``nvtxsum`` (pushpop and start/end ranges)."""
     rs = fp.nvtx
-    return frame({
-        "Range": (TEXT, [r.name for r in rs]),
-        "Domain": (TEXT, [r.domain for r in rs]),
-        "Instances": (COUNT, [r.count for r in rs]),
-        "Total Time (ns)": (NS, [r.total_ns for r in rs]),
-        "Avg (ns)": (NS, [ns(r.total_ns / r.count) if r.count else None for r in rs]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Range": (TEXT, [r.name for r in rs]),
+            "Domain": (TEXT, [r.domain for r in rs]),
+            "Instances": (COUNT, [r.count for r in rs]),
+            "Total Time (ns)": (NS, [r.total_ns for r in rs]),
+            "Avg (ns)": (NS, [ns(r.total_ns / r.count) if r.count else None for r in rs]),
+        }
+    )
 
 
 def sync(fp: Fingerprint) -> pd.DataFrame:
     """One row per synchronising CUDA API call (version suffix stripped), as ``cudaapisum``."""
     calls = fp.sync
-    return frame({
-        "Name": (TEXT, [c.name for c in calls]),
-        "Num Calls": (COUNT, [c.calls for c in calls]),
-        "Total Time (ns)": (NS, [c.total_ns for c in calls]),
-        "Avg (ns)": (NS, [ns(c.total_ns / c.calls) if c.calls else None for c in calls]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Name": (TEXT, [c.name for c in calls]),
+            "Num Calls": (COUNT, [c.calls for c in calls]),
+            "Total Time (ns)": (NS, [c.total_ns for c in calls]),
+            "Avg (ns)": (NS, [ns(c.total_ns / c.calls) if c.calls else None for c in calls]),
+        }
+    )

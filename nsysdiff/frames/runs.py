@@ -15,20 +15,22 @@ def comparisons(d: Diff) -> pd.DataFrame:
     """One row per (kind, key, measure) tested across runs (empty with one run per side)."""
     keys = d.runs.keys if d.runs else ()
     rows = [(k.kind.value, k.key, m.value, c) for k in keys for m, c in k.measures]
-    return frame({
-        "Kind": (TEXT, [r[0] for r in rows]),
-        "Key": (TEXT, [r[1] for r in rows]),
-        "Measure": (TEXT, [r[2] for r in rows]),
-        "Base Runs": (COUNT, [len(r[3].base_values) for r in rows]),
-        "Candidate Runs": (COUNT, [len(r[3].cand_values) for r in rows]),
-        "Ratio": (RATIO, [ratio(r[3].ratio) for r in rows]),
-        "Median Ratio": (RATIO, [ratio(r[3].median_ratio) for r in rows]),
-        "CI Low": (RATIO, [ratio(r[3].ci_low) for r in rows]),
-        "CI High": (RATIO, [ratio(r[3].ci_high) for r in rows]),
-        "P Value": (RATIO, [ratio(r[3].p_value) for r in rows]),
-        "Q Value": (RATIO, [ratio(r[3].q_value) for r in rows]),
-        "Verdict": (TEXT, [r[3].verdict.value for r in rows]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Kind": (TEXT, [r[0] for r in rows]),
+            "Key": (TEXT, [r[1] for r in rows]),
+            "Measure": (TEXT, [r[2] for r in rows]),
+            "Base Runs": (COUNT, [len(r[3].base_values) for r in rows]),
+            "Candidate Runs": (COUNT, [len(r[3].cand_values) for r in rows]),
+            "Ratio": (RATIO, [ratio(r[3].ratio) for r in rows]),
+            "Median Ratio": (RATIO, [ratio(r[3].median_ratio) for r in rows]),
+            "CI Low": (RATIO, [ratio(r[3].ci_low) for r in rows]),
+            "CI High": (RATIO, [ratio(r[3].ci_high) for r in rows]),
+            "P Value": (RATIO, [ratio(r[3].p_value) for r in rows]),
+            "Q Value": (RATIO, [ratio(r[3].q_value) for r in rows]),
+            "Verdict": (TEXT, [r[3].verdict.value for r in rows]),
+        }
+    )
 
 
 def values(d: Diff) -> pd.DataFrame:
@@ -41,12 +43,14 @@ def values(d: Diff) -> pd.DataFrame:
         for m, c in k.measures:
             out += [(k.kind.value, k.key, m.value, "base", i, v) for i, v in enumerate(c.base_values)]
             out += [(k.kind.value, k.key, m.value, "candidate", i, v) for i, v in enumerate(c.cand_values)]
-    return frame({
-        "Kind": (TEXT, [r[0] for r in out]),
-        "Key": (TEXT, [r[1] for r in out]),
-        "Measure": (TEXT, [r[2] for r in out]),
-        "Side": (TEXT, [r[3] for r in out]),
-        "Run": (COUNT, [r[4] for r in out]),
-        "Value (ns)": (NS, [None if r[2] == Measure.CALLS.value else ns(r[5]) for r in out]),
-        "Calls": (RATIO, [r[5] if r[2] == Measure.CALLS.value else None for r in out]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Kind": (TEXT, [r[0] for r in out]),
+            "Key": (TEXT, [r[1] for r in out]),
+            "Measure": (TEXT, [r[2] for r in out]),
+            "Side": (TEXT, [r[3] for r in out]),
+            "Run": (COUNT, [r[4] for r in out]),
+            "Value (ns)": (NS, [None if r[2] == Measure.CALLS.value else ns(r[5]) for r in out]),
+            "Calls": (RATIO, [r[5] if r[2] == Measure.CALLS.value else None for r in out]),
+        }
+    )

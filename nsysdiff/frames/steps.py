@@ -48,15 +48,17 @@ def steps(s: Steps) -> pd.DataFrame:
 def call_times(s: Steps) -> pd.DataFrame:
     """One row per host-call family: calls, bytes and the time per call across every step."""
     ts = s.call_times
-    return frame({
-        "Family": (TEXT, [t.family.value for t in ts]),
-        "Num Calls": (COUNT, [t.calls for t in ts]),
-        "Total (bytes)": (COUNT, [t.bytes for t in ts]),
-        "Total Time (ns)": (NS, [t.total_ns for t in ts]),
-        "Avg (ns)": (NS, [round(t.mean_ns) for t in ts]),
-        "Med (ns)": (NS, [t.p50_ns for t in ts]),
-        "P90 (ns)": (NS, [t.p90_ns for t in ts]),
-        "P99 (ns)": (NS, [t.p99_ns for t in ts]),
-        "Max (ns)": (NS, [t.max_ns for t in ts]),
-        "Calls per Step": (RATIO, [t.calls / len(s.steps) if s.steps else None for t in ts]),
-    })  # fmt: skip
+    return frame(
+        {
+            "Family": (TEXT, [t.family.value for t in ts]),
+            "Num Calls": (COUNT, [t.calls for t in ts]),
+            "Total (bytes)": (COUNT, [t.bytes for t in ts]),
+            "Total Time (ns)": (NS, [t.total_ns for t in ts]),
+            "Avg (ns)": (NS, [round(t.mean_ns) for t in ts]),
+            "Med (ns)": (NS, [t.p50_ns for t in ts]),
+            "P90 (ns)": (NS, [t.p90_ns for t in ts]),
+            "P99 (ns)": (NS, [t.p99_ns for t in ts]),
+            "Max (ns)": (NS, [t.max_ns for t in ts]),
+            "Calls per Step": (RATIO, [t.calls / len(s.steps) if s.steps else None for t in ts]),
+        }
+    )

@@ -108,9 +108,7 @@ def engine() -> object:
     try:
         from otava import analysis
     except ImportError:
-        raise UsageError(
-            "history changes needs Apache Otava's E-Divisive: pip install 'nsysdiff[history]'"
-        ) from None
+        raise UsageError("history changes needs Apache Otava's E-Divisive: pip install 'nsysdiff[history]'") from None
     return analysis
 
 
@@ -275,9 +273,7 @@ def _mark_drifting(store: st.Store, newest: st.Entry, steps: list[Step], drifts:
             holds.setdefault(("family", k.family), k.demangled)
             holds.setdefault(("category", k.category), k.demangled)
             holds.setdefault(("nvtx", ""), k.demangled)
-    return [
-        dataclasses.replace(s, drifting=holds.get((s.kind, "" if s.kind == "nvtx" else s.key))) for s in steps
-    ]
+    return [dataclasses.replace(s, drifting=holds.get((s.kind, "" if s.kind == "nvtx" else s.key))) for s in steps]
 
 
 def _welch(before: FloatArray, after: FloatArray) -> tuple[float, float | None, float | None]:

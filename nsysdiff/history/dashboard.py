@@ -21,9 +21,7 @@ class Dashboard:
     trends: tuple[tr.Trend, ...]  # the changed keys first (as the scan lists them), then the largest
 
 
-def build(
-    store: st.Store, ref: str, *, top: int, max_pvalue: float, window: int, last: int | None
-) -> Dashboard:
+def build(store: st.Store, ref: str, *, top: int, max_pvalue: float, window: int, last: int | None) -> Dashboard:
     """The change points of ``ref`` and the series of the keys to show: those that changed
     and the ``top`` largest of each of :data:`LARGEST_KINDS` at the newest commit."""
     changes = ch.scan(store, ref, max_pvalue=max_pvalue, window=window, last=last)
@@ -34,10 +32,13 @@ def build(
     series = store.series(entries)
     for kind in LARGEST_KINDS:
         sized = sorted(
-            ((max(v[i][1] for i in latest if i in v), key) for (k, key), v in series.items()
-             if k == kind and any(i in v for i in latest)),
+            (
+                (max(v[i][1] for i in latest if i in v), key)
+                for (k, key), v in series.items()
+                if k == kind and any(i in v for i in latest)
+            ),
             key=lambda t: (-t[0], t[1]),
-        )  # fmt: skip
+        )
         for _, key in sized[:top]:
             wanted.setdefault((kind, key))
     trends = tuple(tr.trend(store, ref, key, kind) for kind, key in wanted)

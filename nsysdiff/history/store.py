@@ -172,9 +172,7 @@ def scope_words(scope: str) -> str:
 
 def _check_name(value: str, what: str) -> str:
     if not _NAME.fullmatch(value):
-        raise StoreError(
-            f"{what} {value[:60]!r}: expected 1 to 200 characters of letters, digits and ._/+@-"
-        )
+        raise StoreError(f"{what} {value[:60]!r}: expected 1 to 200 characters of letters, digits and ._/+@-")
     return value
 
 
@@ -228,9 +226,7 @@ class Store:
     def fingerprint(self, entry: Entry) -> Fingerprint:
         """The entry's fingerprint, inflated within bounds and validated as a saved file."""
         where = f"{self.path} entry {entry.id} ({entry.label})"
-        rows = self.query(
-            "SELECT length(fingerprint), typeof(fingerprint) FROM entries WHERE id = ?", (entry.id,)
-        )
+        rows = self.query("SELECT length(fingerprint), typeof(fingerprint) FROM entries WHERE id = ?", (entry.id,))
         if not rows:
             raise StoreError(f"{where}: no such entry")
         size, kind = rows[0]
@@ -331,8 +327,10 @@ class Store:
                 col = np.searchsorted(key_ids, a[:, 1])
                 known = (col < len(key_ids)) & (key_ids[np.minimum(col, len(key_ids) - 1)] == a[:, 1])
                 if (a[wanted, 2] < 0).any() or not known[wanted].all():
-                    raise StoreError(f"{self.path}: a figure of the series is malformed (negative, not an integer, "
-                                     "or of an unknown key)")  # fmt: skip
+                    raise StoreError(
+                        f"{self.path}: a figure of the series is malformed (negative, not an integer, "
+                        "or of an unknown key)"
+                    )
                 out[row[wanted], col[wanted]] = a[wanted, 2]
                 calls[row[wanted], col[wanted]] = a[wanted, 3]
         except (sqlite3.Error, UnicodeDecodeError, OverflowError, ValueError, TypeError) as e:

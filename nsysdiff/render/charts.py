@@ -141,15 +141,21 @@ def waterfall(diff: Diff) -> Chart | None:
         ax.plot([4.7, 5.3], [level / 1e6] * 2, color=NEUTRAL, lw=0.6, ls=":")
         ax.bar(5, level / 1e6, color=CANDIDATE, width=0.6)
         ax.text(5, level / 1e6, u.ns(level), ha="center", va="bottom")
-        ax.set_xticks(range(6), ["base", "more/fewer\ncalls", "slower/faster\ncalls", "new\nkernels",
-                                 "removed\nkernels", "candidate"])  # fmt: skip
+        ax.set_xticks(
+            range(6),
+            ["base", "more/fewer\ncalls", "slower/faster\ncalls", "new\nkernels", "removed\nkernels", "candidate"],
+        )
         ax.set_ylabel("kernel time per step (ms)" if diff.per_step else "kernel time (ms)")
         ax.set_ylim(0, max(base, level, base + max(0, e.count_ns) + max(0, e.per_call_ns) + e.new_ns) / 1e6 * 1.15)
         svg = svg_text(fig, "Where the change went")
-    return Chart("waterfall", "Where the change went", svg,
-                 f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
-                 "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
-                 "only in the base.")  # fmt: skip
+    return Chart(
+        "waterfall",
+        "Where the change went",
+        svg,
+        f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
+        "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
+        "only in the base.",
+    )
 
 
 def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
@@ -160,8 +166,12 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     names = {r.key: r.name for r in diff.kernels}
     with plot("contributors", 7.5, 1.2 + 0.28 * len(parts)) as (fig, ax):
         ys = range(len(parts))
-        for kind, field in (("count", "count_ns"), ("per-call", "per_call_ns"), ("new", "new_ns"),
-                            ("removed", "removed_ns")):  # fmt: skip
+        for kind, field in (
+            ("count", "count_ns"),
+            ("per-call", "per_call_ns"),
+            ("new", "new_ns"),
+            ("removed", "removed_ns"),
+        ):
             values = [getattr(p.effects, field) / 1e6 for p in parts]
             pos = [max(v, 0) for v in values]
             neg = [min(v, 0) for v in values]
@@ -177,11 +187,14 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         left = min(sum(min(getattr(p.effects, f), 0) for f in _EFFECT_FIELDS) for p in parts) / 1e6
         pad = 0.06 * (right - left or 1.0)
         ax.set_xlim(left - pad, right + pad)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(parts) - 0.12), ncol=4, frameon=False,
-                  fontsize=8)  # fmt: skip
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(parts) - 0.12), ncol=4, frameon=False, fontsize=8)
         svg = svg_text(fig, "The kernels that moved the most")
-    return Chart("contributors", "The kernels that moved the most", svg,
-                 f"The {len(parts)} kernels with the largest change, each split into the same four parts.")  # fmt: skip
+    return Chart(
+        "contributors",
+        "The kernels that moved the most",
+        svg,
+        f"The {len(parts)} kernels with the largest change, each split into the same four parts.",
+    )
 
 
 _EFFECT_FIELDS = ("count_ns", "per_call_ns", "new_ns", "removed_ns")
@@ -233,14 +246,25 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         for x in (lo_thr, hi_thr):
             ax.axvline(x, color=WORSE, lw=0.8, ls="--")
         ax.axvline(1.0, color="black", lw=0.6, ls=":")
-        total = max((max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0)
-                     for _, r, _ in rows), default=1) or 1  # fmt: skip
+        total = (
+            max(
+                (max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) for _, r, _ in rows),
+                default=1,
+            )
+            or 1
+        )
         for y, (_, r, is_kernel) in enumerate(rows):
             weight = max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) / total
             if is_kernel:
                 ax.scatter([r.ratio or 1.0], [y], s=70, marker="D", color=WORSE, zorder=3)
-                ax.annotate(f"outlier {u.ratio(r.ratio)}", (r.ratio or 1.0, y), xytext=(6, -3),
-                            textcoords="offset points", color=WORSE, fontsize=8)  # fmt: skip
+                ax.annotate(
+                    f"outlier {u.ratio(r.ratio)}",
+                    (r.ratio or 1.0, y),
+                    xytext=(6, -3),
+                    textcoords="offset points",
+                    color=WORSE,
+                    fontsize=8,
+                )
             else:
                 ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
         ax.set_yticks(range(len(rows)), [name for name, _, _ in rows])
@@ -252,17 +276,23 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         _ratio_ticks(ax, low, high)
         ax.set_xlabel("ratio candidate / base (log scale)")
         ax.plot([], [], color=WORSE, lw=0.8, ls="--", label=f"outlier thresholds ÷/× {s.min_deviation:g}")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=3, frameon=False,
-                  fontsize=8)  # fmt: skip
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=3, frameon=False, fontsize=8)
         ax.grid(axis="x", which="both", color="#dddddd", lw=0.5)
         svg = svg_text(fig, f"Every {one} against the scale")
-    shown = f"the {len(fams)} largest of {len(pool)} {many}" if len(fams) < len(pool) else (
-        f"all {len(fams)} {many} on both sides")
-    return Chart("scale", f"Every {one} against the scale", svg,
-                 f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line is "
-                 f"the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
-                 f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
-                 f"{what}.")  # fmt: skip
+    shown = (
+        f"the {len(fams)} largest of {len(pool)} {many}"
+        if len(fams) < len(pool)
+        else (f"all {len(fams)} {many} on both sides")
+    )
+    return Chart(
+        "scale",
+        f"Every {one} against the scale",
+        svg,
+        f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line is "
+        f"the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
+        f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
+        f"{what}.",
+    )
 
 
 def _article(word: str) -> str:
@@ -273,8 +303,7 @@ def _same(family: Row | None, *kernels: Row) -> bool:
     """Whether a family's row is one of ``kernels`` by its figures (a one-kernel family)."""
     if family is None:
         return False
-    return any(k.family == family.name and k.ratio == family.ratio and k.delta_ns == family.delta_ns
-               for k in kernels)  # fmt: skip
+    return any(k.family == family.name and k.ratio == family.ratio and k.delta_ns == family.delta_ns for k in kernels)
 
 
 _NICE = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 20, 30, 50, 100)
@@ -323,9 +352,13 @@ def forest(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         _ratio_ticks(ax, *ax.get_xlim())
         ax.set_xlabel(f"total-time ratio with its {100 * r.confidence:g}% interval (log scale)")
         svg = svg_text(fig, "Intervals across runs")
-    return Chart("forest", "Intervals across runs", svg,
-                 f"The {len(items)} keys that moved most across {r.base_runs} base and {r.cand_runs} candidate "
-                 "runs: each ratio with its interval; red slower, green faster, grey within the noise.")  # fmt: skip
+    return Chart(
+        "forest",
+        "Intervals across runs",
+        svg,
+        f"The {len(items)} keys that moved most across {r.base_runs} base and {r.cand_runs} candidate "
+        "runs: each ratio with its interval; red slower, green faster, grey within the noise.",
+    )
 
 
 def run_points(diff: Diff) -> Chart | None:
@@ -346,17 +379,25 @@ def run_points(diff: Diff) -> Chart | None:
         ax.set_xlim(-0.6, 1.6)
         ax.set_ylabel("kernel time (ms)")
         svg = svg_text(fig, "Kernel time of every run")
-    return Chart("runs", "Kernel time of every run", svg,
-                 "Each dot is one run; the line is the median run, whose figures the report shows.")
+    return Chart(
+        "runs",
+        "Kernel time of every run",
+        svg,
+        "Each dot is one run; the line is the median run, whose figures the report shows.",
+    )
 
 
 # --- steps: the time per token ---------------------------------------------------------------
 
 PART_COLOURS = {
-    StepPart.COMPUTE: "#0072B2", StepPart.COMMUNICATION: "#56B4E9", StepPart.COPIES: "#009E73",
-    StepPart.LAUNCH_BOUND: "#D55E00", StepPart.SYNC: "#CC79A7", StepPart.HOST: "#E69F00",
+    StepPart.COMPUTE: "#0072B2",
+    StepPart.COMMUNICATION: "#56B4E9",
+    StepPart.COPIES: "#009E73",
+    StepPart.LAUNCH_BOUND: "#D55E00",
+    StepPart.SYNC: "#CC79A7",
+    StepPart.HOST: "#E69F00",
     StepPart.BETWEEN: "#999999",
-}  # fmt: skip
+}
 
 
 def _time_unit(largest: float) -> tuple[str, float]:
@@ -385,10 +426,14 @@ def step_parts(diff: Diff) -> Chart | None:
         ax.set_xlabel(f"mean time per step of {label(s.name, 30)} ({unit})")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False, fontsize=8)
         svg = svg_text(fig, "Where each step's time goes")
-    return Chart("steps", "Where each step's time goes", svg,
-                 f"{u.ns(s.base.period.mean)} → {u.ns(s.candidate.period.mean)} per step: the mean period (a "
-                 "step's start to the next step's start), split exactly into what the GPU and the host were "
-                 "doing.")  # fmt: skip
+    return Chart(
+        "steps",
+        "Where each step's time goes",
+        svg,
+        f"{u.ns(s.base.period.mean)} → {u.ns(s.candidate.period.mean)} per step: the mean period (a "
+        "step's start to the next step's start), split exactly into what the GPU and the host were "
+        "doing.",
+    )
 
 
 def side_steps(n: int) -> str:
@@ -404,8 +449,15 @@ def step_series(diff: Diff) -> Chart | None:
     with plot("series", 7.5, 2.8) as (fig, ax):
         for steps, colour, name in ((b, BASE, "base"), (c, CANDIDATE, "candidate")):
             xs = [i + 1 + steps.skipped for i in range(len(steps.steps))]
-            ax.plot(xs, [x.period_ns / div for x in steps.steps], color=colour, marker="o", ms=3, lw=1.2,
-                    label=f"{name} ({side_steps(len(steps.steps))})")  # fmt: skip
+            ax.plot(
+                xs,
+                [x.period_ns / div for x in steps.steps],
+                color=colour,
+                marker="o",
+                ms=3,
+                lw=1.2,
+                label=f"{name} ({side_steps(len(steps.steps))})",
+            )
         ax.set_ylim(bottom=0)
         ax.set_xlabel(f"step of {label(b.name, 30)}")
         ax.set_ylabel(f"period ({unit})")
@@ -413,12 +465,20 @@ def step_series(diff: Diff) -> Chart | None:
         ax.grid(axis="y", color="#dddddd", lw=0.5)
         svg = svg_text(fig, "The steps in order")
     last = " (the last step's period is its range's duration: no step follows it)" if b.last_period_is_duration else ""
-    return Chart("series", "The steps in order", svg,
-                 f"Each step's period, from its start to the next step's start{last}.")  # fmt: skip
+    return Chart(
+        "series", "The steps in order", svg, f"Each step's period, from its start to the next step's start{last}."
+    )
 
 
 def charts(diff: Diff, named: Mapping[str, str]) -> tuple[Chart, ...]:
     """Every chart that applies to ``diff``, in the order the report shows them."""
-    made = (waterfall(diff), contributors(diff, named), scale_band(diff, named), step_parts(diff),
-            step_series(diff), forest(diff, named), run_points(diff))  # fmt: skip
+    made = (
+        waterfall(diff),
+        contributors(diff, named),
+        scale_band(diff, named),
+        step_parts(diff),
+        step_series(diff),
+        forest(diff, named),
+        run_points(diff),
+    )
     return tuple(c for c in made if c is not None)

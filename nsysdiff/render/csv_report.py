@@ -44,8 +44,16 @@ def _ns(x: float | None) -> Cell:
 
 
 _SIDE_COLS = ("Total Time (ns)", "Instances", "Avg (ns)")
-_CHANGE_COLS = ("Delta (ns)", "Ratio", "Calls Ratio", "Avg Ratio", "Count Effect (ns)",
-                "Per-call Effect (ns)", "Resized Effect (ns)", "Verdict")  # fmt: skip
+_CHANGE_COLS = (
+    "Delta (ns)",
+    "Ratio",
+    "Calls Ratio",
+    "Avg Ratio",
+    "Count Effect (ns)",
+    "Per-call Effect (ns)",
+    "Resized Effect (ns)",
+    "Verdict",
+)
 
 
 def _sides(r: Row) -> list[Cell]:
@@ -57,10 +65,15 @@ def _sides(r: Row) -> list[Cell]:
 
 def _change(r: Row) -> list[Cell]:
     return [
-        _ns(r.delta_ns), _num(r.ratio), _num(r.calls_ratio), _num(r.mean_ratio),
-        _ns(r.count_effect_ns), _ns(r.per_call_effect_ns), _ns(r.resized_ns),
+        _ns(r.delta_ns),
+        _num(r.ratio),
+        _num(r.calls_ratio),
+        _num(r.mean_ratio),
+        _ns(r.count_effect_ns),
+        _ns(r.per_call_effect_ns),
+        _ns(r.resized_ns),
         "outlier" if r.is_outlier else r.verdict.value,
-    ]  # fmt: skip
+    ]
 
 
 def _side_header() -> tuple[str, ...]:
@@ -71,10 +84,16 @@ def kernels(d: Diff, names: Names = Names.short) -> Table:
     label = labels(d.kernels, names, mangled_of(d.base, d.candidate))
     header = ("Name", "Demangled Name", "Category", "Family", *_side_header(), *_CHANGE_COLS)
     rows = [
-        [neutral.csv_cell(label.get(r.key, r.name)), neutral.csv_cell(r.key),
-         neutral.csv_cell(r.category or ""), neutral.csv_cell(r.family or ""), *_sides(r), *_change(r)]
+        [
+            neutral.csv_cell(label.get(r.key, r.name)),
+            neutral.csv_cell(r.key),
+            neutral.csv_cell(r.category or ""),
+            neutral.csv_cell(r.family or ""),
+            *_sides(r),
+            *_change(r),
+        ]
         for r in d.kernels
-    ]  # fmt: skip
+    ]
     return header, rows
 
 
@@ -84,24 +103,51 @@ def _named(rows: Sequence[Row], first: str) -> Table:
 
 
 def _copies(deltas: Sequence[CopyDelta]) -> Table:
-    header = ("Operation", "Base Count", "Candidate Count", "Base Total (bytes)",
-              "Candidate Total (bytes)", "Base Total Time (ns)", "Candidate Total Time (ns)",
-              "Ratio", "Count Ratio", "Bytes Ratio", "Verdict")  # fmt: skip
+    header = (
+        "Operation",
+        "Base Count",
+        "Candidate Count",
+        "Base Total (bytes)",
+        "Candidate Total (bytes)",
+        "Base Total Time (ns)",
+        "Candidate Total Time (ns)",
+        "Ratio",
+        "Count Ratio",
+        "Bytes Ratio",
+        "Verdict",
+    )
     rows: list[list[Cell]] = []
     for x in deltas:
         b, c = x.base, x.candidate
         rows.append(
-            [neutral.csv_cell(x.kind), _num(b.ops) if b else None, _num(c.ops) if c else None,
-             _num(b.bytes) if b else None, _num(c.bytes) if c else None,
-             _ns(b.total_ns) if b else None, _ns(c.total_ns) if c else None,
-             _num(x.ratio), _num(x.ops_ratio), _num(x.bytes_ratio), x.verdict.value]
-        )  # fmt: skip
+            [
+                neutral.csv_cell(x.kind),
+                _num(b.ops) if b else None,
+                _num(c.ops) if c else None,
+                _num(b.bytes) if b else None,
+                _num(c.bytes) if c else None,
+                _ns(b.total_ns) if b else None,
+                _ns(c.total_ns) if c else None,
+                _num(x.ratio),
+                _num(x.ops_ratio),
+                _num(x.bytes_ratio),
+                x.verdict.value,
+            ]
+        )
     return header, rows
 
 
 def _devices(d: Diff) -> Table:
-    header = ("Device", "Base Kernels", "Candidate Kernels", "Base Busy (ns)",
-              "Candidate Busy (ns)", "Base Span (ns)", "Candidate Span (ns)", "Verdict")  # fmt: skip
+    header = (
+        "Device",
+        "Base Kernels",
+        "Candidate Kernels",
+        "Base Busy (ns)",
+        "Candidate Busy (ns)",
+        "Base Span (ns)",
+        "Candidate Span (ns)",
+        "Verdict",
+    )
     base = {x.device: x for x in d.base.devices}
     cand = {x.device: x for x in d.candidate.devices}
     rows: list[list[Cell]] = []
@@ -109,23 +155,37 @@ def _devices(d: Diff) -> Table:
         b, c = base.get(dev), cand.get(dev)
         bb, cb = (b.busy_ns if b else None), (c.busy_ns if c else None)
         rows.append(
-            [dev, b.kernels if b else None, c.kernels if c else None, bb, cb,
-             b.span_ns if b else None, c.span_ns if c else None,
-             device_verdict(bb, cb, d.settings.noise).value]
-        )  # fmt: skip
+            [
+                dev,
+                b.kernels if b else None,
+                c.kernels if c else None,
+                bb,
+                cb,
+                b.span_ns if b else None,
+                c.span_ns if c else None,
+                device_verdict(bb, cb, d.settings.noise).value,
+            ]
+        )
     return header, rows
 
 
 def _findings(report: Report) -> Table:
-    header = ("Level", "Rule", "Kind", "Subject", "Observed", "Limit", "Evidence", "Waived",
-              "Fails")  # fmt: skip
+    header = ("Level", "Rule", "Kind", "Subject", "Observed", "Limit", "Evidence", "Waived", "Fails")
     failing = set(report.failed)
     rows: list[list[Cell]] = [
-        [f.level.value, neutral.csv_cell(f.rule_id), f.kind, neutral.csv_cell(f.subject),
-         neutral.csv_cell(f.observed), neutral.csv_cell(f.limit), neutral.csv_cell(f.evidence),
-         int(f.waived), int(f in failing)]
+        [
+            f.level.value,
+            neutral.csv_cell(f.rule_id),
+            f.kind,
+            neutral.csv_cell(f.subject),
+            neutral.csv_cell(f.observed),
+            neutral.csv_cell(f.limit),
+            neutral.csv_cell(f.evidence),
+            int(f.waived),
+            int(f in failing),
+        ]
         for f in report.findings
-    ]  # fmt: skip
+    ]
     return header, rows
 
 

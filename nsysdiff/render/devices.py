@@ -51,5 +51,4 @@ def device_rows(d: Diff) -> list[list[str]]:
     return out
 
 
-DEVICE_HEADER = ("device", "kernels", "busy base", "candidate", "ratio", "idle of span",
-                 "verdict")  # fmt: skip
+DEVICE_HEADER = ("device", "kernels", "busy base", "candidate", "ratio", "idle of span", "verdict")

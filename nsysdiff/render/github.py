@@ -60,9 +60,7 @@ def render(report: Report) -> str:
     report = neutral.scrub(report, neutral.text)
     failing = set(report.failed)
     lines = [annotation(f, f in failing) for f in report.active]
-    lines += [
-        command("warning", reason, title="nsysdiff: inconclusive") for reason in report.reasons
-    ]
+    lines += [command("warning", reason, title="nsysdiff: inconclusive") for reason in report.reasons]
     lines.append(command("notice", phrases.verdict_line(report), title="nsysdiff"))
     return "\n".join(lines) + "\n"
 

@@ -39,19 +39,33 @@ def render_list(path: str, entries: Sequence[Entry], width: int, last: int) -> s
     console = plain_console(buf, width)
     refs = sorted({e.provenance.ref for e in entries})
     commits = len({(e.provenance.ref, e.provenance.commit) for e in entries})
-    wrap(console, f"nsysdiff history: {neutral.text(path)} · {len(entries):,} runs of {commits:,} commits "
-               f"on {len(refs):,} ref(s): {', '.join(refs) or 'none'}", width, hang="  ", bold=True)  # fmt: skip
+    wrap(
+        console,
+        f"nsysdiff history: {neutral.text(path)} · {len(entries):,} runs of {commits:,} commits "
+        f"on {len(refs):,} ref(s): {', '.join(refs) or 'none'}",
+        width,
+        hang="  ",
+        bold=True,
+    )
     shown = entries[-last:] if last else entries
     if shown:
         rows = [
-            [e.provenance.commit[:12], e.provenance.ref, str(e.provenance.run), e.provenance.added,
-             e.provenance.gpu, e.provenance.graph_mode, "failed" if e.provenance.failed else ""]
+            [
+                e.provenance.commit[:12],
+                e.provenance.ref,
+                str(e.provenance.run),
+                e.provenance.added,
+                e.provenance.gpu,
+                e.provenance.graph_mode,
+                "failed" if e.provenance.failed else "",
+            ]
             for e in shown
-        ]  # fmt: skip
+        ]
         console.print()
         title = f"Last {len(shown):,} of {len(entries):,} runs, oldest first"
-        console.print(grid(title, ("commit", "ref", "run", "added", "GPU", "graphs", "gate"), rows, width,
-                           optional=(5, 3, 4)))  # fmt: skip
+        console.print(
+            grid(title, ("commit", "ref", "run", "added", "GPU", "graphs", "gate"), rows, width, optional=(5, 3, 4))
+        )
     return buf.getvalue()
 
 
@@ -79,17 +93,33 @@ def render_trend(t: Trend, width: int, last: int) -> str:
         # The level bar spans the whole series, so that noise shown alone never looks like a step.
         lo, hi = min(values), max(values)
         rows = [
-            [p.commit[:12], str(p.runs), u.ns(p.total_ns), f"{u.ns(p.low_ns)}..{u.ns(p.high_ns)}", f"{p.calls:,}",
-             u.ns(p.per_call_ns), _pct(v / first), _bar(v, lo, hi), "failed" if p.failed else ""]
-            for p, v in zip(shown, values[-len(shown):], strict=True)
-        ]  # fmt: skip
+            [
+                p.commit[:12],
+                str(p.runs),
+                u.ns(p.total_ns),
+                f"{u.ns(p.low_ns)}..{u.ns(p.high_ns)}",
+                f"{p.calls:,}",
+                u.ns(p.per_call_ns),
+                _pct(v / first),
+                _bar(v, lo, hi),
+                "failed" if p.failed else "",
+            ]
+            for p, v in zip(shown, values[-len(shown) :], strict=True)
+        ]
         console.print()
         what = ("Time per call" if t.key.startswith("calls:") else "Time per step") if by_step else "Total time"
         title = f"{what} per commit (geometric mean of its runs), last {len(shown):,}"
         steps = t.kind == "nvtx" or (t.kind == STEP and not t.key.startswith("calls:"))
         each = "per step" if steps else "per call"
-        console.print(grid(title, ("commit", "runs", "total", "range", "calls", each, "vs first", "level", "gate"),
-                           rows, width, optional=(3, 8, 4, 5)))  # fmt: skip
+        console.print(
+            grid(
+                title,
+                ("commit", "runs", "total", "range", "calls", each, "vs first", "level", "gate"),
+                rows,
+                width,
+                optional=(3, 8, 4, 5),
+            )
+        )
     return buf.getvalue()
 
 
@@ -100,14 +130,24 @@ def _bar(v: float, lo: float, hi: float, cells: int = 10) -> str:
 
 def _step_row(s: Step) -> list[str]:
     interval = "-" if s.ci_low is None or s.ci_high is None else f"{_pct(s.ci_low)}..{_pct(s.ci_high)}"
-    return [s.key, s.kind, s.commit[:12], f"{u.ns(s.before_ns)} → {u.ns(s.after_ns)}", _pct(s.ratio), interval,
-            f"{s.p_value:.1e}"]  # fmt: skip
+    return [
+        s.key,
+        s.kind,
+        s.commit[:12],
+        f"{u.ns(s.before_ns)} → {u.ns(s.after_ns)}",
+        _pct(s.ratio),
+        interval,
+        f"{s.p_value:.1e}",
+    ]
 
 
 def _step_notes(steps: Sequence[Step]) -> list[str]:
     """What the rows can't say: a step undoes an earlier one; a sum's steps may be a drift's."""
-    notes = [f"{s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
-             for s in steps if s.returns_to]  # fmt: skip
+    notes = [
+        f"{s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
+        for s in steps
+        if s.returns_to
+    ]
     holding: dict[tuple[str, bool], dict[str, None]] = {}
     for s in steps:
         if s.drifting:
@@ -119,8 +159,15 @@ def _step_notes(steps: Sequence[Step]) -> list[str]:
 
 
 def _drift_row(d: Drift) -> list[str]:
-    return [d.key, d.kind, f"{d.first_commit[:7]}..{d.last_commit[:7]}", _pct(d.per_commit, 3),
-            f"{_pct(d.ci_low, 3)}..{_pct(d.ci_high, 3)}", _pct(d.overall), f"{d.p_value:.1e}"]  # fmt: skip
+    return [
+        d.key,
+        d.kind,
+        f"{d.first_commit[:7]}..{d.last_commit[:7]}",
+        _pct(d.per_commit, 3),
+        f"{_pct(d.ci_low, 3)}..{_pct(d.ci_high, 3)}",
+        _pct(d.overall),
+        f"{d.p_value:.1e}",
+    ]
 
 
 def render_changes(c: Changes, width: int) -> str:
@@ -128,11 +175,21 @@ def render_changes(c: Changes, width: int) -> str:
     buf = io.StringIO()
     console = plain_console(buf, width)
     gpu, scope, mode = c.identity
-    wrap(console, f"nsysdiff history changes: {c.ref} in {c.store} · {len(c.commits):,} commits, {c.runs:,} runs · "
-                  f"{len(c.steps):,} step(s), {len(c.drifts):,} drift(s) in {c.keys:,} keys", width, hang="  ",
-         bold=True)  # fmt: skip
-    wrap(console, f"runs like the newest: GPU {gpu}, {scope_words(scope)}, graph mode {mode}", width, indent="  ",
-         hang="  ")  # fmt: skip
+    wrap(
+        console,
+        f"nsysdiff history changes: {c.ref} in {c.store} · {len(c.commits):,} commits, {c.runs:,} runs · "
+        f"{len(c.steps):,} step(s), {len(c.drifts):,} drift(s) in {c.keys:,} keys",
+        width,
+        hang="  ",
+        bold=True,
+    )
+    wrap(
+        console,
+        f"runs like the newest: GPU {gpu}, {scope_words(scope)}, graph mode {mode}",
+        width,
+        indent="  ",
+        hang="  ",
+    )
     wrap(
         console,
         "Method: E-Divisive (Apache Otava) on each key's total time per commit (geometric mean of its runs), "
@@ -140,25 +197,44 @@ def render_changes(c: Changes, width: int) -> str:
         f"p < {c.max_pvalue:g}; on pure noise that flags {FALSE_ALARM:.3%} of keys per history "
         f"(95% upper bound {FALSE_ALARM_UPPER:.3%}). Size: after / before segment with a 95% Welch interval "
         "on the runs' logs. A key a straight line fits better than its steps (BIC) is a drift.",
-        width, indent="  ", hang="  ",
-    )  # fmt: skip
+        width,
+        indent="  ",
+        hang="  ",
+    )
     if c.structural:
-        wrap(console, f"{c.structural:,} key(s) not in every commit (structural changes) were not scanned",
-             width, indent="  ", hang="  ")  # fmt: skip
+        wrap(
+            console,
+            f"{c.structural:,} key(s) not in every commit (structural changes) were not scanned",
+            width,
+            indent="  ",
+            hang="  ",
+        )
     if c.steps:
         console.print()
         ordered = sorted(c.steps, key=lambda s: (s.index, s.kind, s.key))
-        console.print(grid("Steps, oldest first (the commit is the first at the new level)",
-                           ("key", "kind", "commit", "level", "change", "95% interval", "p"),
-                           [_step_row(s) for s in ordered], width, optional=(3, 1)))  # fmt: skip
+        console.print(
+            grid(
+                "Steps, oldest first (the commit is the first at the new level)",
+                ("key", "kind", "commit", "level", "change", "95% interval", "p"),
+                [_step_row(s) for s in ordered],
+                width,
+                optional=(3, 1),
+            )
+        )
         for note in _step_notes(ordered):
             wrap(console, note, width, indent="  ", hang="    ")
     if c.drifts:
         console.print()
         rows = [_drift_row(d) for d in c.drifts]
-        console.print(grid("Drifts (a slope, not a step)",
-                           ("key", "kind", "commits", "per commit", "95% interval", "overall", "p"), rows, width,
-                           optional=(1, 2)))  # fmt: skip
+        console.print(
+            grid(
+                "Drifts (a slope, not a step)",
+                ("key", "kind", "commits", "per commit", "95% interval", "overall", "p"),
+                rows,
+                width,
+                optional=(1, 2),
+            )
+        )
     if not c.steps and not c.drifts:
         console.print()
         wrap(console, "No change point: every scanned key held its level.", width, indent="  ")

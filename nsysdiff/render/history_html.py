@@ -72,28 +72,69 @@ def _index(d: Dashboard) -> str:
     out = [*page.head(title, f"matplotlib {charts.version()}"), f"<h1>{esc(title)}</h1>"]
     facts = [
         ("store", PurePath(d.store).name),
-        ("scanned", f"{len(c.commits):,} commits, {c.runs:,} runs, {c.keys:,} keys ({c.structural:,} not in every "
-                    "commit: structural, not scanned)"),
+        (
+            "scanned",
+            f"{len(c.commits):,} commits, {c.runs:,} runs, {c.keys:,} keys ({c.structural:,} not in every "
+            "commit: structural, not scanned)",
+        ),
         ("found", f"{len(c.steps):,} change points, {len(c.drifts):,} drifts"),
-        ("method", f"Apache Otava's E-Divisive over windows of {c.window} commits, a step kept under p = "
-                   f"{c.max_pvalue:g}; about {100 * FALSE_ALARM:.3f}% of steady keys get a false change point "
-                   "(docs/history.md)"),
-    ]  # fmt: skip
+        (
+            "method",
+            f"Apache Otava's E-Divisive over windows of {c.window} commits, a step kept under p = "
+            f"{c.max_pvalue:g}; about {100 * FALSE_ALARM:.3f}% of steady keys get a false change point "
+            "(docs/history.md)",
+        ),
+    ]
     out += ['<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
     if c.steps:
-        rows = [("", [td(s.kind), _link(s.kind, s.key, known), code(_sha(s.commit), s.commit, "nowrap"),
-                      num(s.before_ns, u.ns(s.before_ns)), num(s.after_ns, u.ns(s.after_ns)),
-                      num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)), num(s.p_value, f"{s.p_value:.2g}"),
-                      td(f"back to {_sha(s.returns_to)}" if s.returns_to else "")]) for s in c.steps]  # fmt: skip
-        cols = [Column("kind"), Column("key"), Column("commit"), Column("before", True), Column("after", True),
-                Column("ratio [95%]", True), Column("p", True), Column("")]  # fmt: skip
+        rows = [
+            (
+                "",
+                [
+                    td(s.kind),
+                    _link(s.kind, s.key, known),
+                    code(_sha(s.commit), s.commit, "nowrap"),
+                    num(s.before_ns, u.ns(s.before_ns)),
+                    num(s.after_ns, u.ns(s.after_ns)),
+                    num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
+                    num(s.p_value, f"{s.p_value:.2g}"),
+                    td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
+                ],
+            )
+            for s in c.steps
+        ]
+        cols = [
+            Column("kind"),
+            Column("key"),
+            Column("commit"),
+            Column("before", True),
+            Column("after", True),
+            Column("ratio [95%]", True),
+            Column("p", True),
+            Column(""),
+        ]
         out += [f"<h2>Change points ({len(c.steps):,})</h2>", table("steps", cols, rows, "change points")]
     if c.drifts:
-        rows = [("", [td(x.kind), _link(x.kind, x.key, known), _span(x),
-                      num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
-                      num(x.overall, u.ratio(x.overall))]) for x in c.drifts]  # fmt: skip
-        cols = [Column("kind"), Column("key"), Column("commits"), Column("per commit [95%]", True),
-                Column("overall", True)]  # fmt: skip
+        rows = [
+            (
+                "",
+                [
+                    td(x.kind),
+                    _link(x.kind, x.key, known),
+                    _span(x),
+                    num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
+                    num(x.overall, u.ratio(x.overall)),
+                ],
+            )
+            for x in c.drifts
+        ]
+        cols = [
+            Column("kind"),
+            Column("key"),
+            Column("commits"),
+            Column("per commit [95%]", True),
+            Column("overall", True),
+        ]
         out += [f"<h2>Drifts ({len(c.drifts):,})</h2>", table("drifts", cols, rows, "drifts")]
     if not c.steps and not c.drifts:
         out.append(f"<p>No change point and no drift on {esc(d.ref)} over these commits.</p>")
@@ -102,38 +143,79 @@ def _index(d: Dashboard) -> str:
         first, newest = t.points[0], t.points[-1]
         n = sum((s.kind, s.key) == (t.kind, t.key) for s in c.steps)
         drifting = any((x.kind, x.key) == (t.kind, t.key) for x in c.drifts)
-        rows.append(("", [td(t.kind), _link(t.kind, t.key, known), num(first.total_ns, u.ns(first.total_ns)),
-                          num(newest.total_ns, u.ns(newest.total_ns)),
-                          num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
-                          num(len(t.points), f"{len(t.points):,}"),
-                          num(n, f"{n}, drifting" if drifting else str(n))]))  # fmt: skip
-    cols = [Column("kind"), Column("key"), Column("first", True), Column("newest", True), Column("ratio", True),
-            Column("commits", True), Column("change points", True)]  # fmt: skip
-    out += ["<h2>Keys</h2>", "<p>The keys that changed, then the largest categories, families and kernels.</p>",
-            table("keys", cols, rows, "keys"), *page.tail()]  # fmt: skip
+        rows.append(
+            (
+                "",
+                [
+                    td(t.kind),
+                    _link(t.kind, t.key, known),
+                    num(first.total_ns, u.ns(first.total_ns)),
+                    num(newest.total_ns, u.ns(newest.total_ns)),
+                    num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
+                    num(len(t.points), f"{len(t.points):,}"),
+                    num(n, f"{n}, drifting" if drifting else str(n)),
+                ],
+            )
+        )
+    cols = [
+        Column("kind"),
+        Column("key"),
+        Column("first", True),
+        Column("newest", True),
+        Column("ratio", True),
+        Column("commits", True),
+        Column("change points", True),
+    ]
+    out += [
+        "<h2>Keys</h2>",
+        "<p>The keys that changed, then the largest categories, families and kernels.</p>",
+        table("keys", cols, rows, "keys"),
+        *page.tail(),
+    ]
     return "\n".join(out) + "\n"
 
 
 def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> str:
-    out = [*page.head(f"nsysdiff history: {d.ref}: {u.shorten(t.key)}", f"matplotlib {charts.version()}"),
-           '<p><a href="index.html">← all keys</a></p>',
-           f"<h1>{esc(t.kind)} <code>{esc(t.key)}</code></h1>"]  # fmt: skip
+    out = [
+        *page.head(f"nsysdiff history: {d.ref}: {u.shorten(t.key)}", f"matplotlib {charts.version()}"),
+        '<p><a href="index.html">← all keys</a></p>',
+        f"<h1>{esc(t.kind)} <code>{esc(t.key)}</code></h1>",
+    ]
     parts = [f"{len(t.points):,} commits on {d.ref}"]
     if t.missing:
         parts.append(f"{t.missing:,} without this key")
     parts += [f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {s.p_value:.2g})" for s in steps]
-    parts += [f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall"
-              for x in drifts]  # fmt: skip
+    parts += [
+        f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall" for x in drifts
+    ]
     out.append(f"<p>{esc('; '.join(parts))}</p>")
     c = _trend_chart(t, steps, drifts)
     out.append(f'<figure id="chart-trend" class="chart"><figcaption>{esc(c.caption)}</figcaption>\n{c.svg}\n</figure>')
     stepped = {s.commit for s in steps}
-    rows = [("outlier" if p.commit in stepped else "",
-             [code(_sha(p.commit), p.commit, "nowrap"), num(p.runs, str(p.runs)), num(p.total_ns, u.ns(p.total_ns)),
-              num(p.low_ns, u.ns(p.low_ns)), num(p.high_ns, u.ns(p.high_ns)), num(p.calls, f"{p.calls:,}"),
-              td(f"{p.failed} failed" if p.failed else "")]) for p in reversed(t.points)]  # fmt: skip
-    cols = [Column("commit"), Column("runs", True), Column("total (geometric mean)", True), Column("fastest", True),
-            Column("slowest", True), Column("calls", True), Column("gate")]  # fmt: skip
+    rows = [
+        (
+            "outlier" if p.commit in stepped else "",
+            [
+                code(_sha(p.commit), p.commit, "nowrap"),
+                num(p.runs, str(p.runs)),
+                num(p.total_ns, u.ns(p.total_ns)),
+                num(p.low_ns, u.ns(p.low_ns)),
+                num(p.high_ns, u.ns(p.high_ns)),
+                num(p.calls, f"{p.calls:,}"),
+                td(f"{p.failed} failed" if p.failed else ""),
+            ],
+        )
+        for p in reversed(t.points)
+    ]
+    cols = [
+        Column("commit"),
+        Column("runs", True),
+        Column("total (geometric mean)", True),
+        Column("fastest", True),
+        Column("slowest", True),
+        Column("calls", True),
+        Column("gate"),
+    ]
     out += ["<h2>Commits, newest first</h2>", table("commits", cols, rows, "commits"), *page.tail()]
     return "\n".join(out) + "\n"
 
@@ -145,16 +227,36 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
     xs = list(range(len(pts)))
     index = {p.commit: i for i, p in enumerate(pts)}
     with charts.plot("trend", 7.5, 3.3) as (fig, ax):
-        ax.fill_between(xs, [p.low_ns / div for p in pts], [p.high_ns / div for p in pts], color=charts.BASE,
-                        alpha=0.18, lw=0, label="fastest to slowest run")  # fmt: skip
-        ax.plot(xs, [p.total_ns / div for p in pts], color=charts.BASE, marker="o", ms=2.5, lw=1.2,
-                label="geometric mean of the runs")  # fmt: skip
+        ax.fill_between(
+            xs,
+            [p.low_ns / div for p in pts],
+            [p.high_ns / div for p in pts],
+            color=charts.BASE,
+            alpha=0.18,
+            lw=0,
+            label="fastest to slowest run",
+        )
+        ax.plot(
+            xs,
+            [p.total_ns / div for p in pts],
+            color=charts.BASE,
+            marker="o",
+            ms=2.5,
+            lw=1.2,
+            label="geometric mean of the runs",
+        )
         for s in steps:
             if s.commit in index:
                 x = index[s.commit] - 0.5
                 ax.axvline(x, color=charts.WORSE if s.ratio > 1 else charts.BETTER, lw=1.0, ls="--")
-                ax.annotate(f"{u.ratio(s.ratio)} at {_sha(s.commit)[:7]}", (x, 1.0), xycoords=("data", "axes fraction"),
-                            xytext=(3, -10), textcoords="offset points", fontsize=8)  # fmt: skip
+                ax.annotate(
+                    f"{u.ratio(s.ratio)} at {_sha(s.commit)[:7]}",
+                    (x, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(3, -10),
+                    textcoords="offset points",
+                    fontsize=8,
+                )
         every = max(1, -(-len(pts) // TICKS))
         ax.set_xticks(xs[::every], [charts.label(p.commit[:7], 10) for p in pts[::every]], rotation=45, ha="right")
         ax.set_xlim(-0.8, len(pts) - 0.2)
@@ -165,6 +267,10 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
         svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.key)}")
     moved = f"; dashed: the {len(steps)} change point{'s' if len(steps) != 1 else ''}" if steps else ""
     drift = "; the series drifts" if drifts else ""
-    return charts.Chart("trend", "The series", svg,
-                        f"Total time per commit: the geometric mean of its runs, the shaded band from the fastest "
-                        f"to the slowest run{moved}{drift}.")  # fmt: skip
+    return charts.Chart(
+        "trend",
+        "The series",
+        svg,
+        f"Total time per commit: the geometric mean of its runs, the shaded band from the fastest "
+        f"to the slowest run{moved}{drift}.",
+    )

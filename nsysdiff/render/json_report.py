@@ -62,11 +62,7 @@ def _stats(r: Row) -> dict[str, Any]:
         "outlier_score": r.outlier_score,
         "deviation": r.deviation,
         "is_outlier": r.is_outlier,
-        "distribution": (
-            None
-            if dist is None
-            else {"prob_slower": dist.prob_slower, "ks_distance": dist.ks_distance}
-        ),
+        "distribution": (None if dist is None else {"prob_slower": dist.prob_slower, "ks_distance": dist.ks_distance}),
     }
 
 

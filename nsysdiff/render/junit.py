@@ -68,9 +68,7 @@ def render(report: Report) -> str:
 
     if report.outcome is Outcome.INCONCLUSIVE:
         case = _case(suite, "nsysdiff.compare.comparability", "comparability")
-        err = ET.SubElement(
-            case, "error", message=_x("; ".join(report.reasons)), type="inconclusive"
-        )
+        err = ET.SubElement(case, "error", message=_x("; ".join(report.reasons)), type="inconclusive")
         err.text = _x("\n".join(report.reasons))
     if report.outcome is Outcome.UNJUDGED:
         case = _case(suite, "nsysdiff", "rules")
@@ -88,17 +86,13 @@ def render(report: Report) -> str:
             fail = ET.SubElement(
                 case,
                 "failure",
-                message=_x(
-                    f"{phrases.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"
-                ),
+                message=_x(f"{phrases.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"),
                 type=rule.level.value,
             )
             fail.text = _x(rule.description)
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = _x(
-                f"{rule.description} ({phrases.plural(rule.findings, 'active finding')})"
-            )
+            out.text = _x(f"{rule.description} ({phrases.plural(rule.findings, 'active finding')})")
 
     seen: Counter[str] = Counter()
     for f in report.findings:
@@ -108,15 +102,11 @@ def render(report: Report) -> str:
             name += f" #{seen[name]}"
         case = _case(suite, f"nsysdiff.{f.kind}", name)
         if f.waived:
-            ET.SubElement(
-                case, "skipped", message=_x(f"waived: {f.waiver_reason or 'no reason given'}")
-            )
+            ET.SubElement(case, "skipped", message=_x(f"waived: {f.waiver_reason or 'no reason given'}"))
             out = ET.SubElement(case, "system-out")
             out.text = _finding_body(f)
         elif f in failing:
-            fail = ET.SubElement(
-                case, "failure", message=_x(phrases.finding_text(f)), type=f.level.value
-            )
+            fail = ET.SubElement(case, "failure", message=_x(phrases.finding_text(f)), type=f.level.value)
             fail.text = _finding_body(f)
         else:
             out = ET.SubElement(case, "system-out")

@@ -73,9 +73,10 @@ _NBSP = "\xa0"  # textwrap never breaks at it; replaced by a space once wrapped
 def _break_points(word: str) -> list[int]:
     """Where a long name may break: after `_`, `,` or `::`, before a bracket."""
     return [
-        i for i in range(1, len(word))
+        i
+        for i in range(1, len(word))
         if word[i - 1] in "_," or word[i] in "<([⟨" or (word[i - 1] == ":" and word[i] != ":")
-    ]  # fmt: skip
+    ]
 
 
 class _Wrapper(textwrap.TextWrapper):
@@ -83,8 +84,7 @@ class _Wrapper(textwrap.TextWrapper):
     `_`, before a bracket: ``nvjet_sm90_tst_`` / ``64x16_v_bz_TNT``), never mid-word
     unless it has no such place."""
 
-    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str], cur_len: int,
-                          width: int) -> None:  # fmt: skip
+    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str], cur_len: int, width: int) -> None:
         chunk = reversed_chunks[-1]
         room = max(width - cur_len, 1)
         fits = [i for i in _break_points(chunk) if i <= room]
@@ -102,11 +102,20 @@ def break_name(name: str, width: int) -> list[str]:
     """A name as lines of at most ``width`` cells, broken between words, else where a name
     breaks (``_``, brackets)."""
     return _Wrapper(width=max(1, width), break_on_hyphens=False).wrap(name) or [""]
+
+
 _GLUE = re.compile(r"\S+ → \S+|\d (?:ns|us|ms|s|B|KB|MB|GB)\b")
 
 
-def wrap(console: Console, text: str, width: int, indent: str = "", hang: str | None = None,
-          bold: bool = False, max_lines: int | None = None) -> None:  # fmt: skip
+def wrap(
+    console: Console,
+    text: str,
+    width: int,
+    indent: str = "",
+    hang: str | None = None,
+    bold: bool = False,
+    max_lines: int | None = None,
+) -> None:
     """``text`` as lines of at most ``width`` cells, continuation lines indented by ``hang``.
 
     A number stays with its unit and an arrow with both its ends: ``392 → 392`` and
@@ -143,6 +152,7 @@ def grid(
         return width - others - 3 * (len(keep) - 1)
 
     longest = max(len(header[0]), *(len(r[0]) for r in rows))
+
     def width_of(i: int) -> int:
         return max(len(header[i]), *(len(r[i]) for r in rows)) + 3
 

@@ -57,6 +57,7 @@ TOP_CHANGES = 10
 CHART_BARS = 12
 CHART_LABEL = 14
 
+
 def code(name: str, width: int = NAME_WIDTH, full: str | None = None) -> str:
     """A name as ``<code>``, shortened to ``width``; when the shown text is not the whole
     story (shortened, or ``full``, e.g. the demangled name, differs) the full name is the
@@ -104,8 +105,7 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
             code(f.subject, width=neutral.NAME_LIMIT),
             cell(f.observed),
             cell(f.limit),
-            cell(f.evidence)
-            + (" · " + cell(f.waiver_reason) if f.waived and f.waiver_reason else ""),
+            cell(f.evidence) + (" · " + cell(f.waiver_reason) if f.waived and f.waiver_reason else ""),
         ]
         for f in findings
     ]
@@ -132,9 +132,17 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
             ]
         )
     header = (
-        "kernel", "category", "base → candidate", "ratio", "per call", "calls",
-        "count / per-call effect", "vs scale", "score", "P(slower) / KS",
-    )  # fmt: skip
+        "kernel",
+        "category",
+        "base → candidate",
+        "ratio",
+        "per call",
+        "calls",
+        "count / per-call effect",
+        "vs scale",
+        "score",
+        "P(slower) / KS",
+    )
     return _table(header, rows, "llrrrrrrrr")
 
 
@@ -227,8 +235,17 @@ def _basis_rows(diff: Diff) -> list[str]:
     for r in diff.scored[:TOP_CHANGES]:
         b, c = side_ns(r)
         verdict = "**outlier**" if r.is_outlier else r.verdict.value
-        rows.append([code(r.key), calls_pair(r), f"{b} → {c}", u.signed_ns(r.delta_ns), u.ratio(r.ratio),
-                     u.ratio(r.deviation), verdict])  # fmt: skip
+        rows.append(
+            [
+                code(r.key),
+                calls_pair(r),
+                f"{b} → {c}",
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.deviation),
+                verdict,
+            ]
+        )
     header = (what, "count", "base → candidate", "Δ", "ratio", "vs scale", "verdict")
     return [f"### {what}", "", *_table(header, rows, "llrrrrl"), ""]
 
@@ -275,8 +292,7 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
     out: list[str] = []
     for v in drifts:
         out.append(
-            f"**{cell(v.family)}** ({cell(v.category)}): {drift_totals(v)}, "
-            f"{plural(len(v.kept), 'variant')} kept"
+            f"**{cell(v.family)}** ({cell(v.category)}): {drift_totals(v)}, {plural(len(v.kept), 'variant')} kept"
         )
         out.append("")
         rows = [
@@ -335,12 +351,18 @@ def _named_rows(rows: Sequence[Row]) -> list[str]:
     for r in rows[:TOP_CHANGES]:
         b, c = side_ns(r)
         out.append(
-            [code(r.key), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), calls_pair(r),
-             " / ".join(effect_cells(r)),
-             "**outlier**" if r.is_outlier else r.verdict.value]
-        )  # fmt: skip
-    header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect",
-              "verdict")  # fmt: skip
+            [
+                code(r.key),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                calls_pair(r),
+                " / ".join(effect_cells(r)),
+                "**outlier**" if r.is_outlier else r.verdict.value,
+            ]
+        )
+    header = ("name", "base", "candidate", "Δ", "ratio", "calls", "count / per-call effect", "verdict")
     return _table(header, out, "lrrrrrrl")
 
 
@@ -367,8 +389,10 @@ def _ranks(diff: Diff) -> list[str]:
     rd = compare(diff.base.ranks, diff.candidate.ranks)
     if rd is None:
         return []
-    return _details(f"Ranks: per-rank time and collective skew ({len(rd.base.ranks):,} → "
-                    f"{len(rd.candidate.ranks):,})", ranks.diff_markdown(rd))  # fmt: skip
+    return _details(
+        f"Ranks: per-rank time and collective skew ({len(rd.base.ranks):,} → {len(rd.candidate.ranks):,})",
+        ranks.diff_markdown(rd),
+    )
 
 
 def _render(report: Report, names: Names = Names.short) -> str:
@@ -393,14 +417,12 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += [f"> - {cell(r)}" for r in report.reasons]
         out.append("")
     context = [
-        f"base <code>{cell(d.base_meta.source)}</code> → "
-        f"candidate <code>{cell(d.candidate_meta.source)}</code>",
+        f"base <code>{cell(d.base_meta.source)}</code> → candidate <code>{cell(d.candidate_meta.source)}</code>",
         *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
         cell(scale_line(d)),
         *([cell(f"across {runs.count_phrase(d.runs)}: {runs.over_runs_phrase(d.runs)}")] if d.runs else []),
         f"launches {h.base_launches:,} → {h.candidate_launches:,}",
-        f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} "
-        f"({h.common_kernels:,} common)",
+        f"distinct kernels {h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)",
     ]
     same = kernel_count_phrase(d)
     if same:
@@ -410,8 +432,10 @@ def _render(report: Report, names: Names = Names.short) -> str:
         context.append(cell(steps))
     out += [" · ".join(context), ""]
     if d.steps is not None:
-        out += [f"**Steps** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
-                for i, line in enumerate(step_lines.first_lines(d.steps))]  # fmt: skip
+        out += [
+            f"**Steps** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
+            for i, line in enumerate(step_lines.first_lines(d.steps))
+        ]
         out.append("")
     change = attribution_line(d, lambda n: code(n), named)
     if change:
@@ -429,8 +453,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out.append("")
     if d.outliers:
         out += [
-            f"### Outliers ({len(d.outliers)}): scaled abnormally against the overall "
-            f"{h.scale:.2f}x",
+            f"### Outliers ({len(d.outliers)}): scaled abnormally against the overall {h.scale:.2f}x",
             "",
         ]
         out += _outliers(d, kcode)
@@ -455,9 +478,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:
         kinds = len(d.memcpy) + len(d.memset)
-        out += _details(
-            f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset))
-        )
+        out += _details(f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset)))
     if d.variants:
         appeared = sum(len(v.appeared) for v in d.variants)
         gone = sum(len(v.disappeared) for v in d.variants)
@@ -468,14 +489,11 @@ def _render(report: Report, names: Names = Names.short) -> str:
         )
     if d.kernels:
         out += _details(
-            f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of "
-            f"{len(d.kernels):,} kernels)",
+            f"Top changes by absolute time ({min(TOP_CHANGES, len(d.kernels))} of {len(d.kernels):,} kernels)",
             _top_changes(d, kcode),
         )
     if d.nvtx and d.headline.basis != "nvtx":  # else the compared ranges are above
-        out += _details(
-            f"NVTX ranges ({min(TOP_CHANGES, len(d.nvtx))} of {len(d.nvtx):,})", _named_rows(d.nvtx)
-        )
+        out += _details(f"NVTX ranges ({min(TOP_CHANGES, len(d.nvtx))} of {len(d.nvtx):,})", _named_rows(d.nvtx))
     if d.sync:
         out += _details(
             f"Synchronising API calls ({min(TOP_CHANGES, len(d.sync))} of {len(d.sync):,})",
@@ -491,8 +509,11 @@ def _render(report: Report, names: Names = Names.short) -> str:
         f"(weighted median of family ratios, no family over a fifth of the weight), "
         f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
         f"either side's kernel time; unchanged within {s.noise:g}x. "
-        + ("One trace per side: ratios are not confidence intervals." if d.runs is None
-           else cell(runs.method_text(d.runs)))
+        + (
+            "One trace per side: ratios are not confidence intervals."
+            if d.runs is None
+            else cell(runs.method_text(d.runs))
+        )
         + "</sub>"
-    )  # fmt: skip
+    )
     return "\n".join(out) + "\n"

@@ -65,10 +65,17 @@ def _key(k: KeyNoise | PartialKey, named: dict[str, str]) -> str:
 
 def _rows(keys: list[KeyNoise], named: dict[str, str]) -> list[list[str]]:
     return [
-        [_key(k, named), _KIND_WORDS[k.kind][0], u.ns(k.median_mean_ns), fmt_width(k.mean.width),
-         fmt_width(width(k.mean.robust_log)), u.ns(k.median_total_ns), fmt_width(k.total.width)]
+        [
+            _key(k, named),
+            _KIND_WORDS[k.kind][0],
+            u.ns(k.median_mean_ns),
+            fmt_width(k.mean.width),
+            fmt_width(width(k.mean.robust_log)),
+            u.ns(k.median_total_ns),
+            fmt_width(k.total.width),
+        ]
         for k in keys
-    ]  # fmt: skip
+    ]
 
 
 HEADER = ("key", "kind", "mean/call", "width", "robust", "total", "width")
@@ -96,8 +103,9 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
     if p.partial:
         rows = [[_key(k, named), _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         console.print()
-        console.print(grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"),
-                           rows, width_cols))  # fmt: skip
+        console.print(
+            grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows, width_cols)
+        )
     return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
 
@@ -113,11 +121,13 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
 
     def table(title: str, header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
         return [
-            "", f"#### {cell(title)}", "",
+            "",
+            f"#### {cell(title)}",
+            "",
             "| " + " | ".join(header) + " |",
             "|" + "|".join([":--", ":--", *("--:" for _ in header[2:])]) + "|",
             *("| " + " | ".join([f"<code>{cell(r[0])}</code>", *(cell(c) for c in r[1:])]) + " |" for r in rows),
-        ]  # fmt: skip
+        ]
 
     if shown:
         out += table(_title(p, len(shown)), HEADER, _rows(shown, named))

@@ -147,10 +147,17 @@ def table(tid: str, columns: Sequence[Column], rows: Sequence[tuple[str, Sequenc
     """A sortable table with a filter box; each row is (its class, its ``<td>`` cells)."""
     head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
     # A filter box only where there are rows enough to need one.
-    box = (f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
-           f'aria-label="filter {esc(what)}">\n') if len(rows) >= FILTER_ROWS else ""  # fmt: skip
-    body = "\n".join(f'<tr class="{cls}">{"".join(cells)}</tr>' if cls else f"<tr>{''.join(cells)}</tr>"
-                     for cls, cells in rows)  # fmt: skip
+    box = (
+        (
+            f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
+            f'aria-label="filter {esc(what)}">\n'
+        )
+        if len(rows) >= FILTER_ROWS
+        else ""
+    )
+    body = "\n".join(
+        f'<tr class="{cls}">{"".join(cells)}</tr>' if cls else f"<tr>{''.join(cells)}</tr>" for cls, cells in rows
+    )
     return (
         f'{box}<div class="scroll"><table class="sortable" id="{tid}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
         "</tbody></table></div>"

@@ -196,12 +196,9 @@ def kernel_time_phrase(diff: Diff) -> str:
         return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
         return (
-            f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → "
-            f"{u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
+            f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → {u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
         )
-    return (
-        f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
-    )
+    return f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
 
 
 def compared_ns(diff: Diff) -> tuple[float, float]:
@@ -231,8 +228,7 @@ def kernel_count_phrase(diff: Diff) -> str | None:
     only_b = h.base_kernels - h.common_kernels
     only_c = h.candidate_kernels - h.common_kernels
     return (
-        f"same launch count ({h.base_launches:,}), different kernels: "
-        f"{only_b:,} base-only, {only_c:,} candidate-only"
+        f"same launch count ({h.base_launches:,}), different kernels: {only_b:,} base-only, {only_c:,} candidate-only"
     )
 
 
@@ -247,9 +243,7 @@ def too_small(report: Report) -> bool:
     return bool(told) and set(report.reasons) <= told
 
 
-def verdict_details(
-    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
-) -> list[str]:
+def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False) -> list[str]:
     """What follows ``FAIL (exit 1)`` on the verdict line: what decided it, the kernel
     time and the top outlier. ``name`` formats the outlier's row (its kernel name);
     ``reasons_below``: the report lists the inconclusive reasons under the line, so the
@@ -307,9 +301,7 @@ def top_change_phrase(diff: Diff) -> str | None:
     return f"top change {text[:-1]}; {share})" if text.endswith(")") else f"top change {text} ({share})"
 
 
-def verdict_line(
-    report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False
-) -> str:
+def verdict_line(report: Report, name: Callable[[Row], str] = _short_name, reasons_below: bool = False) -> str:
     """``FAIL (exit 1) · 1 failed rule · 2 errors · kernel time ... · top outlier ...``."""
     head = f"{status_word(report)} (exit {int(report.exit_code)})"
     return " · ".join([head, *verdict_details(report, name, reasons_below)])

@@ -36,18 +36,31 @@ def name(r: RankStats) -> str:
 
 def rank_rows(v: RankView) -> list[list[str]]:
     return [
-        [name(r), f"{r.kernels:,}", u.ns(r.kernel_ns), u.ns(r.compute_ns), u.ns(r.collective_ns),
-         u.ns(r.busy_ns), u.pct(r.idle_pct)]
+        [
+            name(r),
+            f"{r.kernels:,}",
+            u.ns(r.kernel_ns),
+            u.ns(r.compute_ns),
+            u.ns(r.collective_ns),
+            u.ns(r.busy_ns),
+            u.pct(r.idle_pct),
+        ]
         for r in v.ranks
-    ]  # fmt: skip
+    ]
 
 
 def op_rows(v: RankView) -> list[list[str]]:
     return [
-        [s.op, f"{s.calls:,}", u.ns(s.time.min_ns), u.ns(s.time.median_ns), u.ns(s.time.max_ns),
-         f"#{s.time.most}" if s.time.spread_ns else "all alike"]
+        [
+            s.op,
+            f"{s.calls:,}",
+            u.ns(s.time.min_ns),
+            u.ns(s.time.median_ns),
+            u.ns(s.time.max_ns),
+            f"#{s.time.most}" if s.time.spread_ns else "all alike",
+        ]
         for s in v.ops
-    ]  # fmt: skip
+    ]
 
 
 def _spread_text(v: RankView, s: Spread) -> str:
@@ -135,8 +148,13 @@ def markdown_lines(v: RankView, how_told: str | None = None) -> list[str]:
 def _spread_data(s: Spread | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {"min_ns": s.min_ns, "median_ns": s.median_ns, "max_ns": s.max_ns, "least_rank": s.least,
-            "most_rank": s.most}  # fmt: skip
+    return {
+        "min_ns": s.min_ns,
+        "median_ns": s.median_ns,
+        "max_ns": s.max_ns,
+        "least_rank": s.least,
+        "most_rank": s.most,
+    }
 
 
 def view_data(v: RankView) -> dict[str, Any]:
@@ -163,10 +181,19 @@ def render_job_plain(v: RankView, sources: list[str], width: int) -> str:
     buf = io.StringIO()
     console = plain_console(buf, width)
     v = neutral.scrub(v, neutral.text)
-    wrap(console, f"{len(sources):,} traces as the ranks of one job: {', '.join(neutral.text(s) for s in sources)}",
-         width, hang="  ")  # fmt: skip
-    wrap(console, f"{sum(r.kernels for r in v.ranks):,} kernel launches · kernel time "
-         f"{u.ns(sum(r.kernel_ns for r in v.ranks))} over {len(v.ranks):,} ranks", width, hang="  ")  # fmt: skip
+    wrap(
+        console,
+        f"{len(sources):,} traces as the ranks of one job: {', '.join(neutral.text(s) for s in sources)}",
+        width,
+        hang="  ",
+    )
+    wrap(
+        console,
+        f"{sum(r.kernels for r in v.ranks):,} kernel launches · kernel time "
+        f"{u.ns(sum(r.kernel_ns for r in v.ranks))} over {len(v.ranks):,} ranks",
+        width,
+        hang="  ",
+    )
     render_text(v, console, "in the order given")
     return neutral.lines("\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n")
 
@@ -220,11 +247,13 @@ def diff_rows(rd: RankDiff) -> list[list[str]]:
     for n in sorted(base.keys() | cand.keys()):
         b, c = base.get(n), cand.get(n)
         out.append(
-            [f"#{n} {_pair_label(b, c)}",
-             _pair(_of(b, "compute_ns"), _of(c, "compute_ns")),
-             _pair(_of(b, "collective_ns"), _of(c, "collective_ns")),
-             _pair(_of(b, "kernel_ns"), _of(c, "kernel_ns"))]
-        )  # fmt: skip
+            [
+                f"#{n} {_pair_label(b, c)}",
+                _pair(_of(b, "compute_ns"), _of(c, "compute_ns")),
+                _pair(_of(b, "collective_ns"), _of(c, "collective_ns")),
+                _pair(_of(b, "kernel_ns"), _of(c, "kernel_ns")),
+            ]
+        )
     return out
 
 
@@ -261,8 +290,15 @@ def diff_lines(rd: RankDiff) -> list[str]:
 def render_diff_text(rd: RankDiff, console: Console) -> None:
     width = console.width
     console.print()
-    console.print(grid(f"Ranks ({len(rd.base.ranks):,} → {len(rd.candidate.ranks):,})", DIFF_HEADER,
-                       diff_rows(rd), width, optional=(3, 1)))  # fmt: skip
+    console.print(
+        grid(
+            f"Ranks ({len(rd.base.ranks):,} → {len(rd.candidate.ranks):,})",
+            DIFF_HEADER,
+            diff_rows(rd),
+            width,
+            optional=(3, 1),
+        )
+    )
     console.print()
     for line in diff_lines(rd):
         wrap(console, line, width, hang="  ")

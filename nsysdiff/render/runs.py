@@ -169,7 +169,13 @@ def markdown_rows(r: RunsDiff, cell: Callable[[str], str], named: Mapping[str, s
                 continue
             q = "-" if c.q_value is None else f"{c.q_value:.3g}"
             out.append(
-                [kind_word(k), f"<code>{cell(key_text(k, named))}</code>", _MEASURE[m],
-                 interval(c.ratio, c.ci_low, c.ci_high), q, c.verdict.value]
-            )  # fmt: skip
+                [
+                    kind_word(k),
+                    f"<code>{cell(key_text(k, named))}</code>",
+                    _MEASURE[m],
+                    interval(c.ratio, c.ci_low, c.ci_high),
+                    q,
+                    c.verdict.value,
+                ]
+            )
     return out

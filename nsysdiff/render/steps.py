@@ -91,10 +91,12 @@ def call_time_phrase(sd: StepsDiff) -> str | None:
     """``launch calls 8.05 us → 18.05 us each (2.24x)``: families of at least one call per
     step whose mean time per call moved beyond :data:`CALL_TIME_SHOWN` either way."""
     moved = [
-        f for f in sd.families
-        if f.mean_ratio is not None and min(f.base_calls, f.candidate_calls) >= 1
+        f
+        for f in sd.families
+        if f.mean_ratio is not None
+        and min(f.base_calls, f.candidate_calls) >= 1
         and abs(math.log(f.mean_ratio)) >= math.log(CALL_TIME_SHOWN)
-    ]  # fmt: skip
+    ]
     if not moved:
         return None
     return ", ".join(
@@ -148,12 +150,16 @@ def family_rows(sd: StepsDiff) -> list[list[str]]:
     rows = []
     for f in sd.families:
         copies = f.family in (HostFamily.COPY_H2D, HostFamily.COPY_D2H, HostFamily.COPY_D2D)
-        rows.append([
-            FAMILY_WORDS[f.family][1], f"{count(f.base_calls)} → {count(f.candidate_calls)}",
-            signed_count(f.delta_calls) if f.delta_calls else "0",
-            f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}", u.ratio(f.mean_ratio),
-            f"{u.nbytes(f.base_bytes)} → {u.nbytes(f.candidate_bytes)}" if copies else "",
-        ])  # fmt: skip
+        rows.append(
+            [
+                FAMILY_WORDS[f.family][1],
+                f"{count(f.base_calls)} → {count(f.candidate_calls)}",
+                signed_count(f.delta_calls) if f.delta_calls else "0",
+                f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}",
+                u.ratio(f.mean_ratio),
+                f"{u.nbytes(f.base_bytes)} → {u.nbytes(f.candidate_bytes)}" if copies else "",
+            ]
+        )
     return rows
 
 
@@ -212,11 +218,14 @@ def data(sd: StepsDiff) -> dict[str, Any]:
         "families": [
             {
                 "family": f.family.value,
-                "base_calls_per_step": f.base_calls, "candidate_calls_per_step": f.candidate_calls,
+                "base_calls_per_step": f.base_calls,
+                "candidate_calls_per_step": f.candidate_calls,
                 "delta_calls_per_step": f.delta_calls,
-                "base_mean_ns": f.base_mean_ns, "candidate_mean_ns": f.candidate_mean_ns,
+                "base_mean_ns": f.base_mean_ns,
+                "candidate_mean_ns": f.candidate_mean_ns,
                 "mean_ratio": f.mean_ratio,
-                "base_bytes_per_step": f.base_bytes, "candidate_bytes_per_step": f.candidate_bytes,
+                "base_bytes_per_step": f.base_bytes,
+                "candidate_bytes_per_step": f.candidate_bytes,
             }
             for f in sd.families
         ],

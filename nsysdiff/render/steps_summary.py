@@ -97,13 +97,26 @@ def tables(fp: Fingerprint) -> list[Table]:
             counts = f"{x.calls:,}" if x.least == x.most else f"{x.calls:,} ({x.least:,}-{x.most:,})"
             t = x.times
             fam_rows.append(
-                [FAMILY_LABELS[x.family], counts, u.ns(x.time_ns), u.nbytes(x.bytes) if t.bytes else "-",
-                 u.ns(t.mean_ns), u.ns(t.p50_ns), u.ns(t.p90_ns), u.ns(t.p99_ns), u.ns(t.max_ns)]
-            )  # fmt: skip
+                [
+                    FAMILY_LABELS[x.family],
+                    counts,
+                    u.ns(x.time_ns),
+                    u.nbytes(x.bytes) if t.bytes else "-",
+                    u.ns(t.mean_ns),
+                    u.ns(t.p50_ns),
+                    u.ns(t.p90_ns),
+                    u.ns(t.p99_ns),
+                    u.ns(t.max_ns),
+                ]
+            )
         out.append(
-            ("Host calls per step",
-             ("family", "calls", "time", "bytes", "per call", "p50", "p90", "p99", "max"), fam_rows, (7, 6, 3))
-        )  # fmt: skip
+            (
+                "Host calls per step",
+                ("family", "calls", "time", "bytes", "per call", "p50", "p90", "p99", "max"),
+                fam_rows,
+                (7, 6, 3),
+            )
+        )
     return out
 
 
@@ -112,8 +125,14 @@ def steps_data(steps: Steps) -> dict[str, Any]:
     n = len(steps.steps)
 
     def spread(sp: f.Spread) -> dict[str, Any]:
-        return {"p50_ns": sp.p50, "p90_ns": sp.p90, "p99_ns": sp.p99, "max_ns": sp.max, "mean_ns": sp.mean,
-                "p99_over_p50": sp.tail}  # fmt: skip
+        return {
+            "p50_ns": sp.p50,
+            "p90_ns": sp.p90,
+            "p99_ns": sp.p99,
+            "max_ns": sp.max,
+            "mean_ns": sp.mean,
+            "p99_over_p50": sp.tail,
+        }
 
     per = f.periods(steps)
     return {

@@ -156,27 +156,43 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
         shown = fp.kernels[:top]
         label = labels_of(((k.demangled, k.name) for k in fp.kernels), names, mangled_of(fp))
         rows = [
-            [label[k.demangled], f"{k.calls:,}", u.ns(k.total_ns), u.ns(k.mean_ns), u.ns(k.p50_ns),
-             u.ns(k.p90_ns), u.ns(k.max_ns), u.pct(_pct(k.total_ns, fp.kernel_ns))]
+            [
+                label[k.demangled],
+                f"{k.calls:,}",
+                u.ns(k.total_ns),
+                u.ns(k.mean_ns),
+                u.ns(k.p50_ns),
+                u.ns(k.p90_ns),
+                u.ns(k.max_ns),
+                u.pct(_pct(k.total_ns, fp.kernel_ns)),
+            ]
             for k in shown
-        ]  # fmt: skip
+        ]
         out.append(
-            (f"Top kernels ({len(shown)} of {len(fp.kernels):,})",
-             ("kernel", "calls", "total", "mean", "p50", "p90", "max", "%"), rows, (5, 4, 6, 3))
-        )  # fmt: skip
+            (
+                f"Top kernels ({len(shown)} of {len(fp.kernels):,})",
+                ("kernel", "calls", "total", "mean", "p50", "p90", "max", "%"),
+                rows,
+                (5, 4, 6, 3),
+            )
+        )
     if fp.categories:
         rows = [
-            [g.name, f"{g.kernels:,}", f"{g.calls:,}", u.ns(g.total_ns),
-             u.pct(_pct(g.total_ns, fp.kernel_ns))]
+            [g.name, f"{g.kernels:,}", f"{g.calls:,}", u.ns(g.total_ns), u.pct(_pct(g.total_ns, fp.kernel_ns))]
             for g in fp.categories
-        ]  # fmt: skip
+        ]
         out.append(("Categories", ("category", "kernels", "calls", "total", "%"), rows, (1,)))
     if fp.memcpy or fp.memset:
         rows = [
-            [cp.kind, f"{cp.ops:,}", u.nbytes(cp.bytes), u.ns(cp.total_ns),
-             "-" if cp.gbps is None else f"{cp.gbps:.2f}"]
+            [
+                cp.kind,
+                f"{cp.ops:,}",
+                u.nbytes(cp.bytes),
+                u.ns(cp.total_ns),
+                "-" if cp.gbps is None else f"{cp.gbps:.2f}",
+            ]
             for cp in (*fp.memcpy, *fp.memset)
-        ]  # fmt: skip
+        ]
         out.append(("Memory operations", ("kind", "ops", "bytes", "time", "GB/s"), rows, (4,)))
     if fp.sync:
         rows = [[a.name, f"{a.calls:,}", u.ns(a.total_ns)] for a in fp.sync]
@@ -185,9 +201,8 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
         shown_r = fp.nvtx[:top]
         rows = [[r.name, r.domain, f"{r.count:,}", u.ns(r.total_ns)] for r in shown_r]
         out.append(
-            (f"NVTX ranges (top {len(shown_r)} of {len(fp.nvtx):,})",
-             ("range", "domain", "count", "total"), rows, (1,))
-        )  # fmt: skip
+            (f"NVTX ranges (top {len(shown_r)} of {len(fp.nvtx):,})", ("range", "domain", "count", "total"), rows, (1,))
+        )
     return [*steps_summary.tables(fp), *out] if fp.steps is not None else out
 
 

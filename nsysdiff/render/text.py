@@ -54,9 +54,7 @@ def _side_label(fp_source: str, version: str | None) -> str:
     return f"{fp_source} (nsys {version or 'unknown'})"
 
 
-def _headline(
-    console: Console, report: Report, width: int, contributors: int | None, named: dict[str, str]
-) -> None:
+def _headline(console: Console, report: Report, width: int, contributors: int | None, named: dict[str, str]) -> None:
     """The totals behind the verdict: where the attribution of the change goes, with its
     top ``contributors`` (None: all it names)."""
     d = report.diff
@@ -75,15 +73,15 @@ def _headline(
         rows += [("time/step" if i == 0 else "", line) for i, line in enumerate(st.first_lines(d.steps))]
     if h.per is None:
         rows.append(
-            ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
-             f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})")
-        )  # fmt: skip
+            (
+                "kernel time",
+                f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)}  "
+                f"{u.ratio(h.ratio)}  ({u.signed_ns(h.candidate_total_ns - h.base_total_ns)})",
+            )
+        )
     else:
         b, c = phrases.compared_ns(d)
-        rows.append(
-            ("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} "
-             "in the whole scope")
-        )  # fmt: skip
+        rows.append(("kernel time", f"{u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} in the whole scope"))
         rows.append(("per step", f"{u.ns(b)} → {u.ns(c)}  {u.ratio(h.ratio)}  ({u.signed_ns(c - b)})"))
         rows.append(("steps", phrases.steps_phrase(d) or "-"))
     if d.runs is not None:
@@ -100,13 +98,20 @@ def _headline(
     a = d.attribution
     if a.top:
         # The change split exactly by kind, then its top contributors, one a line.
-        rows.append(("change/step" if d.per_step else "change",
-                     f"{u.signed_ns(a.delta_ns)} = {phrases.effects_text(a.effects)}"))  # fmt: skip
+        rows.append(
+            (
+                "change/step" if d.per_step else "change",
+                f"{u.signed_ns(a.delta_ns)} = {phrases.effects_text(a.effects)}",
+            )
+        )
         rows += [("", phrases.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
     rows.append(
-        ("launches", f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
-         f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)")
-    )  # fmt: skip
+        (
+            "launches",
+            f"{h.base_launches:,} → {h.candidate_launches:,}; distinct kernels "
+            f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)",
+        )
+    )
     rows += comparability.scope_lines(d)
     for label, text in rows:
         wrap(console, f"{label:<12} {text}", width, hang=" " * 13)
@@ -155,14 +160,12 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
         dist = (
             None
             if r.distribution is None
-            else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, "
-            f"KS {r.distribution.ks_distance:.2f}"
+            else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, KS {r.distribution.ks_distance:.2f}"
         )
         split = (
             f"resized {u.signed_ns(r.resized_ns)} ({phrases.resized_phrase(r.base.calls, r.candidate.calls)})"
             if r.resized_ns and r.base and r.candidate
-            else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect "
-            f"{u.signed_ns(r.per_call_effect_ns)}"
+            else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect {u.signed_ns(r.per_call_effect_ns)}"
         )
         effects = f"{split} · {u.ratio(r.deviation)} vs the overall scale · score {score}"
         # On the first screen the call distributions run on after the score; --details
@@ -199,8 +202,11 @@ def _outlier_families(console: Console, d: Diff, width: int) -> None:
     fams = d.outlier_families
     if not fams:
         return
-    _title(console, f"Families flagged as a whole ({len(fams)}): variants together against the overall "
-           f"{d.headline.scale:.2f}x", width)  # fmt: skip
+    _title(
+        console,
+        f"Families flagged as a whole ({len(fams)}): variants together against the overall {d.headline.scale:.2f}x",
+        width,
+    )
     for r in fams:
         b, c = phrases.side_ns(r)
         n = sum(1 for k in d.kernels if k.family == r.key)
@@ -225,9 +231,18 @@ def _basis_rows(console: Console, d: Diff, width: int) -> None:
     for r in shown:
         b, c = phrases.side_ns(r)
         rows.append(
-            [r.key, phrases.calls_pair(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio),
-             u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
-        )  # fmt: skip
+            [
+                r.key,
+                phrases.calls_pair(r),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.mean_ratio),
+                u.ratio(r.deviation),
+                _verdict_cell(r),
+            ]
+        )
     what = "NVTX ranges" if d.headline.basis == "nvtx" else "CUDA graphs"
     header = (what, "count", "base", "candidate", "Δ", "ratio", "mean", "vs scale", "verdict")
     title = f"{what} by absolute change ({len(shown)} of {len(d.scored):,})"
@@ -252,8 +267,7 @@ def _findings(
     for f in findings:
         mark = phrases.finding_mark(f).upper() if f in failing else phrases.finding_mark(f)
         _subject(console, f"  {mark:<14} {f.rule_id} · ", f.subject, width, bold=f in failing)
-        wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width,
-              indent=HANG)  # fmt: skip
+        wrap(console, f.observed + (f" vs limit {f.limit}" if f.limit else ""), width, indent=HANG)
         if f.evidence and evidence:
             wrap(console, f.evidence, width, indent=HANG)
         if f.waived:
@@ -284,11 +298,19 @@ def _categories(console: Console, d: Diff, width: int) -> None:
     for r in d.categories:
         b, c = phrases.side_ns(r)
         rows.append(
-            [r.name, b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), u.ratio(r.calls_ratio),
-             u.ratio(r.mean_ratio), u.ratio(r.deviation), _verdict_cell(r)]
-        )  # fmt: skip
-    header = ("category", "base", "candidate", "Δ", "ratio", "calls", "mean/call", "vs scale",
-              "verdict")  # fmt: skip
+            [
+                r.name,
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                u.ratio(r.calls_ratio),
+                u.ratio(r.mean_ratio),
+                u.ratio(r.deviation),
+                _verdict_cell(r),
+            ]
+        )
+    header = ("category", "base", "candidate", "Δ", "ratio", "calls", "mean/call", "vs scale", "verdict")
     console.print()
     console.print(grid("Categories", header, rows, width, optional=(5, 7, 3)))
 
@@ -403,14 +425,21 @@ def _kernel_rows(rows: Sequence[Row], label: Label) -> list[list[str]]:
     for r in rows:
         b, c = phrases.side_ns(r)
         out.append(
-            [label(r), b, c, u.signed_ns(r.delta_ns), u.ratio(r.ratio), phrases.calls_pair(r),
-             *phrases.effect_cells(r), _verdict_cell(r)]
-        )  # fmt: skip
+            [
+                label(r),
+                b,
+                c,
+                u.signed_ns(r.delta_ns),
+                u.ratio(r.ratio),
+                phrases.calls_pair(r),
+                *phrases.effect_cells(r),
+                _verdict_cell(r),
+            ]
+        )
     return out
 
 
-_CHANGE_HEADER = ("base", "candidate", "Δ", "ratio", "calls", "count effect", "per-call effect",
-                  "verdict")  # fmt: skip
+_CHANGE_HEADER = ("base", "candidate", "Δ", "ratio", "calls", "count effect", "per-call effect", "verdict")
 
 
 def _top_changes(console: Console, d: Diff, width: int, label: Label) -> None:
@@ -476,9 +505,11 @@ def _footer(console: Console, d: Diff, width: int) -> None:
     )
     if d.runs is not None:
         wrap(console, runs.method_text(d.runs), width)
-    variance = "" if d.runs is not None else (
-        "run-to-run variance (one trace per side, so a ratio is not a confidence interval); "
-    )  # fmt: skip
+    variance = (
+        ""
+        if d.runs is not None
+        else ("run-to-run variance (one trace per side, so a ratio is not a confidence interval); ")
+    )
     wrap(
         console,
         f"Not measured: {variance}end-to-end latency (kernel time ignores overlap, idle gaps and CPU time); "
@@ -517,8 +548,7 @@ def _more(console: Console, report: Report, width: int) -> None:
     wrap(console, f"More with --details: {', '.join(hidden)}, comparability, method.", width)
 
 
-def render(report: Report, *, width: int = 120, details: bool = False,
-           names: Names = Names.short) -> str:  # fmt: skip
+def render(report: Report, *, width: int = 120, details: bool = False, names: Names = Names.short) -> str:
     # Names from traces and rule files arrive as one inert line each (neutral.text), and the
     # finished document is checked once more (neutral.lines): no line a GitHub runner would
     # read as a workflow command, no terminal control sequence.
@@ -553,8 +583,7 @@ def render(report: Report, *, width: int = 120, details: bool = False,
         _findings(console, title, failed, failing, width, evidence=False)
         _more(console, report, width)
     else:
-        _findings(console, f"Findings ({phrases.finding_counts_of(report.findings)})", report.findings,
-                  failing, width)  # fmt: skip
+        _findings(console, f"Findings ({phrases.finding_counts_of(report.findings)})", report.findings, failing, width)
         _steps(console, d, width)
         _categories(console, d, width)
         _phases(console, d, width)

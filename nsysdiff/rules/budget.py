@@ -44,9 +44,7 @@ def _category(value: Any) -> Regex:
     pattern = opt.regex(value)
     known = categories.names()
     if not any(pattern.search(n) for n in known):
-        raise ValueError(
-            f"{pattern.pattern!r} matches no category (categories: {', '.join(known)})"
-        )
+        raise ValueError(f"{pattern.pattern!r} matches no category (categories: {', '.join(known)})")
     return pattern
 
 
@@ -86,9 +84,7 @@ OPTIONS = (
     ),
     Option("memcpy", "regex", opt.regex, "Select memcpy kinds that match (`HtoD`, `DtoD`, `.*`)."),
     Option("memset", "true", _memset, "Select memsets (`memset: true`)."),
-    Option(
-        "nvtx", "regex", opt.regex, "Select NVTX ranges whose name (or `domain::name`) matches."
-    ),
+    Option("nvtx", "regex", opt.regex, "Select NVTX ranges whose name (or `domain::name`) matches."),
     Option("sync", "regex", opt.regex, "Select synchronising CUDA API calls whose name matches."),
     Option("whole", "`trace`", opt.choice(("trace",)), "Select every kernel (`whole: trace`)."),
     Option(
@@ -147,8 +143,7 @@ OPTIONS = (
         "each",
         "boolean",
         opt.boolean,
-        "Judge each matched item (kernel, family, category, copy kind, range, call) on its "
-        "own instead of their sum.",
+        "Judge each matched item (kernel, family, category, copy kind, range, call) on its own instead of their sum.",
         default=False,
         default_doc="false",
     ),
@@ -208,9 +203,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
     metric: str = values["metric"]
     if metric not in _METRICS_FOR[selector]:
         allowed = ", ".join(_METRICS_FOR[selector])
-        raise OptionError(
-            "metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})"
-        )
+        raise OptionError("metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})")
     if not any(lim in given for lim in LIMITS):
         raise OptionError(None, f"a budget needs a limit: one of {', '.join(LIMITS)}")
     if "max_share" in given and selector not in ("kernel", "family", "category"):
@@ -219,8 +212,10 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
             f"a share of kernel time needs a kernel, family or category selection, not {selector}",
         )
     if "min_ratio" in given and "max_noise_widths" not in given:
-        raise OptionError("min_ratio", "goes with max_noise_widths (it gates a noise-relative limit); "
-                          "for a plain ratio limit use max_ratio")  # fmt: skip
+        raise OptionError(
+            "min_ratio",
+            "goes with max_noise_widths (it gates a noise-relative limit); for a plain ratio limit use max_ratio",
+        )
     if values["each"] and selector == "whole":
         raise OptionError("each", "'whole: trace' is one item; 'each' needs another selector")
     parse = _metric_parser(metric)
@@ -283,10 +278,7 @@ def mixture_quantile(kernels: Sequence[KernelStats], pct: float) -> float | None
 
     def cdf(x: float) -> float:
         return float(
-            sum(
-                w * np.interp(x, q, grid, left=0.0, right=1.0)
-                for w, q in zip(weights, sketches, strict=True)
-            )
+            sum(w * np.interp(x, q, grid, left=0.0, right=1.0) for w, q in zip(weights, sketches, strict=True))
         )
 
     lo, hi = min(k.min_ns for k in ks), max(k.max_ns for k in ks)
@@ -355,11 +347,7 @@ def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
     if not items:
         return {}
     gs = [g for _, g in items]
-    return {
-        o.selection: Group(
-            sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ()
-        )
-    }
+    return {o.selection: Group(sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ())}
 
 
 def steps(fp: Fingerprint, per: str | None) -> int | None:
@@ -438,9 +426,14 @@ def _noise_of(o: BudgetOptions, metric: str, normalised: bool) -> dict[str, nois
 
 
 def _limits(
-    o: BudgetOptions, b: Group | None, c: Group, bv: float | None, cv: float, diff: Diff,
+    o: BudgetOptions,
+    b: Group | None,
+    c: Group,
+    bv: float | None,
+    cv: float,
+    diff: Diff,
     noise: noise_limits.SubjectNoise | None,
-) -> list[_Limit]:  # fmt: skip
+) -> list[_Limit]:
     fmt = formatter(o.metric)
     unit = unit_of(o.metric)
     new = b is None or bv is None
@@ -450,30 +443,71 @@ def _limits(
         limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
         allowed = math.log(o.max_ratio)
         if new or bv == 0:
-            out.append(_Limit(f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio", cv > 0 or new, None, None,
-                              o.metric))  # fmt: skip
+            out.append(
+                _Limit(f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio", cv > 0 or new, None, None, o.metric)
+            )
         else:
             assert bv is not None
             r = cv / bv
-            out.append(_Limit(units.fmt_ratio(r), limit, r, o.max_ratio, "ratio", r > o.max_ratio * (1 + 1e-9),
-                              allowed, change, o.metric))  # fmt: skip
+            out.append(
+                _Limit(
+                    units.fmt_ratio(r),
+                    limit,
+                    r,
+                    o.max_ratio,
+                    "ratio",
+                    r > o.max_ratio * (1 + 1e-9),
+                    allowed,
+                    change,
+                    o.metric,
+                )
+            )
     if o.max_increase is not None:
         inc = cv - (bv or 0.0)
         allowed_inc = noise_limits.log_change(bv, (bv or 0.0) + o.max_increase)
-        out.append(_Limit(f"+{fmt(inc)}" if inc >= 0 else f"-{fmt(-inc)}", f"max_increase {fmt(o.max_increase)}",
-                          inc, o.max_increase, unit, inc > o.max_increase + 1e-9, allowed_inc, change,
-                          o.metric))  # fmt: skip
+        out.append(
+            _Limit(
+                f"+{fmt(inc)}" if inc >= 0 else f"-{fmt(-inc)}",
+                f"max_increase {fmt(o.max_increase)}",
+                inc,
+                o.max_increase,
+                unit,
+                inc > o.max_increase + 1e-9,
+                allowed_inc,
+                change,
+                o.metric,
+            )
+        )
     if o.max_value is not None:
-        out.append(_Limit(fmt(cv), f"max_value {fmt(o.max_value)}", cv, o.max_value, unit,
-                          cv > o.max_value + 1e-9, noise_limits.log_change(bv, o.max_value), change,
-                          o.metric))  # fmt: skip
+        out.append(
+            _Limit(
+                fmt(cv),
+                f"max_value {fmt(o.max_value)}",
+                cv,
+                o.max_value,
+                unit,
+                cv > o.max_value + 1e-9,
+                noise_limits.log_change(bv, o.max_value),
+                change,
+                o.metric,
+            )
+        )
     if o.max_share is not None and diff.candidate.kernel_ns:
         share = c.total_ns / diff.candidate.kernel_ns
         base_share = b.total_ns / diff.base.kernel_ns if b is not None and diff.base.kernel_ns else None
-        out.append(_Limit(units.fmt_percent(share), f"max_share {units.fmt_percent(o.max_share)}", share,
-                          o.max_share, "fraction", share > o.max_share + 1e-12,
-                          noise_limits.log_change(base_share, o.max_share),
-                          noise_limits.log_change(base_share, share), "share"))  # fmt: skip
+        out.append(
+            _Limit(
+                units.fmt_percent(share),
+                f"max_share {units.fmt_percent(o.max_share)}",
+                share,
+                o.max_share,
+                "fraction",
+                share > o.max_share + 1e-12,
+                noise_limits.log_change(base_share, o.max_share),
+                noise_limits.log_change(base_share, share),
+                "share",
+            )
+        )
     if o.max_noise_widths is not None:
         out.append(_widths_limit(o, bv, cv, noise))
     return out
@@ -488,20 +522,50 @@ def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_li
     gate = f" and min_ratio {units.fmt_ratio(o.min_ratio)}" if o.min_ratio is not None else ""
     fmt = formatter(o.metric)
     if bv is None or bv <= 0:
-        return _Limit(f"new ({fmt(cv)})", f"max_noise_widths {k:g}{gate}", None, None, "ratio", True, None,
-                      None, o.metric, in_widths=True)  # fmt: skip
+        return _Limit(
+            f"new ({fmt(cv)})",
+            f"max_noise_widths {k:g}{gate}",
+            None,
+            None,
+            "ratio",
+            True,
+            None,
+            None,
+            o.metric,
+            in_widths=True,
+        )
     r = cv / bv
     w = noise.width if noise is not None else None
     if w is None:
-        return _Limit(units.fmt_ratio(r), f"max_noise_widths {k:g}{gate}", r, None, "ratio", False, None,
-                      math.log(r), o.metric, in_widths=True)  # fmt: skip
+        return _Limit(
+            units.fmt_ratio(r),
+            f"max_noise_widths {k:g}{gate}",
+            r,
+            None,
+            "ratio",
+            False,
+            None,
+            math.log(r),
+            o.metric,
+            in_widths=True,
+        )
     threshold = math.exp(k * w)
     floor = o.min_ratio if o.min_ratio is not None else 1.0
     breached = r > threshold * (1 + 1e-9) and r > floor * (1 + 1e-9)
     widths = f"{math.log(r) / w:.1f} noise widths" if w > 0 else "no measured noise"
     limit = f"max_noise_widths {k:g} ({units.fmt_ratio(threshold)}){gate}"
-    return _Limit(f"{units.fmt_ratio(r)}, {widths}", limit, r, threshold, "ratio", breached, k * w, math.log(r),
-                  o.metric, in_widths=True)  # fmt: skip
+    return _Limit(
+        f"{units.fmt_ratio(r)}, {widths}",
+        limit,
+        r,
+        threshold,
+        "ratio",
+        breached,
+        k * w,
+        math.log(r),
+        o.metric,
+        in_widths=True,
+    )
 
 
 def _moves_the_step(diff: Diff, o: BudgetOptions, b: Group | None, c: Group) -> bool:
@@ -559,10 +623,18 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             evidence += "; " + noise_limits.evidence(subject_noise)
         for lim in _limits(o, b, c, bv, cv, diff, subject_noise):
             found = Finding(
-                level=rule.level, rule_id=rule.id, kind="budget", subject=shown, observed=lim.observed,
-                limit=lim.limit, evidence=evidence, message=message, observed_value=lim.observed_value,
-                limit_value=lim.limit_value, unit=lim.unit,
-            )  # fmt: skip
+                level=rule.level,
+                rule_id=rule.id,
+                kind="budget",
+                subject=shown,
+                observed=lim.observed,
+                limit=lim.limit,
+                evidence=evidence,
+                message=message,
+                observed_value=lim.observed_value,
+                limit_value=lim.limit_value,
+                unit=lim.unit,
+            )
             judged = noise.get(lim.metric, {}).get(subject)
             if lim.in_widths and lim.allowed is None and not lim.breached:
                 # No width to count in: this limit can't judge the subject.

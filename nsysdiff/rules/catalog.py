@@ -57,8 +57,9 @@ def _reflowed(doc: str, width: int) -> list[str]:
                 else:
                     items[-1] += " " + line.strip()
             for item in items:
-                out += textwrap.wrap(" ".join(item.split()), width=width, subsequent_indent="  ",
-                                     break_on_hyphens=False)  # fmt: skip
+                out += textwrap.wrap(
+                    " ".join(item.split()), width=width, subsequent_indent="  ", break_on_hyphens=False
+                )
         elif any(line.startswith(" ") for line in lines):
             out += _table(lines, width)
         else:
@@ -72,9 +73,11 @@ def _fitted(lines: list[str], width: int) -> str:
     out: list[str] = []
     for line in lines:
         indent = line[: len(line) - len(line.lstrip())]
-        out += [line] if len(line) <= width else textwrap.wrap(
-            line, width, subsequent_indent=indent + "    ", break_on_hyphens=False
-        )  # fmt: skip
+        out += (
+            [line]
+            if len(line) <= width
+            else textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_on_hyphens=False)
+        )
     return "\n".join(out) + "\n"
 
 
@@ -93,24 +96,30 @@ def _table(lines: list[str], width: int) -> list[str]:
     out: list[str] = []
     for hang, text in rows:
         hang = hang if hang < width // 2 else 4
-        out += textwrap.wrap(text, width=width, subsequent_indent=" " * hang, break_on_hyphens=False,
-                             drop_whitespace=True) or [""]  # fmt: skip
+        out += textwrap.wrap(
+            text, width=width, subsequent_indent=" " * hang, break_on_hyphens=False, drop_whitespace=True
+        ) or [""]
     return out
 
 
 def describe_kind(kind: Kind | Section, width: int = WIDTH) -> str:
     what = "kind" if isinstance(kind, Kind) else "section"
-    lines = [*textwrap.wrap(f"{what} {kind.name}: {kind.summary}", width=width, subsequent_indent="    "), "",
-             *_reflowed(kind.doc, width)]  # fmt: skip
+    lines = [
+        *textwrap.wrap(f"{what} {kind.name}: {kind.summary}", width=width, subsequent_indent="    "),
+        "",
+        *_reflowed(kind.doc, width),
+    ]
     if kind.options:
         lines += ["", "Options:"]
     for o in kind.options:
         lines += textwrap.wrap(
             f"  {o.name} ({o.type}; {'required' if o.required else 'default: ' + o.shown_default})",
-            width=width, subsequent_indent="      ",
-        )  # fmt: skip
-        lines += textwrap.wrap(o.doc, width=width, initial_indent=" " * 6, subsequent_indent=" " * 6,
-                               break_on_hyphens=False)  # fmt: skip
+            width=width,
+            subsequent_indent="      ",
+        )
+        lines += textwrap.wrap(
+            o.doc, width=width, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False
+        )
     if isinstance(kind, Kind):
         lines += [
             "",
@@ -134,10 +143,7 @@ def describe_rule(rule: Rule, packs_using: tuple[str, ...], width: int = WIDTH) 
         lines += ["", "message: " + " ".join(rule.message.split())]
     if rule.settings:
         lines += ["", "options:"]
-        lines += [
-            textwrap.fill(f"  {k}: {v}", width=width, subsequent_indent="      ")
-            for k, v in rule.settings
-        ]
+        lines += [textwrap.fill(f"  {k}: {v}", width=width, subsequent_indent="      ") for k, v in rule.settings]
     lines += [
         "",
         f"kind {kind.name}: {kind.summary}",

@@ -65,9 +65,7 @@ def packs_root() -> Traversable:
 
 def pack_names() -> tuple[str, ...]:
     root = packs_root()
-    return tuple(
-        sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
-    )
+    return tuple(sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml")))
 
 
 def is_pack(spec: str) -> bool:
@@ -167,10 +165,7 @@ class _File:
         node = yamldoc.compose(source.text, self.label, RuleError)
         self._loader = yamldoc.constructor()
         if node is None:
-            raise RuleError(
-                f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: "
-                f"{VERSION}')"
-            )
+            raise RuleError(f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: {VERSION}')")
         self._scan(node, set())
         self.root: Node = node
 
@@ -282,8 +277,7 @@ class _Loader:
                         node,
                         None,
                         "extends",
-                        f"{spec!r} is {e}: extends names a shipped pack or a file under the "
-                        "including file's directory",
+                        f"{spec!r} is {e}: extends names a shipped pack or a file under the including file's directory",
                     )
                 if target is None:
                     f.fail(
@@ -328,15 +322,20 @@ class _Loader:
         try:
             path = under(spec, src.directory)
         except ValueError as e:
-            f.fail(node, None, "noise_profile",
-                   f"{spec!r} is {e}: a noise profile must lie under the rule file's directory")  # fmt: skip
+            f.fail(
+                node,
+                None,
+                "noise_profile",
+                f"{spec!r} is {e}: a noise profile must lie under the rule file's directory",
+            )
         try:
             is_file = _exists(path) and path.is_file()
         except ValueError as e:
             f.fail(node, None, "noise_profile", f"{spec!r} is {e}")
         if not is_file:
-            f.fail(node, None, "noise_profile",
-                   f"{spec!r}: no such file (make one with `nsysdiff noise RUN... -o FILE`)")  # fmt: skip
+            f.fail(
+                node, None, "noise_profile", f"{spec!r}: no such file (make one with `nsysdiff noise RUN... -o FILE`)"
+            )
         return noise.load(path)
 
     def _extends(self, f: _File, node: Node) -> list[tuple[str, Node]]:
@@ -400,9 +399,7 @@ class _Loader:
         kname = f.value(knode, where, "kind")
         if not isinstance(kname, str) or kname not in KINDS:
             shown = repr(kname) if isinstance(kname, str) else opt.type_name(kname)
-            f.fail(
-                knode, where, "kind", f"unknown kind {shown} (kinds: {', '.join(sorted(KINDS))})"
-            )
+            f.fail(knode, where, "kind", f"unknown kind {shown} (kinds: {', '.join(sorted(KINDS))})")
         kind = KINDS[kname]
         level = Level.ERROR
         if "level" in by:
@@ -412,11 +409,7 @@ class _Loader:
             except ValueError as e:
                 f.fail(lnode, where, "level", str(e))
         message = self._string(f, by["message"][1], where, "message") if "message" in by else ""
-        description = (
-            self._string(f, by["description"][1], where, "description")
-            if "description" in by
-            else ""
-        )
+        description = self._string(f, by["description"][1], where, "description") if "description" in by else ""
         parsed: dict[str, Any] = {}
         settings: list[tuple[str, str]] = []
         known = (*RULE_KEYS, *(o.name for o in kind.options))
@@ -468,8 +461,7 @@ class _Loader:
                     wnode,
                     where,
                     None,
-                    "a waiver must be a mapping (rule, subject, reason, expires), not "
-                    f"{opt.type_name(v)}",
+                    f"a waiver must be a mapping (rule, subject, reason, expires), not {opt.type_name(v)}",
                 )
             values: dict[str, Any] = {}
             for k, kn, vn in f.pairs(wnode, where):
@@ -532,7 +524,6 @@ class _Loader:
             except ValueError as e:
                 f.fail(vn, "phases", name, str(e))
 
-
     def _steps(self, f: _File, node: Node) -> tuple[str, ...]:
         """``steps: {range: NAME or [NAME, ...]}``: the step range, in the ``--per`` syntax
         (``NAME[@DOMAIN]``, each part equal to the range's or an RE2 regex matching all of it)."""
@@ -576,15 +567,12 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
         if src is None:
             close = difflib.get_close_matches(spec, pack_names(), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise RuleError(
-                f"{spec}: no such rule file, and not a shipped pack{hint} ({', '.join(pack_names())})"
-            )
+            raise RuleError(f"{spec}: no such rule file, and not a shipped pack{hint} ({', '.join(pack_names())})")
         loader.load(src)
     for w in loader.waivers:
         if w.rule not in loader.rules:
             raise RuleError(
-                f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this "
-                "id is loaded"
+                f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this id is loaded"
             )
     ruleset = RuleSet(
         sources=tuple(specs),

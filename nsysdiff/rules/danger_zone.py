@@ -99,16 +99,11 @@ def _met(row: Row, o: DangerZoneOptions) -> list[str]:
                 row.base is not None
                 and row.candidate is not None
                 and (
-                    _outside(row.calls_ratio, o.count_tolerance)
-                    or (row.base.calls == 0) != (row.candidate.calls == 0)
+                    _outside(row.calls_ratio, o.count_tolerance) or (row.base.calls == 0) != (row.candidate.calls == 0)
                 )
             )
         else:
-            hit = (
-                row.base is not None
-                and row.candidate is not None
-                and _outside(row.ratio, o.tolerance)
-            )
+            hit = row.base is not None and row.candidate is not None and _outside(row.ratio, o.tolerance)
         if hit:
             met.append(cond)
     return met
@@ -149,9 +144,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             limit = f"time within {units.fmt_percent(o.tolerance)}"
         elif met[0] == "count-changes":
             limit = (
-                "calls unchanged"
-                if o.count_tolerance == 0
-                else f"calls within {units.fmt_percent(o.count_tolerance)}"
+                "calls unchanged" if o.count_tolerance == 0 else f"calls within {units.fmt_percent(o.count_tolerance)}"
             )
         yield Finding(
             level=rule.level,

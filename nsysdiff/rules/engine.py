@@ -15,9 +15,7 @@ from nsysdiff.rules.report import Finding, Level, RuleResult
 MAX_FINDINGS_PER_RULE = 100
 
 
-def evaluate(
-    diff: Diff, ruleset: RuleSet, *, today: date
-) -> tuple[tuple[Finding, ...], tuple[RuleResult, ...]]:
+def evaluate(diff: Diff, ruleset: RuleSet, *, today: date) -> tuple[tuple[Finding, ...], tuple[RuleResult, ...]]:
     """Every rule's findings (waived ones marked) and one result per rule run.
 
     ``today`` decides which waivers have expired; it is a parameter so that a report is

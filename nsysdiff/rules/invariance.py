@@ -300,10 +300,11 @@ def _attention(family: str, rows: Sequence[Row], diff: Diff) -> _Cause | None:
 
 def _reduction(family: str, rows: Sequence[Row], diff: Diff) -> _Cause | None:
     rows = [
-        r for r in rows
+        r
+        for r in rows
         if not (r.category and (_GEMM.match(r.category) or r.category in _ATTENTION))
         and ((r.category in _REDUCING) or _REDUCE_NAME.search(r.key))
-    ]  # fmt: skip
+    ]
     gone, new = _only(rows)
     if not gone and not new:
         return None

@@ -236,8 +236,7 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         rule_id=rule.id,
         kind="outlier",
         subject=subject,
-        observed=f"z={row.outlier_score:+.1f}, {units.fmt_ratio(dev)} of scale"
-        + ("" if dev > 1 else " (improvement)"),
+        observed=f"z={row.outlier_score:+.1f}, {units.fmt_ratio(dev)} of scale" + ("" if dev > 1 else " (improvement)"),
         limit=limit,
         evidence=evidence,
         message=message,

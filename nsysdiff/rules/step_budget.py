@@ -41,7 +41,9 @@ _TIME = ("period", "duration", *PARTS, "call_time")
 
 OPTIONS = (
     Option(
-        "metric", "choice", opt.choice(METRICS),
+        "metric",
+        "choice",
+        opt.choice(METRICS),
         "What to measure per step: `period` (start to the next start: the time per step), "
         "`duration` (the range's own), `tail` (p99 / p50 of the periods), a part of the "
         f"period ({', '.join(PARTS)}: its mean per step), `calls` or `bytes` per step of a "
@@ -49,28 +51,51 @@ OPTIONS = (
         default="period",
     ),
     Option(
-        "stat", "choice", opt.choice(STATS),
-        "For period and duration: which statistic across steps (mean is the time per step; "
-        "p50, p90, p99, max).", default="mean",
+        "stat",
+        "choice",
+        opt.choice(STATS),
+        "For period and duration: which statistic across steps (mean is the time per step; p50, p90, p99, max).",
+        default="mean",
     ),
-    Option("family", "choice", opt.choice(FAMILIES), "The host family of calls, bytes and call_time: "
-           + ", ".join(FAMILIES) + "."),
-    Option("max_ratio", "ratio", opt.ratio, "Fail when candidate / base exceeds this (`1.05x`)."),
-    Option("max_increase", "metric unit", lambda v: v,
-           "Fail when candidate - base exceeds this: a time, or a count for calls, a size for bytes."),
-    Option("max_value", "metric unit", lambda v: v, "Fail when the candidate value exceeds this."),
-    Option("max_increase_of_step", "percent", opt.percent,
-           "Fail when candidate - base exceeds this share of the base time per step (for parts)."),
     Option(
-        "noise", "ratio", opt.ratio,
+        "family",
+        "choice",
+        opt.choice(FAMILIES),
+        "The host family of calls, bytes and call_time: " + ", ".join(FAMILIES) + ".",
+    ),
+    Option("max_ratio", "ratio", opt.ratio, "Fail when candidate / base exceeds this (`1.05x`)."),
+    Option(
+        "max_increase",
+        "metric unit",
+        lambda v: v,
+        "Fail when candidate - base exceeds this: a time, or a count for calls, a size for bytes.",
+    ),
+    Option("max_value", "metric unit", lambda v: v, "Fail when the candidate value exceeds this."),
+    Option(
+        "max_increase_of_step",
+        "percent",
+        opt.percent,
+        "Fail when candidate - base exceeds this share of the base time per step (for parts).",
+    ),
+    Option(
+        "noise",
+        "ratio",
+        opt.ratio,
         "The run-to-run noise of a time metric assumed with one run per side and no noise "
         "profile: a change within it is inconclusive, beyond it a breach fails. For parts "
         "it is a share of the base time per step (`1.6x`: 60%).",
-        default=1.6, default_doc="1.6x",
+        default=1.6,
+        default_doc="1.6x",
     ),
-    Option("min_time", "time", opt.time, "Floor: a time metric under this on both sides is not judged.",
-           default=0.0, default_doc="0ns"),
-)  # fmt: skip
+    Option(
+        "min_time",
+        "time",
+        opt.time,
+        "Floor: a time metric under this on both sides is not judged.",
+        default=0.0,
+        default_doc="0ns",
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +156,16 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
         except ValueError as e:
             raise OptionError(key, f"{e} (the unit of metric {metric!r})") from None
     return StepOptions(
-        metric=metric, stat=values["stat"], family=HostFamily(values["family"]) if needs_family else None,
-        max_ratio=values["max_ratio"], max_increase=bounds["max_increase"], max_value=bounds["max_value"],
-        max_increase_of_step=values["max_increase_of_step"], assumed=values["noise"],
+        metric=metric,
+        stat=values["stat"],
+        family=HostFamily(values["family"]) if needs_family else None,
+        max_ratio=values["max_ratio"],
+        max_increase=bounds["max_increase"],
+        max_value=bounds["max_value"],
+        max_increase_of_step=values["max_increase_of_step"],
+        assumed=values["noise"],
         min_time_ns=values["min_time"],
-    )  # fmt: skip
+    )
 
 
 # --- measuring ------------------------------------------------------------------------
@@ -190,8 +220,13 @@ def _limits(o: StepOptions, bv: float, base: StepSide) -> list[_Limit]:
         out.append(_Limit(f"max_value {fmt(o.max_value)}", o.max_value, o.max_value))
     if o.max_increase_of_step is not None:
         allowed = o.max_increase_of_step * base.period.mean
-        out.append(_Limit(f"max_increase_of_step {units.fmt_percent(o.max_increase_of_step)} "
-                          f"({u.ns(allowed)})", bv + allowed, o.max_increase_of_step))  # fmt: skip
+        out.append(
+            _Limit(
+                f"max_increase_of_step {units.fmt_percent(o.max_increase_of_step)} ({u.ns(allowed)})",
+                bv + allowed,
+                o.max_increase_of_step,
+            )
+        )
     return out
 
 
@@ -223,9 +258,13 @@ def _profile_noise(o: StepOptions) -> noise_limits.SubjectNoise | None:
 
 
 _CALL_WORDS = {
-    HostFamily.LAUNCH: "launch", HostFamily.SYNC: "sync", HostFamily.COPY_H2D: "H2D copy",
-    HostFamily.COPY_D2H: "D2H copy", HostFamily.COPY_D2D: "D2D copy", HostFamily.ALLOC: "alloc/free",
-}  # fmt: skip
+    HostFamily.LAUNCH: "launch",
+    HostFamily.SYNC: "sync",
+    HostFamily.COPY_H2D: "H2D copy",
+    HostFamily.COPY_D2H: "D2H copy",
+    HostFamily.COPY_D2D: "D2D copy",
+    HostFamily.ALLOC: "alloc/free",
+}
 
 
 def _cause(o: StepOptions, bv: float, cv: float) -> str:
@@ -251,9 +290,11 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     if o.metric in _TIME and max(bv or 0.0, cv) < o.min_time_ns:
         return
     fmt = _fmt(o)
-    evidence = (f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
-                f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
-                f"{u.ns(sd.base.period.mean)} -> {u.ns(sd.candidate.period.mean)}")  # fmt: skip
+    evidence = (
+        f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
+        f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
+        f"{u.ns(sd.base.period.mean)} -> {u.ns(sd.candidate.period.mean)}"
+    )
     base = bv if bv is not None else 0.0
     cause = _cause(o, base, cv)
     message = rule.message or cause
@@ -276,22 +317,39 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             continue  # within the limit
         shown = interval[0] * base if interval is not None and base > 0 else cv
         ratio = shown / base if base > 0 else None
-        observed = (units.fmt_ratio(ratio) if lim.text.startswith("max_ratio") and ratio is not None
-                    else f"{'+' if shown >= base else '-'}{fmt(abs(shown - base))}"
-                    if not lim.text.startswith("max_value") else fmt(shown))  # fmt: skip
+        observed = (
+            units.fmt_ratio(ratio)
+            if lim.text.startswith("max_ratio") and ratio is not None
+            else f"{'+' if shown >= base else '-'}{fmt(abs(shown - base))}"
+            if not lim.text.startswith("max_value")
+            else fmt(shown)
+        )
         found = Finding(
-            level=rule.level, rule_id=rule.id, kind="step", subject=f"{sd.name} {o.subject}", observed=observed,
-            limit=lim.text, evidence=evidence, message=message, observed_value=shown, limit_value=lim.limit_value,
+            level=rule.level,
+            rule_id=rule.id,
+            kind="step",
+            subject=f"{sd.name} {o.subject}",
+            observed=observed,
+            limit=lim.text,
+            evidence=evidence,
+            message=message,
+            observed_value=shown,
+            limit_value=lim.limit_value,
             unit=_unit(o),
-        )  # fmt: skip
+        )
         reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged)
         yield found if reason is None else dataclasses.replace(found, message=f"{cause}: {reason}", inconclusive=True)
 
 
 def _undecided(
-    o: StepOptions, lim: _Limit, bv: float, cv: float, base: StepSide,
-    interval: tuple[float, float, float] | None, judged: noise_limits.SubjectNoise | None,
-) -> str | None:  # fmt: skip
+    o: StepOptions,
+    lim: _Limit,
+    bv: float,
+    cv: float,
+    base: StepSide,
+    interval: tuple[float, float, float] | None,
+    judged: noise_limits.SubjectNoise | None,
+) -> str | None:
     """Why a breach of a noisy metric can't be told from the noise; None when it can."""
     if interval is not None:
         _, low, _ = interval
@@ -311,10 +369,14 @@ def _undecided(
     if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
         return None
     what = "the base time per step" if o.metric in PARTS else "the base value"
-    remedy = ("the noise profile has no steps to measure it: make one from runs with steps"
-              if o.noise is not None else "give several runs per side or a noise profile to decide")
-    return (f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of "
-            f"{what}); {remedy}")  # fmt: skip
+    remedy = (
+        "the noise profile has no steps to measure it: make one from runs with steps"
+        if o.noise is not None
+        else "give several runs per side or a noise profile to decide"
+    )
+    return (
+        f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of {what}); {remedy}"
+    )
 
 
 KIND = Kind(

@@ -70,8 +70,7 @@ def _calls_word(n: float) -> str:
 
 def _variants(vs: tuple[Variant, ...]) -> str:
     return (
-        ", ".join(f"{v.name} ({v.calls:g} {_calls_word(v.calls)}, {units.fmt_time(v.total_ns)})" for v in vs)
-        or "none"
+        ", ".join(f"{v.name} ({v.calls:g} {_calls_word(v.calls)}, {units.fmt_time(v.total_ns)})" for v in vs) or "none"
     )
 
 
@@ -79,9 +78,13 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: StructureOptions = rule.options
 
     def finding(
-        subject: str, observed: str, limit: str, evidence: str, why: str,
+        subject: str,
+        observed: str,
+        limit: str,
+        evidence: str,
+        why: str,
         values: tuple[float, float, str] | None = None,
-    ) -> Finding:  # fmt: skip
+    ) -> Finding:
         # values: (observed, limit, unit) where the check compares two numbers.
         observed_value, limit_value, unit = values if values is not None else (None, None, "")
         return Finding(
@@ -123,8 +126,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                     diff.kernel_label(r),
                     f"{before} -> {after} calls",
                     "identical launch counts",
-                    f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})"
-                    + per_step,
+                    f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})" + per_step,
                     "a kernel ran a different number of times",
                     (r.candidate.calls, r.base.calls, "calls"),
                 )
@@ -139,8 +141,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 d.family,
                 f"{len(d.appeared)} appeared, {len(d.disappeared)} disappeared",
                 "same variants within the family",
-                f"appeared: {_variants(d.appeared)}; disappeared: {_variants(d.disappeared)}; kept "
-                f"{len(d.kept)}",
+                f"appeared: {_variants(d.appeared)}; disappeared: {_variants(d.disappeared)}; kept {len(d.kept)}",
                 f"the {d.category} family {d.family} switched kernel variants (a different "
                 "implementation, tile shape or reduction order)",
             )
@@ -148,12 +149,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         cand = {k.demangled: k for k in diff.candidate.kernels}
         for k in sorted(diff.base.kernels, key=lambda k: k.demangled):
             other = cand.get(k.demangled)
-            if (
-                other is None
-                or not _keep(o, k.name, k.demangled)
-                or not k.configs
-                or not other.configs
-            ):
+            if other is None or not _keep(o, k.name, k.demangled) or not k.configs or not other.configs:
                 continue
             b, c = _shapes(k), _shapes(other)
             if b != c:

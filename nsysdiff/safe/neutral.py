@@ -67,10 +67,7 @@ _LEGACY_SAFE = "#\\x23["
 # character Python's str.isspace() accepts, and the zero-width ones older .NET trimmed
 # (U+180E, U+200B, U+FEFF). A line that starts with any run of them, then "::", is a
 # command to the runner. tests/safe/test_neutral.py checks the set against Unicode.
-BLANKS = (
-    "\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u180e\u2000-\u200b"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
+BLANKS = "\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u180e\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff"
 _BLANKS_NOT_NEWLINE = BLANKS.replace("\n", "")
 _COMMAND_LINE = re.compile(f"^([{_BLANKS_NOT_NEWLINE}]*):(?=:)", re.MULTILINE)
 _LEADING_BLANKS = re.compile(f"^[{BLANKS}]*")

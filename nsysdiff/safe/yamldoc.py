@@ -44,8 +44,9 @@ def _without_timestamps(cls: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
         for first, entries in cls.yaml_implicit_resolvers.items()
     }
     constructors = {tag: c for tag, c in cls.yaml_constructors.items() if tag != _TIMESTAMP}
-    return type(f"Plain{cls.__name__}", (cls,), {"yaml_implicit_resolvers": resolvers,
-                                                "yaml_constructors": constructors})  # fmt: skip
+    return type(
+        f"Plain{cls.__name__}", (cls,), {"yaml_implicit_resolvers": resolvers, "yaml_constructors": constructors}
+    )
 
 
 _LOADER = _without_timestamps(_LOADER)

@@ -179,14 +179,25 @@ class TraceBuilder:
         mangled_text = mangled if mangled is not None else _mangle(name)
         self._tables[KERNEL].add(
             (
-                start, start + duration, device, device + 1, stream, cid,
+                start,
+                start + duration,
+                device,
+                device + 1,
+                stream,
+                cid,
                 self.string_id(demangled if demangled is not None else name),
                 self.string_id(name),
                 None if mangled_text is None else self.string_id(mangled_text),
-                registers, *grid, *block, static_smem, dynamic_smem, self._next_grid,
-                _shared_memory_executed(static_smem + dynamic_smem), graph_node_id,
+                registers,
+                *grid,
+                *block,
+                static_smem,
+                dynamic_smem,
+                self._next_grid,
+                _shared_memory_executed(static_smem + dynamic_smem),
+                graph_node_id,
             )
-        )  # fmt: skip
+        )
         self._next_grid += 1
         self._node_mode |= graph_node_id is not None
         return cid
@@ -301,13 +312,19 @@ class TraceBuilder:
         cid = self._correlation(correlation_id)
         self._tables[MEMCPY].add(
             (
-                start, start + duration, device, device + 1, stream, cid, nbytes,
+                start,
+                start + duration,
+                device,
+                device + 1,
+                stream,
+                cid,
+                nbytes,
                 COPY_KINDS[kind],
                 _SIDE_KIND[kind[0]] if src_kind is None else src_kind,
                 _SIDE_KIND[kind[3]] if dst_kind is None else dst_kind,
                 graph_node_id,
             )
-        )  # fmt: skip
+        )
         self._node_mode |= graph_node_id is not None
         return cid
 
@@ -326,9 +343,7 @@ class TraceBuilder:
         self._device(device)
         self._span(start, start + duration)
         cid = self._correlation(correlation_id)
-        self._tables[MEMSET].add(
-            (start, start + duration, device, device + 1, stream, cid, nbytes, graph_node_id)
-        )
+        self._tables[MEMSET].add((start, start + duration, device, device + 1, stream, cid, nbytes, graph_node_id))
         self._node_mode |= graph_node_id is not None
         return cid
 
@@ -346,9 +361,7 @@ class TraceBuilder:
         """Record one CUDA runtime API call (name with its suffix, "cudaMalloc_v3020")."""
         self._span(start, start + duration)
         cid = self._correlation(correlation_id)
-        self._tables[RUNTIME].add(
-            (start, start + duration, self.global_tid(tid), cid, self.string_id(name))
-        )
+        self._tables[RUNTIME].add((start, start + duration, self.global_tid(tid), cid, self.string_id(name)))
         return cid
 
     def launch(
@@ -376,11 +389,21 @@ class TraceBuilder:
         """Record a launch API call and the kernel it ran, sharing a correlationId."""
         cid = self.runtime(api, cpu_start, api_duration, tid=tid, correlation_id=correlation_id)
         return self.kernel(
-            name, gpu_start, duration, demangled=demangled, mangled=mangled, device=device,
-            stream=stream, grid=grid, block=block, registers=registers,
-            static_smem=static_smem, dynamic_smem=dynamic_smem, correlation_id=cid,
+            name,
+            gpu_start,
+            duration,
+            demangled=demangled,
+            mangled=mangled,
+            device=device,
+            stream=stream,
+            grid=grid,
+            block=block,
+            registers=registers,
+            static_smem=static_smem,
+            dynamic_smem=dynamic_smem,
+            correlation_id=cid,
             graph_node_id=graph_node_id,
-        )  # fmt: skip
+        )
 
     def graph_launch(
         self,
@@ -409,9 +432,7 @@ class TraceBuilder:
             )
         self._device(device)
         cpu = max(0, start - api_duration) if cpu_start is None else cpu_start
-        cid = self.runtime(
-            "cudaGraphLaunch_v10000", cpu, api_duration, tid=tid, correlation_id=correlation_id
-        )
+        cid = self.runtime("cudaGraphLaunch_v10000", cpu, api_duration, tid=tid, correlation_id=correlation_id)
         self._span(start, start + duration)
         self._tables[GRAPH_TRACE].add(
             (start, start + duration, device, device + 1, stream, cid, graph_id, graph_exec_id)
@@ -447,17 +468,14 @@ class TraceBuilder:
             event, range_id = NVTX_EVENT_TYPES["NvtxStartEndRange"], self._next_range
             self._next_range += 1
             end_global = self.global_tid(tid if end_tid is None else end_tid)
-        self._tables[NVTX].add(
-            (start, end, event, range_id, text_value, global_tid, end_global, text_id, domain_id)
-        )
+        self._tables[NVTX].add((start, end, event, range_id, text_value, global_tid, end_global, text_id, domain_id))
 
     def nvtx_mark(self, text: str, at: int, *, tid: int = 1001) -> None:
         """Record an NVTX mark (34): an instant, `end` NULL."""
         self._span(at, at)
         self._tables[NVTX].add(
-            (at, None, NVTX_EVENT_TYPES["NvtxMark"], None, text, self.global_tid(tid),
-             None, None, 0)
-        )  # fmt: skip
+            (at, None, NVTX_EVENT_TYPES["NvtxMark"], None, text, self.global_tid(tid), None, None, 0)
+        )
 
     def _domain(self, domain: str | None, at: int, tid: int) -> int:
         # Real exports write domainId 0 (the default domain) on every ordinary row.
@@ -467,9 +485,8 @@ class TraceBuilder:
         if found is None:
             found = self._domains[domain] = len(self._domains) + 1
             self._tables[NVTX].add(
-                (at, None, NVTX_EVENT_TYPES["NvtxDomainCreate"], None, domain,
-                 self.global_tid(tid), None, None, found)
-            )  # fmt: skip
+                (at, None, NVTX_EVENT_TYPES["NvtxDomainCreate"], None, domain, self.global_tid(tid), None, None, found)
+            )
         return found
 
     # ---- writing -----------------------------------------------------------------

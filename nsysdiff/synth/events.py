@@ -63,9 +63,7 @@ class Table:
                 iterables: list[Iterable[object]] = []
                 for name in wanted:
                     value = chunk.columns[name]
-                    iterables.append(
-                        value if isinstance(value, list) else itertools.repeat(value, chunk.n)
-                    )
+                    iterables.append(value if isinstance(value, list) else itertools.repeat(value, chunk.n))
                 yield from zip(*iterables, strict=True)
             elif identity:
                 yield from chunk
@@ -75,4 +73,3 @@ class Table:
             else:
                 for record in chunk:
                     yield (record[index[0]],)
-

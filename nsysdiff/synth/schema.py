@@ -147,17 +147,13 @@ _NVTX_2024 = _NVTX_2022 + _layout("binaryData TEXT")
 STRING_IDS = _layout("id INTEGER NN PK, value TEXT NN")
 THREAD_NAMES = _layout("nameId INTEGER NN, priority INTEGER, globalTid INTEGER")
 PROCESSES = _layout("globalPid INTEGER, pid INTEGER, name TEXT")
-ANALYSIS_DETAILS = _layout(
-    "globalVid INTEGER NN, duration INTEGER NN, startTime INTEGER NN, stopTime INTEGER NN"
-)
+ANALYSIS_DETAILS = _layout("globalVid INTEGER NN, duration INTEGER NN, startTime INTEGER NN, stopTime INTEGER NN")
 SESSION_START_2022 = _layout("utcEpochNs INTEGER, utcTime TEXT, localTime TEXT")
 SESSION_START_2026 = SESSION_START_2022 + _layout("systemClockNs INTEGER")
 SYSTEM_ENV_2022 = _layout(
     "globalVid INTEGER NN, devStateName TEXT NN, name TEXT NN, nameEnum INTEGER NN, value TEXT NN"
 )
-SYSTEM_ENV_2024 = _layout(
-    "globalVid INTEGER, devStateName TEXT NN, name TEXT NN, nameEnum INTEGER NN, value TEXT NN"
-)
+SYSTEM_ENV_2024 = _layout("globalVid INTEGER, devStateName TEXT NN, name TEXT NN, nameEnum INTEGER NN, value TEXT NN")
 META = _layout("name TEXT NN, value TEXT")
 ENUM = _layout("id INTEGER NN PK, name TEXT, label TEXT")
 
@@ -225,9 +221,7 @@ LAYOUTS: dict[str, dict[Generation, Layout]] = {
     ),
     MEMSET: _by_generation((Generation.V2020_3, _MEMSET_2021), (Generation.V2024, _MEMSET_2024)),
     RUNTIME: _by_generation((Generation.V2020_3, _RUNTIME_2021)),
-    GRAPH_TRACE: _by_generation(
-        (Generation.V2022, _GRAPH_TRACE_2022), (Generation.V2024, _GRAPH_TRACE_2024)
-    ),
+    GRAPH_TRACE: _by_generation((Generation.V2022, _GRAPH_TRACE_2022), (Generation.V2024, _GRAPH_TRACE_2024)),
     NVTX: _by_generation(
         (Generation.V2020_3, _NVTX_2021),
         (Generation.V2022, _NVTX_2022),
@@ -239,30 +233,74 @@ LAYOUTS: dict[str, dict[Generation, Layout]] = {
 # is a per-table constant (below) or NULL.
 FIELDS: dict[str, tuple[str, ...]] = {
     KERNEL: (
-        "start", "end", "deviceId", "contextId", "streamId", "correlationId",
-        "demangledName", "shortName", "mangledName", "registersPerThread",
-        "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-        "staticSharedMemory", "dynamicSharedMemory", "gridId", "sharedMemoryExecuted",
+        "start",
+        "end",
+        "deviceId",
+        "contextId",
+        "streamId",
+        "correlationId",
+        "demangledName",
+        "shortName",
+        "mangledName",
+        "registersPerThread",
+        "gridX",
+        "gridY",
+        "gridZ",
+        "blockX",
+        "blockY",
+        "blockZ",
+        "staticSharedMemory",
+        "dynamicSharedMemory",
+        "gridId",
+        "sharedMemoryExecuted",
         "graphNodeId",
     ),
     MEMCPY: (
-        "start", "end", "deviceId", "contextId", "streamId", "correlationId", "bytes",
-        "copyKind", "srcKind", "dstKind", "graphNodeId",
+        "start",
+        "end",
+        "deviceId",
+        "contextId",
+        "streamId",
+        "correlationId",
+        "bytes",
+        "copyKind",
+        "srcKind",
+        "dstKind",
+        "graphNodeId",
     ),
     MEMSET: (
-        "start", "end", "deviceId", "contextId", "streamId", "correlationId", "bytes",
+        "start",
+        "end",
+        "deviceId",
+        "contextId",
+        "streamId",
+        "correlationId",
+        "bytes",
         "graphNodeId",
     ),
     RUNTIME: ("start", "end", "globalTid", "correlationId", "nameId"),
     GRAPH_TRACE: (
-        "start", "end", "deviceId", "contextId", "streamId", "correlationId",
-        "graphId", "graphExecId",
+        "start",
+        "end",
+        "deviceId",
+        "contextId",
+        "streamId",
+        "correlationId",
+        "graphId",
+        "graphExecId",
     ),
     NVTX: (
-        "start", "end", "eventType", "rangeId", "text", "globalTid", "endGlobalTid",
-        "textId", "domainId",
+        "start",
+        "end",
+        "eventType",
+        "rangeId",
+        "text",
+        "globalTid",
+        "endGlobalTid",
+        "textId",
+        "domainId",
     ),
-}  # fmt: skip
+}
 
 # Constant column values, as real exports show them for ordinary captures (regular
 # launches, no green contexts, no clusters). globalPid is added per builder.
@@ -303,6 +341,7 @@ def literal(value: object) -> str:
 
 def create_sql(name: str, layout: Layout, pretty: bool) -> str:
     """The CREATE TABLE statement for `layout`, laid out as the generation's nsys does."""
+
     def column(c: Column) -> str:
         flags = " NOT NULL" * c[2] + " PRIMARY KEY" * c[3]
         if pretty:
@@ -330,4 +369,3 @@ def layout_of(table: str, generation: Generation, *, extra_columns: bool = False
 def event_tables() -> Mapping[str, Mapping[Generation, Layout]]:
     """Event-table layouts per generation (table -> generation -> columns)."""
     return LAYOUTS
-

@@ -145,10 +145,9 @@ def _write_into(connection: sqlite3.Connection, rec: Recording) -> None:
 
     # Intern the names written below before StringIds is emitted.
     thread_rows = [
-        (intern(rec.strings, rec.thread_names.get(tid, rec.process_name)), 20,
-         rec.global_pid | tid)
+        (intern(rec.strings, rec.thread_names.get(tid, rec.process_name)), 20, rec.global_pid | tid)
         for tid in sorted(rec.tids)
-    ]  # fmt: skip
+    ]
 
     for name in FIELDS:
         _write_events(connection, rec, name, pretty)
@@ -163,14 +162,12 @@ def _write_into(connection: sqlite3.Connection, rec: Recording) -> None:
     if since(g, Generation.V2022):
         table("PROCESSES", PROCESSES, [(rec.global_pid, rec.pid, rec.process_name)])
         start, stop = rec.window
-        table("ANALYSIS_DETAILS", ANALYSIS_DETAILS,
-              [(GLOBAL_VID, stop - start, start, stop)])  # fmt: skip
+        table("ANALYSIS_DETAILS", ANALYSIS_DETAILS, [(GLOBAL_VID, stop - start, start, stop)])
         utc = datetime.fromtimestamp(rec.session_start_ns // 1_000_000_000, timezone.utc)
         stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
         session: tuple[object, ...] = (rec.session_start_ns, stamp, stamp)
         if since(g, Generation.V2026):
-            table("TARGET_INFO_SESSION_START_TIME", SESSION_START_2026,
-                  [(*session, start)])  # fmt: skip
+            table("TARGET_INFO_SESSION_START_TIME", SESSION_START_2026, [(*session, start)])
         else:
             table("TARGET_INFO_SESSION_START_TIME", SESSION_START_2022, [session])
         _write_meta(connection, rec, pretty, stamp)
@@ -200,9 +197,7 @@ def _write_events(connection: sqlite3.Connection, rec: Recording, name: str, pre
             values.append(literal(constants.get(column[0])))
     connection.execute(create_sql(name, layout, pretty))
     # Constants go into the statement as literals so each row only binds what varies.
-    connection.executemany(
-        f"INSERT INTO {name} VALUES ({', '.join(values)})", events.records(wanted)
-    )
+    connection.executemany(f"INSERT INTO {name} VALUES ({', '.join(values)})", events.records(wanted))
 
 
 def _write_gpus(connection: sqlite3.Connection, rec: Recording, pretty: bool) -> None:
@@ -210,23 +205,72 @@ def _write_gpus(connection: sqlite3.Connection, rec: Recording, pretty: bool) ->
     if rec.generation is Generation.V2020_3:
         for gpu in sorted(rec.gpus, key=lambda g: g.id):
             rows.append(
-                (gpu.id, gpu.id, gpu.name, _gpu_uuid(gpu), _bus(gpu),
-                 gpu.total_memory_bytes, gpu.memory_bandwidth_bytes_per_s,
-                 gpu.l2_cache_bytes, gpu.clock_rate_hz, gpu.sm_count, 32, 64, 0,
-                 gpu.compute[0], gpu.compute[1])
-            )  # fmt: skip
+                (
+                    gpu.id,
+                    gpu.id,
+                    gpu.name,
+                    _gpu_uuid(gpu),
+                    _bus(gpu),
+                    gpu.total_memory_bytes,
+                    gpu.memory_bandwidth_bytes_per_s,
+                    gpu.l2_cache_bytes,
+                    gpu.clock_rate_hz,
+                    gpu.sm_count,
+                    32,
+                    64,
+                    0,
+                    gpu.compute[0],
+                    gpu.compute[1],
+                )
+            )
         layout, name = TARGET_INFO_CUDA_GPU_LAYOUT, "TARGET_INFO_CUDA_GPU"
     else:
         for gpu in sorted(rec.gpus, key=lambda g: g.id):
             rows.append(
-                (GLOBAL_VID, gpu.id, gpu.name, _bus(gpu), 1, gpu.l2_cache_bytes,
-                 gpu.total_memory_bytes, gpu.memory_bandwidth_bytes_per_s,
-                 gpu.clock_rate_hz, gpu.sm_count, gpu.id, _gpu_uuid(gpu), 0,
-                 gpu.chip_name, gpu.id, None, None, 161, 0, 65536, 0, 65536, 49152,
-                 232448, 233472, 65536, 32, 3, 64, 32, 1024, 1024, 1024, 64,
-                 2147483647, 65535, 65535, gpu.compute[0], gpu.compute[1],
-                 gpu.compute[0], gpu.compute[1])
-            )  # fmt: skip
+                (
+                    GLOBAL_VID,
+                    gpu.id,
+                    gpu.name,
+                    _bus(gpu),
+                    1,
+                    gpu.l2_cache_bytes,
+                    gpu.total_memory_bytes,
+                    gpu.memory_bandwidth_bytes_per_s,
+                    gpu.clock_rate_hz,
+                    gpu.sm_count,
+                    gpu.id,
+                    _gpu_uuid(gpu),
+                    0,
+                    gpu.chip_name,
+                    gpu.id,
+                    None,
+                    None,
+                    161,
+                    0,
+                    65536,
+                    0,
+                    65536,
+                    49152,
+                    232448,
+                    233472,
+                    65536,
+                    32,
+                    3,
+                    64,
+                    32,
+                    1024,
+                    1024,
+                    1024,
+                    64,
+                    2147483647,
+                    65535,
+                    65535,
+                    gpu.compute[0],
+                    gpu.compute[1],
+                    gpu.compute[0],
+                    gpu.compute[1],
+                )
+            )
         layout, name = TARGET_INFO_GPU, "TARGET_INFO_GPU"
     connection.execute(create_sql(name, layout, pretty))
     connection.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(layout))})", rows)
@@ -320,9 +364,7 @@ def tamper(path: str | os.PathLike[str], *statements: str, params: Sequence[obje
     try:
         connection.execute("PRAGMA journal_mode=OFF")
         connection.execute("PRAGMA writable_schema=ON")
-        connection.execute(
-            "UPDATE sqlite_master SET sql = replace(sql, ' NOT NULL', '') WHERE type = 'table'"
-        )
+        connection.execute("UPDATE sqlite_master SET sql = replace(sql, ' NOT NULL', '') WHERE type = 'table'")
         connection.execute("PRAGMA writable_schema=OFF")
     finally:
         connection.close()
@@ -335,4 +377,3 @@ def tamper(path: str | os.PathLike[str], *statements: str, params: Sequence[obje
     finally:
         connection.close()
     return target
-

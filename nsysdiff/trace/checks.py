@@ -114,8 +114,7 @@ def diagnosis(path: Path, rules: RowRules, row: Sequence[object]) -> TraceError:
         text = f"{bad_type} row(s) with a NULL or non-integer value in {rules.columns} (first rowid {first_type})"
     elif bad_value:
         text = (
-            f"{bad_value} row(s) ending before they start, or with a negative start or size "
-            f"(first rowid {first_value})"
+            f"{bad_value} row(s) ending before they start, or with a negative start or size (first rowid {first_value})"
         )
     elif float(total) > INT64_MAX:  # type: ignore[arg-type]
         text = f"durations sum to {float(total):.4g} ns, past the int64 range"  # type: ignore[arg-type]

@@ -79,9 +79,7 @@ class TraceConnection:
             for chunk in range(0, len(missing), 500):
                 part = missing[chunk : chunk + 500]
                 marks = ",".join("?" * len(part))
-                for key, value in self.query(
-                    f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part
-                ):
+                for key, value in self.query(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part):
                     self._strings[int(key)] = name_text(value)  # type: ignore[call-overload]
         for i in missing:
             self._strings.setdefault(i, f"<string {i}>")

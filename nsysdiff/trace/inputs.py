@@ -106,17 +106,15 @@ def recognise(path: Path) -> Input:
                 return Input(path, Kind.FINGERPRINT, data.decode("utf-8-sig"))
             except UnicodeDecodeError as e:
                 raise TraceError(f"{path}: not UTF-8 JSON (byte {e.start})") from None
-        raise TraceError(
-            f"{path}: a pipe holds only a fingerprint; save an SQLite export or a report to a "
-            "file first"
-        )
+        raise TraceError(f"{path}: a pipe holds only a fingerprint; save an SQLite export or a report to a file first")
     return Input(path, _kind(b"", path))  # a directory: the reader says so
 
 
 def export_command(report: Path, output: Path) -> str:
     # Absolute paths: a report named "-x.nsys-rep" must not reach nsys as an option.
-    return shlex.join(["nsys", "export", "--type", "sqlite", "--output", os.path.abspath(output),
-                       os.path.abspath(report)])  # fmt: skip
+    return shlex.join(
+        ["nsys", "export", "--type", "sqlite", "--output", os.path.abspath(output), os.path.abspath(report)]
+    )
 
 
 def _claim(directory: Path, stem: str) -> Path:

@@ -204,11 +204,15 @@ def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Ker
         # counts, from which the groups and the histogram take their parts.
         (cn, cd, cu), (cc,) = _reduce([name, dev, dur], [np.ones(len(dur), dtype=np.int64)])
         gk, gv = _reduce([cn, cd], [cc, cu * cc], runs=True)
-        g_keys, g_vals = _reduce([np.concatenate(p) for p in zip(g_keys, gk, strict=True)],
-                                 [np.concatenate(p) for p in zip(g_vals, gv, strict=True)], runs=True)  # fmt: skip
+        g_keys, g_vals = _reduce(
+            [np.concatenate(p) for p in zip(g_keys, gk, strict=True)],
+            [np.concatenate(p) for p in zip(g_vals, gv, strict=True)],
+            runs=True,
+        )
         hk, hv = _reduce([cn, cu], [cc])
-        h_keys, h_vals = _reduce([np.concatenate(p) for p in zip(h_keys, hk, strict=True)],
-                                 [np.concatenate((h_vals[0], hv[0]))], runs=True)  # fmt: skip
+        h_keys, h_vals = _reduce(
+            [np.concatenate(p) for p in zip(h_keys, hk, strict=True)], [np.concatenate((h_vals[0], hv[0]))], runs=True
+        )
         if len(h_keys[0]) > _HIST_LIMIT:
             _spill(con, h_keys, h_vals[0], fresh=not spilled)
             spilled = True

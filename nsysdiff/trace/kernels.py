@@ -308,8 +308,17 @@ class KernelReader(TraceConnection):
         self, name_col: str, where: str, source: str = s.KERNEL, names: tuple[str, str] | None = None
     ) -> str:
         cols = self.schema.tables[s.KERNEL]
-        wanted = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-                  "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")  # fmt: skip
+        wanted = (
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "registersPerThread",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
+        )
         exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in wanted]
         # The same pass answers "are any kernels graph nodes?", which would otherwise
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
@@ -434,7 +443,7 @@ class KernelReader(TraceConnection):
         if not self.has_kernels():
             return None
         rules = RowRules(s.KERNEL)
-        (lo, hi, *checks), = self.query(f'SELECT min(start), max("end"), {rules.sql()} FROM {s.KERNEL}')
+        ((lo, hi, *checks),) = self.query(f'SELECT min(start), max("end"), {rules.sql()} FROM {s.KERNEL}')
         self.verify(rules, "1", [checks])
         return None if lo is None or hi is None else (int(lo), int(hi))  # type: ignore[call-overload]
 

@@ -121,7 +121,7 @@ class NvtxReader(TraceConnection):
         cond = ""
         if window is not None:
             cond = f" AND n.start >= {int(window.start_ns)} AND n.start < {int(window.end_ns)}"
-        where = f"n.eventType IN ({','.join(str(t) for t in types.values())}) AND n.\"end\" IS NOT NULL{cond}"
+        where = f'n.eventType IN ({",".join(str(t) for t in types.values())}) AND n."end" IS NOT NULL{cond}'
         rows = self._fold_groups(f"FROM {s.NVTX} n{join} WHERE {where}", name, where, whole=True)
         return self._range_rows(rows, create)
 
@@ -295,11 +295,13 @@ class NvtxReader(TraceConnection):
             table = self._reach.get((kind, codes))
             if table is None:
                 table = self._reach[(kind, codes)] = f"nsysdiff_reach{len(self._reach)}"
-                self.execute(f"CREATE TEMP TABLE {table} (key INTEGER, start INTEGER, reach INTEGER, "
-                           "PRIMARY KEY (key, start)) WITHOUT ROWID")  # fmt: skip
+                self.execute(
+                    f"CREATE TEMP TABLE {table} (key INTEGER, start INTEGER, reach INTEGER, "
+                    "PRIMARY KEY (key, start)) WITHOUT ROWID"
+                )
                 self.execute(
                     f"INSERT INTO temp.{table} SELECT key, start, max(e) OVER (PARTITION BY key ORDER BY start "
-                    f'ROWS UNBOUNDED PRECEDING) FROM (SELECT {"tid" if kind else "pid"} AS key, start, '
+                    f"ROWS UNBOUNDED PRECEDING) FROM (SELECT {'tid' if kind else 'pid'} AS key, start, "
                     f'max("end") AS e FROM temp.nsysdiff_r WHERE pp = {kind} AND code IN ({codes}) '
                     "GROUP BY key, start)"
                 )

@@ -16,8 +16,22 @@ FloatArray = npt.NDArray[np.float64]
 # Percentiles kept per kernel. Enough to give p50/p90/p99 exactly and to compare two
 # per-call distributions without storing every launch (a 1M-kernel trace stays small).
 QUANTILE_GRID: tuple[float, ...] = (
-    0.0, 1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 100.0,
-)  # fmt: skip
+    0.0,
+    1.0,
+    5.0,
+    10.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    70.0,
+    80.0,
+    90.0,
+    95.0,
+    99.0,
+    100.0,
+)
 
 
 class GraphMode(str, enum.Enum):

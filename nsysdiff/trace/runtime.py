@@ -145,7 +145,7 @@ class RuntimeReader(TraceConnection):
             return ()
         rules = RowRules(s.MEMSET, sizes=("bytes",))
         where = self._where(s.MEMSET, sel)
-        (ops, nbytes, total, *checks), = self.query(
+        ((ops, nbytes, total, *checks),) = self.query(
             f'SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum("end" - start), 0), '
             f"{rules.sql()} FROM {s.MEMSET} WHERE {where}"
         )
@@ -159,9 +159,7 @@ class RuntimeReader(TraceConnection):
             return {}
         return {
             int(i): _VERSION_SUFFIX.sub("", str(v))  # type: ignore[call-overload]
-            for i, v in self.query(
-                "SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'"
-            )
+            for i, v in self.query("SELECT id, value FROM StringIds WHERE value LIKE 'cu%' AND typeof(id) = 'integer'")
             if _SYNC_API.match(str(v))
         }
 

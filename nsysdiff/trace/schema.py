@@ -201,8 +201,7 @@ def probe(con: sqlite3.Connection, path: Path) -> Schema:
         # pragma_table_info takes the table name as a bound parameter: no identifier is
         # ever spliced into SQL, whatever a hostile file names its tables.
         for table, column in con.execute(
-            "SELECT m.name, p.name FROM sqlite_master m LEFT JOIN pragma_table_info(m.name) p "
-            "WHERE m.type = 'table'"
+            "SELECT m.name, p.name FROM sqlite_master m LEFT JOIN pragma_table_info(m.name) p WHERE m.type = 'table'"
         ):
             cols.setdefault(str(table), set())
             if column is not None:

@@ -82,8 +82,11 @@ def test_github_mode_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)}
     r = subprocess.run(
         [sys.executable, "-m", "nsysdiff", BS1, BS16, "--rules", "batch-invariance"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert r.returncode == 1
     lines = r.stdout.splitlines()
     # In the batch-invariance pack an outlier is a hint (a warning), the GEMM swap a cause.
@@ -123,7 +126,8 @@ def test_names_mangled_in_summary_and_diff(tmp_path: Path) -> None:
     assert "_Z4gemmv" in out and "_ZN2ns3fwdILi1EEEvPf" in out
     kernels = json.loads(run("summary", new, "--format", "json")[1])["kernels"]
     assert {k["demangled"]: k["mangled"] for k in kernels} == {
-        "gemm": "_Z4gemmv", "void ns::fwd<1>(float *)": "_ZN2ns3fwdILi1EEEvPf"
+        "gemm": "_Z4gemmv",
+        "void ns::fwd<1>(float *)": "_ZN2ns3fwdILi1EEEvPf",
     }
     code, out, err = run("summary", old, "--names", "mangled", "--width", "100")
     assert code == 0

@@ -81,8 +81,7 @@ USAGE = {
     ),
     "nan z": (
         ["diff", "a", "b", "--z-threshold", "nan"],
-        "--z-threshold: 'nan' is not a finite number; give a positive number such as 3.5 (see "
-        "'nsysdiff diff --help')",
+        "--z-threshold: 'nan' is not a finite number; give a positive number such as 3.5 (see 'nsysdiff diff --help')",
     ),
     "noise 0": (
         ["diff", "a", "b", "--noise", "0"],
@@ -190,8 +189,10 @@ def test_fingerprint_through_process_substitution(fps: tuple[Path, Path]) -> Non
     base, cand = fps
     r = subprocess.run(
         ["bash", "-c", f'{" ".join(PY)} "$0" <(cat "$1")', str(base), str(cand)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith("nsysdiff: FAIL")
 
@@ -304,9 +305,7 @@ def test_waiver_that_matches_nothing_warns(
     )
     code, _, err = run_main(monkeypatch, capsys, "diff", fps[0], fps[0], "--rules", rules)
     assert code == 0
-    assert err == (
-        f"nsysdiff: warning: {rules}:4: waiver for rule 'total-time' matches no finding (no such kernel)\n"
-    )
+    assert err == (f"nsysdiff: warning: {rules}:4: waiver for rule 'total-time' matches no finding (no such kernel)\n")
 
 
 # --- the real process: closed pipe, closed or full stdout, Ctrl-C ------------------------------
@@ -368,8 +367,12 @@ def test_ctrl_c_during_imports_is_130_without_traceback(fps: tuple[Path, Path]) 
     for _ in range(5):
         # A background job of a non-interactive shell starts with SIGINT ignored, and a child
         # inherits that: give the run the disposition a terminal gives it.
-        p = subprocess.Popen([*PY, "summary", str(fps[0])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+        p = subprocess.Popen(
+            [*PY, "summary", str(fps[0])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.monotonic() + 30
         while p.poll() is None and not _importing_numpy(p.pid) and time.monotonic() < deadline:
             time.sleep(0.001)

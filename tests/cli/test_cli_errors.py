@@ -350,13 +350,34 @@ def test_bad_input_through_main(
 # --- real traces --------------------------------------------------------------------
 
 TRACES = real_traces()
-SUMMARY_KEYS = {"format", "version", "meta", "scope", "totals", "kernels", "categories",
-                "memcpy", "memset", "sync", "nvtx"}  # fmt: skip
+SUMMARY_KEYS = {
+    "format",
+    "version",
+    "meta",
+    "scope",
+    "totals",
+    "kernels",
+    "categories",
+    "memcpy",
+    "memset",
+    "sync",
+    "nvtx",
+}
 TOTALS_KEYS = {"kernel_launches", "kernel_ns", "busy_ns", "span_ns", "idle_pct", "devices"}
-KERNEL_KEYS = {"name", "demangled", "family", "category", "calls", "total_ns", "mean_ns",
-               "p50_ns", "p90_ns", "max_ns", "pct_of_kernel_time"}  # fmt: skip
-META_KEYS = {"source", "nsys_version", "schema_version", "gpus", "capture_start_ns",
-             "capture_end_ns", "has_kernels"}  # fmt: skip
+KERNEL_KEYS = {
+    "name",
+    "demangled",
+    "family",
+    "category",
+    "calls",
+    "total_ns",
+    "mean_ns",
+    "p50_ns",
+    "p90_ns",
+    "max_ns",
+    "pct_of_kernel_time",
+}
+META_KEYS = {"source", "nsys_version", "schema_version", "gpus", "capture_start_ns", "capture_end_ns", "has_kernels"}
 
 
 @pytest.mark.skipif(not TRACES, reason="real traces not found")

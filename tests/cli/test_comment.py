@@ -114,9 +114,14 @@ def env(fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     event.write_text(json.dumps({"pull_request": {"number": PR}}))
     summary = tmp_path / "summary.md"
     summary.write_text("report already here\n")
-    for k, v in {"GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": REPO, "GITHUB_TOKEN": TOKEN,
-                 "GITHUB_EVENT_PATH": str(event), "GITHUB_STEP_SUMMARY": str(summary),
-                 "GITHUB_ACTIONS": "true"}.items():  # fmt: skip
+    for k, v in {
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_ACTIONS": "true",
+    }.items():
         monkeypatch.setenv(k, v)
     # Rate-limit waits are real seconds; the tests wait none.
     monkeypatch.setattr(github_api.time, "sleep", lambda s: None)
@@ -125,10 +130,18 @@ def env(fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _comment(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp: Path,
-             *extra: str) -> tuple[int, str, str]:  # fmt: skip
-    return run_main(monkeypatch, capsys, "comment", tmp / "report.md", "--report-url",
-                    "https://github.com/octo/gpu-model/actions/runs/1/artifacts/2", *extra)  # fmt: skip
+def _comment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp: Path, *extra: str
+) -> tuple[int, str, str]:
+    return run_main(
+        monkeypatch,
+        capsys,
+        "comment",
+        tmp / "report.md",
+        "--report-url",
+        "https://github.com/octo/gpu-model/actions/runs/1/artifacts/2",
+        *extra,
+    )
 
 
 def test_creates_then_updates_in_place(
@@ -171,7 +184,9 @@ def test_keys_keep_comments_apart(
         _comment(monkeypatch, capsys, env, "--key", "h100")
         _comment(monkeypatch, capsys, env, "--key", "a100")
     assert [c["body"].split("\n", 1)[0] for c in fake.comments] == [
-        "<!-- nsysdiff:comment h100 -->", "<!-- nsysdiff:comment a100 -->"]  # fmt: skip
+        "<!-- nsysdiff:comment h100 -->",
+        "<!-- nsysdiff:comment a100 -->",
+    ]
 
 
 def test_permission_refused_falls_back_to_the_step_summary(
@@ -180,8 +195,10 @@ def test_permission_refused_falls_back_to_the_step_summary(
     fake.refuse_writes = True
     code, out, err = _comment(monkeypatch, capsys, env)
     assert code == 0 and fake.comments == []
-    why = ("no pull-request comment: the token may not write to pull request #7 (HTTP 403: Resource not "
-           "accessible by integration); a pull request from a fork gets a read-only token")  # fmt: skip
+    why = (
+        "no pull-request comment: the token may not write to pull request #7 (HTTP 403: Resource not "
+        "accessible by integration); a pull request from a fork gets a read-only token"
+    )
     assert err.startswith(f"nsysdiff: {why}") and len(err.splitlines()) == 1
     assert out.startswith("::warning title=nsysdiff comment::no pull-request comment") and out.count("\n") == 1
     summary = (env / "summary.md").read_text()
@@ -195,9 +212,13 @@ def test_permission_refused_falls_back_to_the_step_summary(
     ids=["429", "403-primary"],
 )
 def test_a_short_rate_limit_is_waited_out(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    status: int, headers: dict[str, str],
-) -> None:  # fmt: skip
+    fake: Fake,
+    env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    status: int,
+    headers: dict[str, str],
+) -> None:
     waits: list[float] = []
     monkeypatch.setattr(github_api.time, "sleep", waits.append)
     fake.limited = [(status, headers)]
@@ -216,9 +237,14 @@ def test_a_short_rate_limit_is_waited_out(
     ids=["429", "403-primary", "403-secondary"],
 )
 def test_a_long_rate_limit_falls_back(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    status: int, headers: dict[str, str], said: str,
-) -> None:  # fmt: skip
+    fake: Fake,
+    env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    status: int,
+    headers: dict[str, str],
+    said: str,
+) -> None:
     fake.limited = [(status, headers)] * 5
     code, _, err = _comment(monkeypatch, capsys, env)
     assert code == 0 and fake.comments == []

@@ -54,12 +54,24 @@ def test_add_list_show(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     b.kernel("gemm_kernel", 60_000, 51_000)  # a second run, not a copy of the first
     again = b.write(tmp_path / "run2.sqlite")
     store = tmp_path / "ci" / "perf.sqlite"
-    code, out, err = run_main(monkeypatch, capsys, "history", "add", store, trace, again, "--ref", "main",
-                              "--commit", "abc123")  # fmt: skip
+    code, out, err = run_main(
+        monkeypatch, capsys, "history", "add", store, trace, again, "--ref", "main", "--commit", "abc123"
+    )
     assert (code, out) == (0, "")
     assert err == f"nsysdiff: added 2 run(s) to {store}: main@abc123#1, main@abc123#2\n"
-    code, _, err = run_main(monkeypatch, capsys, "history", "add", f"sqlite:///{store}", trace, "--ref", "main",
-                            "--commit", "def456", "--failed")  # fmt: skip
+    code, _, err = run_main(
+        monkeypatch,
+        capsys,
+        "history",
+        "add",
+        f"sqlite:///{store}",
+        trace,
+        "--ref",
+        "main",
+        "--commit",
+        "def456",
+        "--failed",
+    )
     assert code == 0 and "main@def456#1" in err
     code, out, _ = run_main(monkeypatch, capsys, "history", "list", store, "--width", "120")
     assert code == 0 and "3 runs of 2 commits on 1 ref(s): main" in " ".join(out.split())
@@ -121,8 +133,9 @@ def test_pr_diff_against_the_history_of_main(
         "    each: true\n    metric: total_time\n    max_ratio: 1.05x\n",
         encoding="utf-8",
     )
-    code, out, err = run_main(monkeypatch, capsys, "--base", spec, "--candidate", *slow, "--rules", rules,
-                              "--format", "json")  # fmt: skip
+    code, out, err = run_main(
+        monkeypatch, capsys, "--base", spec, "--candidate", *slow, "--rules", rules, "--format", "json"
+    )
     doc = json.loads(out)
     assert code == 1, out[:2000]
     assert [f["subject"] for f in doc["findings"] if f["rule_id"] == "gemm-each" and f["level"] == "error"] == [GEMM]
@@ -136,8 +149,14 @@ def test_pr_diff_against_the_history_of_main(
 def test_first_run_without_a_store_is_inconclusive(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, err = run_main(monkeypatch, capsys, "--base", f"history:{tmp_path / 'none.sqlite'}@main~5",
-                              "--candidate", *_candidates(tmp_path, 1.0))  # fmt: skip
+    code, out, err = run_main(
+        monkeypatch,
+        capsys,
+        "--base",
+        f"history:{tmp_path / 'none.sqlite'}@main~5",
+        "--candidate",
+        *_candidates(tmp_path, 1.0),
+    )
     assert (code, out) == (3, "")
     assert "no history store yet" in err and err.count("\n") == 1
     assert not (tmp_path / "none.sqlite").exists()
@@ -176,8 +195,9 @@ def test_pr_diff_against_history_built_from_the_real_repeats(
         for fp in runs:
             s.add(fp, ref="main", commit=commit)
     s.close()
-    code, out, _ = run_main(monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", first, repeat,
-                              "--format", "json")  # fmt: skip
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", first, repeat, "--format", "json"
+    )
     doc = json.loads(out)
     assert code == 0, out[:3000]
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 2
@@ -196,8 +216,11 @@ def test_names_from_a_store_reach_the_terminal_inert(
     store = tmp_path / "h.sqlite"
     s = st.create_or_open(store)
     for i in range(8):
-        s.add(fpspec.fingerprint({evil: (10, 1_000_000 * (2 if i >= 4 else 1)), "k": (5, 50_000)}), ref="main",
-              commit=f"c{i}")  # fmt: skip
+        s.add(
+            fpspec.fingerprint({evil: (10, 1_000_000 * (2 if i >= 4 else 1)), "k": (5, 50_000)}),
+            ref="main",
+            commit=f"c{i}",
+        )
     s.close()
     con = sqlite3.connect(store)
     con.execute("DROP TRIGGER entries_append_only_update")
@@ -235,6 +258,7 @@ def test_add_a_run_set_adds_each_run(
     ((_, runs),) = histories.history(base, noise, lambda c, n: 1.0, commits=1, runs=3)
     saved = tmp_path / "runs.json"
     saved.write_text(run_set_to_json(run_set(runs, ["a", "b", "c"])), encoding="utf-8")
-    code, _, err = run_main(monkeypatch, capsys, "history", "add", tmp_path / "h.sqlite", saved, "--ref", "main",
-                            "--commit", "c0")  # fmt: skip
+    code, _, err = run_main(
+        monkeypatch, capsys, "history", "add", tmp_path / "h.sqlite", saved, "--ref", "main", "--commit", "c0"
+    )
     assert code == 0 and err.endswith("main@c0#1, main@c0#2, main@c0#3\n")

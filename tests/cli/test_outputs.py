@@ -188,7 +188,10 @@ def test_a_kept_export_never_replaces_its_own_input(
 
 
 def test_a_kept_export_never_replaces_the_other_side(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    nsys: Path,
     pair: tuple[Path, Path],
 ) -> None:
     d = tmp_path / "d"

@@ -86,9 +86,13 @@ def _fingerprint(traces: list[Path], out: Path, address: str, **popen: object) -
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSDIFF_SCHEDULER_TIMEOUT": TIMEOUT}
     return subprocess.Popen(
         [sys.executable, "-m", "nsysdiff", "fingerprint", *map(str, traces), "-o", str(out), "--scheduler", address],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **popen,  # type: ignore[call-overload]
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **popen,  # type: ignore[call-overload]
+    )
 
 
 @pytest.mark.parametrize("server", ["silent", "http"])
@@ -115,11 +119,23 @@ def test_ctrl_c_stops_a_wait_for_the_scheduler(silent: int, traces: list[Path], 
     pytest.importorskip("distributed")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSDIFF_SCHEDULER_TIMEOUT": "60"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nsysdiff", "fingerprint", *map(str, traces), "-o", str(tmp_path / "o"),
-         "--scheduler", f"tcp://127.0.0.1:{silent}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "nsysdiff",
+            "fingerprint",
+            *map(str, traces),
+            "-o",
+            str(tmp_path / "o"),
+            "--scheduler",
+            f"tcp://127.0.0.1:{silent}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
     time.sleep(4)  # connected and waiting for the handshake
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -128,9 +144,7 @@ def test_ctrl_c_stops_a_wait_for_the_scheduler(silent: int, traces: list[Path], 
     assert time.monotonic() - sent < 5
 
 
-def test_paths_reach_the_workers_absolute(
-    monkeypatch: pytest.MonkeyPatch, traces: list[Path], tmp_path: Path
-) -> None:
+def test_paths_reach_the_workers_absolute(monkeypatch: pytest.MonkeyPatch, traces: list[Path], tmp_path: Path) -> None:
     from nsysdiff.cli import batch
     from nsysdiff.cli import scheduler as dask_scheduler
 
@@ -169,7 +183,6 @@ def test_loading_many_saved_runs_stops_when_reads_are_stopped(tmp_path: Path) ->
 def _run_set_text(fp_text: str) -> str:
     head = f'{{"format": "{runset.RUN_SET_FORMAT}", "version": {runset.RUN_SET_VERSION}'
     return f'{head}, "runs": [{fp_text}, {fp_text}]}}'
-
 
 
 def test_duplicate_keys_are_refused(tmp_path: Path) -> None:

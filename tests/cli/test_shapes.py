@@ -160,8 +160,9 @@ def test_a_scoped_diff_shows_scope_and_coverage_first(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
-    code, out, _ = run_main(monkeypatch, capsys, a, b, "--nvtx", "decode_step", "--per", "decode_step",
-                            "--no-rules", "--width", "80")  # fmt: skip
+    code, out, _ = run_main(
+        monkeypatch, capsys, a, b, "--nvtx", "decode_step", "--per", "decode_step", "--no-rules", "--width", "80"
+    )
     assert code == 0
     first = out.split("More with --details")[0]
     assert "scope        --nvtx decode_step --per decode_step (both)" in first

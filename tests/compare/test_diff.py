@@ -58,9 +58,7 @@ def test_thresholds_gate_the_flag() -> None:
 
 
 def test_new_and_removed_kernels_are_named_and_not_scored() -> None:
-    d = compare(
-        fingerprint({"a": (1, 10), "gone": (1, 5)}), fingerprint({"a": (1, 10), "fresh": (2, 7)})
-    )
+    d = compare(fingerprint({"a": (1, 10), "gone": (1, 5)}), fingerprint({"a": (1, 10), "fresh": (2, 7)}))
     by = {r.name: r for r in d.kernels}
     assert by["gone"].verdict is Verdict.REMOVED and by["gone"].candidate is None
     assert by["fresh"].verdict is Verdict.NEW and by["fresh"].base is None
@@ -80,9 +78,7 @@ def test_variant_drift_within_a_family() -> None:
 def test_same_count_different_kernels_is_called_out() -> None:
     d = compare(fingerprint({"a": (3, 10)}), fingerprint({"b": (3, 10)}))
     assert d.headline.same_count_different_kernels
-    assert not compare(
-        fingerprint({"a": (3, 10)}), fingerprint({"a": (3, 10)})
-    ).headline.same_count_different_kernels
+    assert not compare(fingerprint({"a": (3, 10)}), fingerprint({"a": (3, 10)})).headline.same_count_different_kernels
 
 
 def test_memcpy_by_kind() -> None:
@@ -119,10 +115,7 @@ def test_cascade_top_outlier_is_the_kv_cache_write(cascade) -> None:  # type: ig
     assert top.mean_ratio == pytest.approx(5.15, abs=0.005)
     assert top.count_effect_ns == 0 and top.per_call_effect_ns == top.delta_ns
     cats = {r.name: r for r in cascade.categories}
-    assert (
-        cats["attention"].base.total_ns == 1_198_000
-        and cats["attention"].candidate.total_ns == 6_170_000
-    )
+    assert cats["attention"].base.total_ns == 1_198_000 and cats["attention"].candidate.total_ns == 6_170_000
     assert cats["attention"].is_outlier
     assert cats["gemm.nvjet"].ratio == pytest.approx(1.35)
     assert cats["normalization"].ratio == pytest.approx(1.52)
@@ -187,8 +180,6 @@ def test_real_self_diff_flags_nothing(trace: Path) -> None:
     fp = load(trace)
     d = compare(fp, fp)
     assert d.outliers == () and d.variants == ()
-    assert all(
-        r.verdict is Verdict.UNCHANGED for r in (*d.kernels, *d.categories, *d.nvtx, *d.sync)
-    )
+    assert all(r.verdict is Verdict.UNCHANGED for r in (*d.kernels, *d.categories, *d.nvtx, *d.sync))
     assert all(c.verdict is Verdict.UNCHANGED for c in (*d.memcpy, *d.memset))
     assert math.isclose(d.headline.scale, 1.0)

@@ -27,8 +27,12 @@ def test_words_first_then_arguments_then_an_index() -> None:
 def test_the_diff_labels_its_kernels() -> None:
     add = "void elementwise_kernel<4, CUDAFunctor_add<float>>(int)"
     mul = "void elementwise_kernel<4, MulFunctor<float>>(int)"
-    base = fingerprint([kernel("elementwise_kernel", 10, 1_000_000, demangled=add),
-                        kernel("elementwise_kernel", 10, 2_000_000, demangled=mul)])  # fmt: skip
+    base = fingerprint(
+        [
+            kernel("elementwise_kernel", 10, 1_000_000, demangled=add),
+            kernel("elementwise_kernel", 10, 2_000_000, demangled=mul),
+        ]
+    )
     d = compare(base, base)
     assert dict(d.labels) == {add: "elementwise_kernel ⟨CUDAFunctor_add⟩", mul: "elementwise_kernel ⟨MulFunctor⟩"}
     row = next(r for r in d.kernels if r.key == add)

@@ -45,8 +45,17 @@ def test_collective_op(name: str, op: str | None) -> None:
 
 
 def _rank(n: int, compute: int, coll: int) -> RankStats:
-    return RankStats(n, f"r{n}", None, None, 10, compute + coll, compute + coll, compute + coll,
-                     (CollectiveShare("AllReduce", 5, coll),) if coll else ())  # fmt: skip
+    return RankStats(
+        n,
+        f"r{n}",
+        None,
+        None,
+        10,
+        compute + coll,
+        compute + coll,
+        compute + coll,
+        (CollectiveShare("AllReduce", 5, coll),) if coll else (),
+    )
 
 
 def test_view_names_the_slowest_rank_and_the_waiting() -> None:

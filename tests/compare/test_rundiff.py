@@ -42,14 +42,31 @@ def _json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *
 def test_base_and_candidate_take_every_path_up_to_the_next_option() -> None:
     argv = ["--base", "a", "b", "c", "--candidate", "x", "y", "--width", "80", "--details"]
     assert cli.route(argv) == [
-        "diff", "--base", "a", "--base", "b", "--base", "c", "--candidate", "x", "--candidate", "y",
-        "--width", "80", "--details",
-    ]  # fmt: skip
+        "diff",
+        "--base",
+        "a",
+        "--base",
+        "b",
+        "--base",
+        "c",
+        "--candidate",
+        "x",
+        "--candidate",
+        "y",
+        "--width",
+        "80",
+        "--details",
+    ]
     assert cli.route(["diff", "B", "--candidate", "x", "y"]) == ["diff", "B", "--candidate", "x", "--candidate", "y"]
     # After --, every word is a path as given; --base=PATH names one run.
     assert cli.route(["--base=a", "--candidate", "x", "--", "-odd"]) == [
-        "diff", "--base=a", "--candidate", "x", "--", "-odd"
-    ]  # fmt: skip
+        "diff",
+        "--base=a",
+        "--candidate",
+        "x",
+        "--",
+        "-odd",
+    ]
 
 
 def test_three_runs_against_three_from_globs(
@@ -87,9 +104,11 @@ def test_positionals_and_run_options_mix(
 
 
 def test_a_saved_run_set_is_a_side(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     base, cand = traces
     saved = tmp_path / "baseline.json"
     assert run_main(monkeypatch, capsys, "fingerprint", "--run-set", *base, "-o", saved)[0] == 0
@@ -126,9 +145,11 @@ def test_sides_badly_given_are_one_usage_line(
 
 
 def test_the_odd_run_out_of_a_side_exits_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     base, cand = traces
     other = runs.write_run(tmp_path / "a100.sqlite", True, 7, gpu="NVIDIA A100-SXM4-80GB")
     code, out, err = run_main(monkeypatch, capsys, "--base", *base, "--candidate", cand[0], other, cand[2])
@@ -149,10 +170,14 @@ def _set(fps: list[Fingerprint]) -> runset.RunSet:
 def _fp(gemm_ns: int, gather_ns: int, i: int) -> Fingerprint:
     """A GEMM, an elementwise kernel, a softmax and a small gather."""
     return fpspec.fingerprint(
-        {"ampere_sgemm_128x64_nn": (10, gemm_ns), "vectorized_elementwise_kernel": (20, 4000 + i),
-         "softmax_warp_forward": (10, 3000 - i), "indexSelectSmallIndex": (4, gather_ns)},
+        {
+            "ampere_sgemm_128x64_nn": (10, gemm_ns),
+            "vectorized_elementwise_kernel": (20, 4000 + i),
+            "softmax_warp_forward": (10, 3000 - i),
+            "indexSelectSmallIndex": (4, gather_ns),
+        },
         source=f"run{i}.json",
-    )  # fmt: skip
+    )
 
 
 def test_the_median_run_is_shown() -> None:
@@ -250,9 +275,11 @@ def test_per_step_runs_compare_per_step() -> None:
 
 
 def test_a_missing_run_is_one_line_naming_it(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     base, cand = traces
     missing = tmp_path / "gone.sqlite"
     code, out, err = run_main(monkeypatch, capsys, "--base", base[0], missing, "--candidate", *cand)
@@ -276,9 +303,10 @@ def test_one_run_against_three_says_no_interval_exists(
 def test_runs_without_kernel_rows_compare_their_nvtx_ranges() -> None:
     def ranges(step_ns: int, i: int) -> Fingerprint:
         return fpspec.fingerprint(
-            {}, nvtx={"forward": (10, step_ns), "backward": (10, 2 * step_ns + i), "load": (10, 900 + i)},
+            {},
+            nvtx={"forward": (10, step_ns), "backward": (10, 2 * step_ns + i), "load": (10, 900 + i)},
             source=f"r{i}.json",
-        )  # fmt: skip
+        )
 
     base = _set([ranges(1000, 0), ranges(1004, 1), ranges(998, 2)])
     cand = _set([ranges(1000, 0), ranges(1003, 1), ranges(999, 2)])
@@ -317,11 +345,15 @@ def _jittered(rng: np.random.Generator, gather: float, noise: float, i: int) -> 
         return int(np.rint(base * clock * np.exp(rng.normal(0.0, sd))))
 
     return fpspec.fingerprint(
-        {"ampere_sgemm_128x64_nn": (10, ns(100_000)), "vectorized_elementwise_kernel": (20, ns(40_000)),
-         "softmax_warp_forward": (10, ns(30_000)), "layer_norm_kernel": (10, ns(20_000)),
-         "indexSelectSmallIndex": (4, ns(2_000 * gather, noise))},
+        {
+            "ampere_sgemm_128x64_nn": (10, ns(100_000)),
+            "vectorized_elementwise_kernel": (20, ns(40_000)),
+            "softmax_warp_forward": (10, ns(30_000)),
+            "layer_norm_kernel": (10, ns(20_000)),
+            "indexSelectSmallIndex": (4, ns(2_000 * gather, noise)),
+        },
         source=f"r{i}.json",
-    )  # fmt: skip
+    )
 
 
 def flagged_rates(true: float, noise: float, runs: int = 3, sims: int = 200, seed: int = 1) -> tuple[float, float]:

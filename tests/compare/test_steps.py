@@ -22,8 +22,11 @@ def _random_steps(rng: random.Random, n: int) -> Steps:
         if i == n - 1:
             parts[-1] = 0  # the last step's period is its duration: nothing between
         period = sum(parts)
-        calls = tuple(HostCalls(f, rng.randrange(1, 50), rng.randrange(1, 10**6), rng.randrange(0, 10**4))
-                      for f in HostFamily if rng.random() < 0.7)  # fmt: skip
+        calls = tuple(
+            HostCalls(f, rng.randrange(1, 50), rng.randrange(1, 10**6), rng.randrange(0, 10**4))
+            for f in HostFamily
+            if rng.random() < 0.7
+        )
         out.append(Step(i * 10**7, period - parts[-1], period, StepParts(*parts), calls, parts[0]))
     return Steps("decode_step", "", tuple(out), ())
 
@@ -48,10 +51,20 @@ def test_attribution_adds_up_to_the_nanosecond(seed: int) -> None:
 def test_counts_per_step_are_exact_and_the_first_line_names_them() -> None:
     from nsysdiff.render import steps as lines
 
-    base = fpspec.steps(32, 28_000_000, 27_800_000, parts={"compute": 2_000_000},
-                        calls={"launch": (696, 8_000), "sync": (1, 11_000), "copy_d2h": (1, 75_000)})  # fmt: skip
-    cand = fpspec.steps(32, 28_100_000, 27_900_000, parts={"compute": 2_000_000},
-                        calls={"launch": (696, 8_000), "sync": (2, 11_000), "copy_d2h": (2, 75_000)})  # fmt: skip
+    base = fpspec.steps(
+        32,
+        28_000_000,
+        27_800_000,
+        parts={"compute": 2_000_000},
+        calls={"launch": (696, 8_000), "sync": (1, 11_000), "copy_d2h": (1, 75_000)},
+    )
+    cand = fpspec.steps(
+        32,
+        28_100_000,
+        27_900_000,
+        parts={"compute": 2_000_000},
+        calls={"launch": (696, 8_000), "sync": (2, 11_000), "copy_d2h": (2, 75_000)},
+    )
     d = sd.compare(base, cand)
     assert d is not None
     changes = [(f.family, f.delta_calls) for f in d.count_changes()]
@@ -90,8 +103,13 @@ def test_the_diff_carries_steps_only_when_both_sides_have_them() -> None:
 
 def _run(period_ns: int, launch_ns: int) -> Fingerprint:
     fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
-    steps = fpspec.steps(8, period_ns, period_ns - 200_000, parts={"compute": 1_000_000},
-                         calls={"launch": (100, launch_ns), "sync": (1, 10_000)})  # fmt: skip
+    steps = fpspec.steps(
+        8,
+        period_ns,
+        period_ns - 200_000,
+        parts={"compute": 1_000_000},
+        calls={"launch": (100, launch_ns), "sync": (1, 10_000)},
+    )
     return dataclasses.replace(fp, steps=steps)
 
 

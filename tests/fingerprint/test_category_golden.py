@@ -33,10 +33,7 @@ def _rows() -> list[tuple[str, str, str] | str]:
 
 
 def _write(rows: list[tuple[str, str, str] | str]) -> None:
-    lines = [
-        r if isinstance(r, str) else "\t".join((r[0], r[1], "" if r[2] == r[1] else r[2]))
-        for r in rows
-    ]
+    lines = [r if isinstance(r, str) else "\t".join((r[0], r[1], "" if r[2] == r[1] else r[2])) for r in rows]
     GOLDEN.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -111,16 +108,25 @@ def test_every_kernel_of_the_real_traces_is_in_the_table(update_golden: bool) ->
 @pytest.mark.parametrize(
     ("short", "demangled", "ident"),
     [
-        ("fft2d_r2c_32x32", "void fft2d_r2c_32x32<float, false, 0u, false>(float2 *, cudnn::reduced_divisor)",
-         "fft2d_r2c_32x32"),
-        ("Kernel2", "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)",
-         "cutlass::Kernel2 cutlass_80_simt_sgemm_128x32_8x5_nn_align1"),
-        ("device_kernel", "void cutlass::device_kernel<(anonymous namespace)::cutlass_3x_gemm<float>::GemmKernel>(P)",
-         "cutlass::device_kernel cutlass_3x_gemm"),
+        (
+            "fft2d_r2c_32x32",
+            "void fft2d_r2c_32x32<float, false, 0u, false>(float2 *, cudnn::reduced_divisor)",
+            "fft2d_r2c_32x32",
+        ),
+        (
+            "Kernel2",
+            "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)",
+            "cutlass::Kernel2 cutlass_80_simt_sgemm_128x32_8x5_nn_align1",
+        ),
+        (
+            "device_kernel",
+            "void cutlass::device_kernel<(anonymous namespace)::cutlass_3x_gemm<float>::GemmKernel>(P)",
+            "cutlass::device_kernel cutlass_3x_gemm",
+        ),
         ("device_kernel", "void device_kernel<(int)128>(void **)", "device_kernel"),
         ("saxpy", "saxpy", "saxpy"),
     ],
-)  # fmt: skip
+)
 def test_identity_is_the_function_and_what_a_wrapper_runs(short: str, demangled: str, ident: str) -> None:
     # Never the parameters: a cuDNN FFT takes a cudnn::reduced_divisor, and is no reduction.
     assert identity(short, demangled) == ident

@@ -49,9 +49,7 @@ def test_fingerprint_is_small() -> None:
             "re-create it with `nsysdiff fingerprint`",
         ),
         (
-            json.dumps(
-                {"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}
-            ),
+            json.dumps({"format": "nsysdiff-fingerprint", "version": FORMAT_VERSION, "kernels": []}),
             "x.json: malformed fingerprint at $: 'meta' is a required property",
         ),
     ],

@@ -37,8 +37,12 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-def _jittered(rng: np.random.Generator, sigmas: dict[str, float], scale: dict[str, float] | None = None,
-              source: str = "run.sqlite") -> Fingerprint:  # fmt: skip
+def _jittered(
+    rng: np.random.Generator,
+    sigmas: dict[str, float],
+    scale: dict[str, float] | None = None,
+    source: str = "run.sqlite",
+) -> Fingerprint:
     """One run: each kernel 100 calls of 100 us, its total times exp(N(0, sigma))."""
     scale = scale or {}
     ks = {
@@ -76,15 +80,19 @@ def test_simulated_runs_recover_the_planted_noise() -> None:
         # Calls are the same in every run: the total and the per-call mean move together.
         totals = np.array([kernels[name].total.sd_log for name, s in sigmas.items() if s == level])
         assert np.allclose(got, totals, rtol=1e-6)
-        assert all(kernels[name].total.width == pytest.approx(math.sqrt(2) * kernels[name].total.sd_log)
-                   for name, s in sigmas.items() if s == level)  # fmt: skip
+        assert all(
+            kernels[name].total.width == pytest.approx(math.sqrt(2) * kernels[name].total.sd_log)
+            for name, s in sigmas.items()
+            if s == level
+        )
 
 
 def test_exact_figures_of_three_runs() -> None:
     """Three runs with known totals: SD, robust spread and medians exactly as defined."""
     totals = [10_000_000, 10_300_000, 9_700_000]
-    fps = [fpspec.fingerprint({GEMM: (100, t), NORM: (50, 1_000_000)}, nvtx={"step": (4, t + 1_000_000)})
-           for t in totals]  # fmt: skip
+    fps = [
+        fpspec.fingerprint({GEMM: (100, t), NORM: (50, 1_000_000)}, nvtx={"step": (4, t + 1_000_000)}) for t in totals
+    ]
     profile = noise.measure(_run_set(fps))
     gemm = next(k for k in profile.keys if (k.kind, k.key) == (KeyKind.KERNEL, GEMM))
     logs = np.log(np.array(totals, dtype=float))
@@ -98,8 +106,10 @@ def test_exact_figures_of_three_runs() -> None:
 
 
 def test_keys_in_some_runs_are_listed_apart() -> None:
-    fps = [fpspec.fingerprint({GEMM: (100, 10_000_000), **({"flaky_kernel": (3, 1000)} if i == 1 else {})})
-           for i in range(3)]  # fmt: skip
+    fps = [
+        fpspec.fingerprint({GEMM: (100, 10_000_000), **({"flaky_kernel": (3, 1000)} if i == 1 else {})})
+        for i in range(3)
+    ]
     profile = noise.measure(_run_set(fps))
     assert noise.PartialKey(KeyKind.KERNEL, "flaky_kernel", 1) in profile.partial
     assert all(k.key != "flaky_kernel" for k in profile.keys)
@@ -180,8 +190,7 @@ def test_noise_command_needs_two_runs(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def good() -> str:
     rng = np.random.default_rng(3)
-    return noise.profile_to_json(noise.measure(_run_set([_jittered(rng, {GEMM: 0.02, NORM: 0.01})
-                                                         for _ in range(3)])))  # fmt: skip
+    return noise.profile_to_json(noise.measure(_run_set([_jittered(rng, {GEMM: 0.02, NORM: 0.01}) for _ in range(3)])))
 
 
 def _edit(good: str, change: Callable[[dict[str, Any]], object]) -> str:
@@ -357,8 +366,9 @@ def test_a_budget_below_the_noise_is_inconclusive(calibrated: tuple[Path, str, s
     rules.write_text(TIGHT, encoding="utf-8")
     # Without the profile: exactly today's verdict (a pass: no change at all).
     assert _cli("diff", base, same, "--rules", str(rules))[0] == 0
-    code, stdout, err = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile),
-                             "--width", "200")  # fmt: skip
+    code, stdout, err = _cli(
+        "diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200"
+    )
     assert (code, err) == (int(ExitCode.INCONCLUSIVE), "")
     first, reason = stdout.splitlines()[:2]
     assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · too small to tell (the reason below) · ")
@@ -371,8 +381,10 @@ def test_a_failing_rule_decides_over_an_inconclusive_one(
 ) -> None:
     profile, base, same, _ = calibrated
     rules = tmp_path / "both.yaml"
-    rules.write_text(TIGHT + "  - id: calls\n    kind: budget\n    whole: trace\n    metric: total_time\n"
-                     "    max_value: 1ms\n", encoding="utf-8")  # fmt: skip
+    rules.write_text(
+        TIGHT + "  - id: calls\n    kind: budget\n    whole: trace\n    metric: total_time\n    max_value: 1ms\n",
+        encoding="utf-8",
+    )
     code, stdout, _ = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200")
     assert code == int(ExitCode.REGRESSION)
     assert "  note: rule 'gemm-tight': limit +1.0% is below the measured noise" in stdout
@@ -400,8 +412,9 @@ def test_a_noise_limit_without_a_profile_fails_before_reading(tmp_path: Path) ->
     rules = tmp_path / "noisy.yaml"
     rules.write_text(NOISY, encoding="utf-8")
     assert _cli("rules", "validate", str(rules))[0] == 0  # the profile may come with the diff
-    code, stdout, err = _cli("diff", str(tmp_path / "missing-a.sqlite"), str(tmp_path / "missing-b.sqlite"),
-                             "--rules", str(rules))  # fmt: skip
+    code, stdout, err = _cli(
+        "diff", str(tmp_path / "missing-a.sqlite"), str(tmp_path / "missing-b.sqlite"), "--rules", str(rules)
+    )
     assert (code, stdout) == (2, "")
     assert err == (
         f"nsysdiff: error: {rules}:3: rule 'gemm-noise': key 'max_noise_widths': needs a noise profile: give "
@@ -441,8 +454,10 @@ def test_a_3_width_rule_calibrated_on_simulated_pairs(tmp_path: Path) -> None:
 def test_a_profile_of_another_gpu_does_not_fit(calibrated: tuple[Path, str, str, str], tmp_path: Path) -> None:
     profile, _, same, _ = calibrated
     other = tmp_path / "a100.json"
-    other.write_text(fingerprint_to_json(fpspec.fingerprint({GEMM: (100, 10_000_000)}, gpu="NVIDIA A100",
-                                                            source="a100.sqlite")), encoding="utf-8")  # fmt: skip
+    other.write_text(
+        fingerprint_to_json(fpspec.fingerprint({GEMM: (100, 10_000_000)}, gpu="NVIDIA A100", source="a100.sqlite")),
+        encoding="utf-8",
+    )
     rules = tmp_path / "tight.yaml"
     rules.write_text(TIGHT, encoding="utf-8")
     code, stdout, err = _cli("diff", str(other), same, "--rules", str(rules), "--noise-profile", str(profile))
@@ -514,8 +529,9 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     assert "indexSelectSmallIndex" in " ".join(failed)
     per_call = [f for f in doc["findings"] if f["rule_id"] == "per-call"]
     # Kernels new at bs16 breach as new; every other finding grew more than 3x per call.
-    assert all(f["observed"].startswith("new (") if f["observed_value"] is None else f["observed_value"] > 3
-               for f in per_call)  # fmt: skip
+    assert all(
+        f["observed"].startswith("new (") if f["observed_value"] is None else f["observed_value"] > 3 for f in per_call
+    )
 
 
 def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
@@ -532,8 +548,11 @@ def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
     base = str(serving(tmp_path / "base.sqlite", 6))
     cand = str(serving(tmp_path / "cand.sqlite", 8, slow=1.5))
     rules = tmp_path / "steps.yaml"
-    rules.write_text("version: 1\nrules:\n  - id: step\n    kind: budget\n    whole: trace\n    per: decode_step\n"
-                     "    max_noise_widths: 3\n    min_ratio: 1.05x\n", encoding="utf-8")  # fmt: skip
+    rules.write_text(
+        "version: 1\nrules:\n  - id: step\n    kind: budget\n    whole: trace\n    per: decode_step\n"
+        "    max_noise_widths: 3\n    min_ratio: 1.05x\n",
+        encoding="utf-8",
+    )
     judged = ("--rules", str(rules), "--noise-profile", str(profile), "-f", "json")
     code, stdout, err = _cli("diff", base, cand, *scope, *judged)
     assert (code, err) == (int(ExitCode.REGRESSION), "")
@@ -572,8 +591,11 @@ def test_levels_strict_and_waivers_of_a_limit_within_the_noise(
     assert _cli(*judged, str(warning))[0] == int(ExitCode.PASS)
     assert _cli(*judged, str(warning), "--strict")[0] == int(ExitCode.INCONCLUSIVE)
     waived = tmp_path / "waived.yaml"
-    waived.write_text(TIGHT + "waivers:\n  - rule: gemm-tight\n    subject: kernel:sgemm\n"
-                      "    reason: calibrating\n    expires: 2999-12-31\n", encoding="utf-8")  # fmt: skip
+    waived.write_text(
+        TIGHT + "waivers:\n  - rule: gemm-tight\n    subject: kernel:sgemm\n"
+        "    reason: calibrating\n    expires: 2999-12-31\n",
+        encoding="utf-8",
+    )
     code, stdout, _ = _cli(*judged, str(waived), "-f", "json")
     assert code == int(ExitCode.PASS)
     assert json.loads(stdout)["findings"][0]["waived"] is True

@@ -45,9 +45,7 @@ def _step(b: TraceBuilder, t: int, slow: float, tid: int, graph: str | None) -> 
     return t + 200 * US
 
 
-def serving(
-    path: Path, steps: int, *, slow: float = 1.0, graph: str | None = None, tid: int = 1001
-) -> Path:
+def serving(path: Path, steps: int, *, slow: float = 1.0, graph: str | None = None, tid: int = 1001) -> Path:
     """Model load (no range), prefill, then `steps` decode_step ranges under a decode range."""
     b = TraceBuilder()
     b.launch("load_weights_kernel", 0, 10 * US, 2 * MS, tid=tid)
@@ -70,9 +68,15 @@ def serving(
 
 @pytest.mark.parametrize(
     ("text", "start", "end"),
-    [("2s:5s", 2_000_000_000, 5_000_000_000), ("500ms:", 500 * MS, None), (":3s", 0, 3_000_000_000),
-     ("1.5ms:2ms", 1_500_000, 2 * MS), ("0:10us", 0, 10 * US), ("100ns:1us", 100, 1000)],
-)  # fmt: skip
+    [
+        ("2s:5s", 2_000_000_000, 5_000_000_000),
+        ("500ms:", 500 * MS, None),
+        (":3s", 0, 3_000_000_000),
+        ("1.5ms:2ms", 1_500_000, 2 * MS),
+        ("0:10us", 0, 10 * US),
+        ("100ns:1us", 100, 1000),
+    ],
+)
 def test_parse_window(text: str, start: int, end: int | None) -> None:
     w = parse_window(text)
     assert (w.start_ns, w.end_ns) == (start, end)
@@ -237,8 +241,10 @@ def test_per_step_normalisation_flags_nothing(tmp_path: Path) -> None:
     assert all(r.base and r.candidate and r.base.calls == r.candidate.calls == 1 for r in d.kernels)
     assert all(r.verdict is Verdict.UNCHANGED for r in d.nvtx)
     # Without --per the totals double and every row regresses.
-    raw = compare(api.load(tmp_path / "b.sqlite", ScopeOptions(nvtx="decode")),
-                  api.load(tmp_path / "c.sqlite", ScopeOptions(nvtx="decode")))  # fmt: skip
+    raw = compare(
+        api.load(tmp_path / "b.sqlite", ScopeOptions(nvtx="decode")),
+        api.load(tmp_path / "c.sqlite", ScopeOptions(nvtx="decode")),
+    )
     assert not raw.per_step and raw.headline.ratio == pytest.approx(2.0)
 
 
@@ -395,11 +401,13 @@ def test_real_saxpy_nvtx() -> None:
 
 @pytest.mark.parametrize(
     ("name", "nvtx"),
-    [("nsysai_mfu_h100x2_before.sqlite", "ncclGroupEnd"),
-     ("nsysai_mfu_h100x2_after.sqlite", "aten::copy_"),
-     ("fuser_h100_report1.sqlite", "ExpressionEvaluator::evaluate"),
-     ("fuser_h200_2025.sqlite", ".*")],
-)  # fmt: skip
+    [
+        ("nsysai_mfu_h100x2_before.sqlite", "ncclGroupEnd"),
+        ("nsysai_mfu_h100x2_after.sqlite", "aten::copy_"),
+        ("fuser_h100_report1.sqlite", "ExpressionEvaluator::evaluate"),
+        ("fuser_h200_2025.sqlite", ".*"),
+    ],
+)
 def test_real_nvtx_coverage(name: str, nvtx: str) -> None:
     res = runner.invoke(app, ["summary", str(_real(name)), "--nvtx", nvtx, "--format", "json"])
     assert res.exit_code == 0, res.output

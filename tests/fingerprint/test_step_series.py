@@ -10,8 +10,14 @@ from nsysdiff.fingerprint.scope import options
 from nsysdiff.fingerprint.steps import HostCalls, HostFamily, Step, StepPart, StepParts, Steps, StepSeries
 from nsysdiff.synth.builder import Generation, TraceBuilder
 
-A = Step(0, 9_000, 10_000, StepParts(4_000, 0, 0, 3_000, 500, 1_500, 1_000),
-         (HostCalls(HostFamily.LAUNCH, 12, 36_000), HostCalls(HostFamily.COPY_D2H, 1, 800, 4_096)), 4_000)  # fmt: skip
+A = Step(
+    0,
+    9_000,
+    10_000,
+    StepParts(4_000, 0, 0, 3_000, 500, 1_500, 1_000),
+    (HostCalls(HostFamily.LAUNCH, 12, 36_000), HostCalls(HostFamily.COPY_D2H, 1, 800, 4_096)),
+    4_000,
+)
 # A family listed with no calls stays listed: the series keeps which families a step lists.
 B = Step(10_000, 8_000, 8_000, StepParts(5_000, 0, 0, 2_000, 0, 1_000, 0), (HostCalls(HostFamily.SYNC, 0, 0),), 5_000)
 

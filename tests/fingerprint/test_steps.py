@@ -23,9 +23,14 @@ def test_parts_by_hand(tmp_path: Path) -> None:
     assert (fp.steps.name, fp.steps.domain) == ("decode_step", "")
     assert (first.start_ns, first.duration_ns, first.period_ns) == (0, 100 * US, 120 * US)
     assert first.parts == StepParts(
-        compute_ns=35 * US, communication_ns=20 * US, copies_ns=10 * US,
-        launch_bound_ns=21 * US, sync_ns=5 * US, host_ns=9 * US, between_ns=20 * US,
-    )  # fmt: skip
+        compute_ns=35 * US,
+        communication_ns=20 * US,
+        copies_ns=10 * US,
+        launch_bound_ns=21 * US,
+        sync_ns=5 * US,
+        host_ns=9 * US,
+        between_ns=20 * US,
+    )
     assert first.kernel_ns == (30 + 25 + 5 + 10) * US  # the tail kernel ran between steps
     assert first.calls == (
         HostCalls(HostFamily.LAUNCH, 4, 24 * US),
@@ -72,8 +77,17 @@ def test_overlapping_ranges_stop_at_the_next_start(tmp_path: Path) -> None:
     assert last.parts.total_ns == last.period_ns == 30 * US
 
 
-H100 = ["llm_bs1", "llm_bs1_compile", "llm_bs16", "llm_bs16_r2", "llm_bs16_compile", "graph_mode", "graph_node",
-        "example_bs1", "example_bs16"]  # fmt: skip
+H100 = [
+    "llm_bs1",
+    "llm_bs1_compile",
+    "llm_bs16",
+    "llm_bs16_r2",
+    "llm_bs16_compile",
+    "graph_mode",
+    "graph_node",
+    "example_bs1",
+    "example_bs16",
+]
 
 
 @pytest.mark.parametrize("name", H100)

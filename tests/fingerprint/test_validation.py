@@ -201,9 +201,7 @@ def test_schema_matches_the_model(name: str) -> None:
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     definition = _schema()["$defs"][name]
     assert set(definition["properties"]) == {f.name for f in fields}
-    required = {
-        f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
+    required = {f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     assert set(definition["required"]) == required
 
 
@@ -229,12 +227,20 @@ def _two_steps() -> steps.Steps:
     launch = steps.HostFamily.LAUNCH
     d2h = steps.HostFamily.COPY_D2H
     first = steps.Step(
-        0, 8_000, 10_000, steps.StepParts(3_000, 0, 500, 1_500, 2_000, 1_000, 2_000),
-        (steps.HostCalls(launch, 3, 1_800), steps.HostCalls(d2h, 1, 2_100, 4)), 3_000,
+        0,
+        8_000,
+        10_000,
+        steps.StepParts(3_000, 0, 500, 1_500, 2_000, 1_000, 2_000),
+        (steps.HostCalls(launch, 3, 1_800), steps.HostCalls(d2h, 1, 2_100, 4)),
+        3_000,
     )
     last = steps.Step(
-        10_000, 12_000, 12_000, steps.StepParts(4_000, 0, 0, 2_000, 0, 6_000, 0),
-        (steps.HostCalls(launch, 2, 1_200),), 4_000,
+        10_000,
+        12_000,
+        12_000,
+        steps.StepParts(4_000, 0, 0, 2_000, 0, 6_000, 0),
+        (steps.HostCalls(launch, 2, 1_200),),
+        4_000,
     )
     times = (
         steps.CallTimes(launch, 5, 3_000, 0, 600, 700, 700, 700),
@@ -288,7 +294,8 @@ STEP_CASES: dict[str, tuple[Callable[[Doc], None], tuple[str, ...]]] = {
     "call times don't add up": (_set("steps.call_times.0.calls", 6), ("$.steps.call_times[0]: calls",)),
     "tail out of order": (_set("steps.call_times.0.p50_ns", 800), ("$.steps.call_times[0]: p50",)),
     "family without times": (
-        lambda d: d["steps"]["call_times"].pop(), ("$.steps.call_times: no row for copy_d2h",),
+        lambda d: d["steps"]["call_times"].pop(),
+        ("$.steps.call_times: no row for copy_d2h",),
     ),
 }
 

@@ -96,8 +96,10 @@ def test_diff_frames_line_up_with_the_diff(tmp_path: Path) -> None:
     assert parts["Delta (ns)"].sum() == d.attribution.delta_ns
     copies = nd.diff_copies_frame(d)
     assert list(copies["Operation"]) == ["HtoD", "DtoH", "memset"] or set(copies["Operation"]) == {
-        "HtoD", "DtoH", "memset",
-    }  # fmt: skip
+        "HtoD",
+        "DtoH",
+        "memset",
+    }
     with pytest.raises(ValueError, match="unknown table"):
         nd.diff_frame(d, "nope")
 
@@ -141,11 +143,18 @@ def test_every_frame_writes_parquet_and_reads_back_equal(tmp_path: Path) -> None
     a = nd.load(_trace(tmp_path, "a.sqlite"))
     d = nd.compare(a, nd.load(_trace(tmp_path, "b.sqlite", slow=2.0)))
     frames = {
-        "kernels": nd.kernels_frame(a), "families": nd.families_frame(a), "categories": nd.categories_frame(a),
-        "copies": nd.copies_frame(a), "nvtx": nd.nvtx_frame(a), "sync": nd.sync_frame(a),
-        "diff": nd.diff_frame(d), "diff_copies": nd.diff_copies_frame(d), "attribution": nd.attribution_frame(d),
-        "runs": nd.runs_frame(d), "run_values": nd.run_values_frame(d),
-    }  # fmt: skip
+        "kernels": nd.kernels_frame(a),
+        "families": nd.families_frame(a),
+        "categories": nd.categories_frame(a),
+        "copies": nd.copies_frame(a),
+        "nvtx": nd.nvtx_frame(a),
+        "sync": nd.sync_frame(a),
+        "diff": nd.diff_frame(d),
+        "diff_copies": nd.diff_copies_frame(d),
+        "attribution": nd.attribution_frame(d),
+        "runs": nd.runs_frame(d),
+        "run_values": nd.run_values_frame(d),
+    }
     for name, df in frames.items():
         path = tmp_path / f"{name}.parquet"
         df.to_parquet(path)
@@ -170,13 +179,16 @@ def test_frames_equal_the_fingerprint_and_nsys_stats(trace: Path) -> None:
     got = {r["Demangled Name"]: [int(r["Instances"]), int(r["Total Time (ns)"])] for _, r in k.iterrows()}
     assert got == dict(want)
     mem = {
-        (r["Operation"].removeprefix("[CUDA memcpy ").removeprefix("[CUDA ").rstrip("]")):
-        (int(r["Count"]), int(r["Total Time (ns)"]))
+        (r["Operation"].removeprefix("[CUDA memcpy ").removeprefix("[CUDA ").rstrip("]")): (
+            int(r["Count"]),
+            int(r["Total Time (ns)"]),
+        )
         for r in _stats(trace, "gpumemtimesum")
-    }  # fmt: skip
+    }
     copies = nd.copies_frame(fp)
-    assert {o: (int(c), int(t)) for o, c, t in copies[["Operation", "Count", "Total Time (ns)"]].itertuples(
-        index=False)} == mem  # fmt: skip
+    assert {
+        o: (int(c), int(t)) for o, c, t in copies[["Operation", "Count", "Total Time (ns)"]].itertuples(index=False)
+    } == mem
 
 
 def test_steps_frames_split_every_period_exactly(tmp_path: Path) -> None:
@@ -190,8 +202,12 @@ def test_steps_frames_split_every_period_exactly(tmp_path: Path) -> None:
     fp = nd.load(b.write(tmp_path / "s.sqlite"), nd.ScopeOptions(per="decode_step"))
     assert fp.steps is not None
     steps = nd.steps_frame(fp)
-    parts = [c for c in steps.columns if c.endswith("(ns)") and c.split(" (")[0] in {
-        "Compute", "Communication", "Copies", "Launch-bound", "Sync", "Host", "Between"}]  # fmt: skip
+    parts = [
+        c
+        for c in steps.columns
+        if c.endswith("(ns)")
+        and c.split(" (")[0] in {"Compute", "Communication", "Copies", "Launch-bound", "Sync", "Host", "Between"}
+    ]
     assert len(parts) == 7 and len(steps) == 3
     assert (steps[parts].sum(axis=1) == steps["Period (ns)"]).all()
     assert list(steps["Period (ns)"]) == [s.period_ns for s in fp.steps.steps]

@@ -64,8 +64,12 @@ def notebook(printed: list[str]) -> dict[str, Any]:
     out_iter = iter(printed)
     nb_cells = []
     for i, (kind, source) in enumerate(cells(SCRIPT.read_text(encoding="utf-8"))):
-        cell: dict[str, Any] = {"cell_type": kind, "id": f"cell-{i}", "metadata": {},
-                                "source": source.splitlines(keepends=True)}  # fmt: skip
+        cell: dict[str, Any] = {
+            "cell_type": kind,
+            "id": f"cell-{i}",
+            "metadata": {},
+            "source": source.splitlines(keepends=True),
+        }
         if kind == "code":
             text = next(out_iter)
             cell["execution_count"] = None
@@ -74,11 +78,13 @@ def notebook(printed: list[str]) -> dict[str, Any]:
         nb_cells.append(cell)
     return {
         "cells": nb_cells,
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                     "language_info": {"name": "python"}},
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
         "nbformat": 4,
         "nbformat_minor": 5,
-    }  # fmt: skip
+    }
 
 
 def test_the_notebook_runs_and_shows_what_is_committed(tmp_path: Path, update_golden: bool) -> None:

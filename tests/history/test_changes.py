@@ -38,8 +38,9 @@ def _store(tmp_path: Path, base: Fingerprint, noise: dict[str, float], seed: int
 
 
 def _check_done_when(path: Path, base: Fingerprint) -> changes.Changes:
-    c = api.history_changes(path, "main", max_pvalue=changes.DEFAULT_MAX_PVALUE, window=changes.DEFAULT_WINDOW,
-                            last=None)  # fmt: skip
+    c = api.history_changes(
+        path, "main", max_pvalue=changes.DEFAULT_MAX_PVALUE, window=changes.DEFAULT_WINDOW, last=None
+    )
     assert len(c.commits) == 60 and c.runs == 180
     kernel_steps = [s for s in c.steps if s.kind == "kernel"]
 
@@ -110,8 +111,9 @@ def test_false_alarms_on_pure_noise_within_the_stated_rate() -> None:
     for _ in range(200):
         for key, sd in widths:
             runs = [list(np.exp(rng.normal(0.0, sd, 3)) * 1e6) for _ in commits]
-            steps, drifts = changes.key_changes(engine, "kernel", key, commits, runs, changes.DEFAULT_MAX_PVALUE,
-                                                changes.DEFAULT_WINDOW)  # fmt: skip
+            steps, drifts = changes.key_changes(
+                engine, "kernel", key, commits, runs, changes.DEFAULT_MAX_PVALUE, changes.DEFAULT_WINDOW
+            )
             trials += 1
             alarms += bool(steps or drifts)
     assert trials == 200 * 8

@@ -46,13 +46,21 @@ def test_entries_keep_provenance_and_number_runs_within_a_commit(tmp_path: Path)
     assert [(e.provenance.commit, e.provenance.run) for e in entries] == [("c0", 1), ("c0", 2), ("c1", 1)]
     p = entries[0].provenance
     assert (p.ref, p.added, p.gpu, p.nsys_version, p.graph_mode, p.failed) == (
-        "main", "2026-01-02T03:04:05Z", "NVIDIA H100 80GB HBM3", "2024.6.2.25", "none", False,
-    )  # fmt: skip
+        "main",
+        "2026-01-02T03:04:05Z",
+        "NVIDIA H100 80GB HBM3",
+        "2024.6.2.25",
+        "none",
+        False,
+    )
     assert "window=None" in p.scope
     assert s.fingerprint(entries[2]) == _fp(1.02)
     series = s.series(entries)
-    assert series[("kernel", "gemm_a")] == {entries[0].id: (10, 1_000_000), entries[1].id: (10, 1_010_000),
-                                            entries[2].id: (10, 1_020_000)}  # fmt: skip
+    assert series[("kernel", "gemm_a")] == {
+        entries[0].id: (10, 1_000_000),
+        entries[1].id: (10, 1_010_000),
+        entries[2].id: (10, 1_020_000),
+    }
     assert series[("copy", "HtoD")][entries[0].id] == (4, 8000)
     assert series[("nvtx", "decode_step")][entries[0].id] == (32, 5_000_000)
     s.close()
@@ -75,8 +83,12 @@ def test_reading_never_modifies_the_store(tmp_path: Path) -> None:
 def test_entries_are_append_only(tmp_path: Path) -> None:
     path = _store(tmp_path)
     con = sqlite3.connect(path)
-    for sql in ("UPDATE entries SET failed = 1", "DELETE FROM entries", "UPDATE series SET total_ns = 1",
-                "DELETE FROM series"):  # fmt: skip
+    for sql in (
+        "UPDATE entries SET failed = 1",
+        "DELETE FROM entries",
+        "UPDATE series SET total_ns = 1",
+        "DELETE FROM series",
+    ):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             con.execute(sql)
     con.close()
@@ -209,15 +221,18 @@ def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
         ("UPDATE entries SET fingerprint = 'text'", (), "not a zlib blob"),
         ("UPDATE entries SET fingerprint = zeroblob(20000000)", (), "not a zlib blob of at most"),
         ("UPDATE entries SET fingerprint = ?", (zlib.compress(b" " * (70 * 1024 * 1024), 9),), "inflates past"),
-        ("UPDATE entries SET fingerprint = ?", (zlib.compress(b'{"format": "nsysdiff-fingerprint"}'),),
-         "version None is not supported"),
+        (
+            "UPDATE entries SET fingerprint = ?",
+            (zlib.compress(b'{"format": "nsysdiff-fingerprint"}'),),
+            "version None is not supported",
+        ),
         ("UPDATE entries SET gpu = ?", ("x" * 10_000,), "over 512 characters"),
         ("UPDATE entries SET run = 'one' WHERE id = 1", (), "wrong type"),
         ("UPDATE entries SET run = 0 WHERE id = 1", (), "run number 0"),
         ("UPDATE series SET total_ns = -5", (), "malformed figure"),
         ("UPDATE series SET calls = 'many'", (), "malformed figure"),
     ],
-)  # fmt: skip
+)
 def test_tampered_rows(tmp_path: Path, sql: str, params: tuple[object, ...], match: str) -> None:
     path = _store(tmp_path)
     _tamper(path, sql, params)

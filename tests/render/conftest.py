@@ -43,13 +43,12 @@ def golden(update_golden: bool) -> Callable[[str, str], None]:
         if text != expected:
             delta = "".join(
                 difflib.unified_diff(
-                    expected.splitlines(keepends=True), text.splitlines(keepends=True),
-                    f"golden/{name}", "rendered",
+                    expected.splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    f"golden/{name}",
+                    "rendered",
                 )
-            )  # fmt: skip
-            pytest.fail(
-                f"{name} differs from its golden file "
-                f"(rerun with --update-golden if intended):\n{delta}"
             )
+            pytest.fail(f"{name} differs from its golden file (rerun with --update-golden if intended):\n{delta}")
 
     return check

@@ -46,46 +46,75 @@ BITWISE_OR = (
     "at::native::gpu_kernel_impl<at::native::BitwiseOrFunctor<long> >(at::TensorIteratorBase&, "
     "at::native::BitwiseOrFunctor<long> const&)::{lambda(int)#1})"
 )
-FLASH = (
-    "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4> >"
-    "(Flash_fwd_params)"
-)
-RMS_NORM = (
-    "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, "
-    "float, int, int)"
-)
-SPLIT_K = (
-    "void cublasLt::splitKreduce_kernel<32, 16, int, float, float>"
-    "(cublasLt::cublasSplitKParams<float>)"
-)
+FLASH = "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4> >(Flash_fwd_params)"
+RMS_NORM = "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, float, int, int)"
+SPLIT_K = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float>(cublasLt::cublasSplitKParams<float>)"
 MERGE = "void vllm::merge_attn_states_kernel<__nv_bfloat16, 128u>(__nv_bfloat16*, float*)"
 
 # (short name, demangled, family, category, base (calls, total_ns), candidate (calls, total_ns))
 Spec = tuple[str, str, str, str, tuple[int, int] | None, tuple[int, int] | None]
 KERNELS: tuple[Spec, ...] = (
-    ("device_kernel", "device_kernel", "device_kernel", "torch.compile",
-     (748, 877_380_000), (748, 965_118_000)),
-    ("vectorized_elementwise_kernel", ELEMENTWISE, "vectorized_elementwise_kernel", "elementwise",
-     (883, 60_980_000), (883, 66_470_000)),
-    ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
-     "nvjet_tst_*_bz_*", "gemm.nvjet", (28, 51_940_000), None),
-    ("nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NTT", "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NTT",
-     "nvjet_tst_*_bz_*", "gemm.nvjet", None, (28, 60_100_000)),
-    ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
-     "nvjet_tst_*_bz_*", "gemm.nvjet", (112, 150_000_000), (112, 203_000_000)),
-    ("reshape_and_cache_flash_kernel", RESHAPE, "vllm::reshape_and_cache_flash_kernel", "attention",
-     (392, 1_200_000), (392, 6_170_000)),
-    ("flash_fwd_splitkv_kernel", FLASH,
-     "flash::flash_fwd_splitkv_kernel", "attention", (392, 45_000_000), (392, 49_500_000)),
-    ("rms_norm_kernel", RMS_NORM,
-     "vllm::rms_norm_kernel", "normalization", (784, 20_000_000), (784, 22_400_000)),
-    ("elementwise_kernel", BITWISE_OR, "at::native::elementwise_kernel", "elementwise",
-     (200, 3_000_000), (200, 3_270_000)),
-    ("splitKreduce_kernel", SPLIT_K,
-     "cublasLt::splitKreduce_kernel", "gemm.cublas", (392, 2_000_000), None),
-    ("merge_attn_states_kernel", MERGE,
-     "vllm::merge_attn_states_kernel", "attention", None, (392, 4_500_000)),
-)  # fmt: skip
+    ("device_kernel", "device_kernel", "device_kernel", "torch.compile", (748, 877_380_000), (748, 965_118_000)),
+    (
+        "vectorized_elementwise_kernel",
+        ELEMENTWISE,
+        "vectorized_elementwise_kernel",
+        "elementwise",
+        (883, 60_980_000),
+        (883, 66_470_000),
+    ),
+    (
+        "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
+        "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
+        "nvjet_tst_*_bz_*",
+        "gemm.nvjet",
+        (28, 51_940_000),
+        None,
+    ),
+    (
+        "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NTT",
+        "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NTT",
+        "nvjet_tst_*_bz_*",
+        "gemm.nvjet",
+        None,
+        (28, 60_100_000),
+    ),
+    (
+        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
+        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
+        "nvjet_tst_*_bz_*",
+        "gemm.nvjet",
+        (112, 150_000_000),
+        (112, 203_000_000),
+    ),
+    (
+        "reshape_and_cache_flash_kernel",
+        RESHAPE,
+        "vllm::reshape_and_cache_flash_kernel",
+        "attention",
+        (392, 1_200_000),
+        (392, 6_170_000),
+    ),
+    (
+        "flash_fwd_splitkv_kernel",
+        FLASH,
+        "flash::flash_fwd_splitkv_kernel",
+        "attention",
+        (392, 45_000_000),
+        (392, 49_500_000),
+    ),
+    ("rms_norm_kernel", RMS_NORM, "vllm::rms_norm_kernel", "normalization", (784, 20_000_000), (784, 22_400_000)),
+    (
+        "elementwise_kernel",
+        BITWISE_OR,
+        "at::native::elementwise_kernel",
+        "elementwise",
+        (200, 3_000_000),
+        (200, 3_270_000),
+    ),
+    ("splitKreduce_kernel", SPLIT_K, "cublasLt::splitKreduce_kernel", "gemm.cublas", (392, 2_000_000), None),
+    ("merge_attn_states_kernel", MERGE, "vllm::merge_attn_states_kernel", "attention", None, (392, 4_500_000)),
+)
 
 SHAPE = (0.62, 0.7, 0.8, 0.85, 0.9, 0.94, 0.97, 1.0, 1.02, 1.05, 1.08, 1.15, 1.25, 1.6, 2.1)
 assert len(SHAPE) == len(QUANTILE_GRID)
@@ -196,42 +225,60 @@ def pair(specs: Sequence[Spec] = KERNELS) -> tuple[Fingerprint, Fingerprint]:
 
 FINDINGS = (
     Finding(
-        Level.ERROR, "outlier-kernels", "outlier", "reshape_and_cache_flash_kernel",
+        Level.ERROR,
+        "outlier-kernels",
+        "outlier",
+        "reshape_and_cache_flash_kernel",
         observed="5.14x (4.67x beyond the overall 1.10x)",
         limit="1.25x beyond the overall scale",
         evidence="calls 392 → 392, per call 5.14x mean; per-call effect +4.97 ms, count effect 0",
         message="A kernel scaled abnormally against the rest of the trace.",
     ),
     Finding(
-        Level.ERROR, "attention-budget", "budget", "attention",
-        observed="+13.97 ms (+30.2%)", limit="+10%",
+        Level.ERROR,
+        "attention-budget",
+        "budget",
+        "attention",
+        observed="+13.97 ms (+30.2%)",
+        limit="+10%",
         evidence="46.20 ms → 60.17 ms over 1,176 → 1,176 calls",
         message="Attention kernels must not grow faster than 10% per release.",
     ),
     Finding(
-        Level.WARNING, "d2d-copies", "budget", "DtoD",
-        observed="bytes 2.01x", limit="1.50x",
+        Level.WARNING,
+        "d2d-copies",
+        "budget",
+        "DtoD",
+        observed="bytes 2.01x",
+        limit="1.50x",
         evidence="ops 29 → 53, 81.00 MB → 163.00 MB",
     ),
     Finding(
-        Level.INFO, "variant-drift", "structure", "nvjet_tst_*_bz_*",
-        observed="1 appeared (60.10 ms), 1 disappeared (51.94 ms)", limit="",
+        Level.INFO,
+        "variant-drift",
+        "structure",
+        "nvjet_tst_*_bz_*",
+        observed="1 appeared (60.10 ms), 1 disappeared (51.94 ms)",
+        limit="",
         evidence="heuristic GEMM selection picked a different tile shape",
         statistical=False,
     ),
     Finding(
-        Level.ERROR, "total-budget", "budget", "kernel time",
-        observed="1.11x", limit="1.05x",
+        Level.ERROR,
+        "total-budget",
+        "budget",
+        "kernel time",
+        observed="1.11x",
+        limit="1.05x",
         evidence="1.212 s → 1.342 s",
-        waived=True, waiver_reason="bs16 is expected to be slower (until 2099-01-01)",
+        waived=True,
+        waiver_reason="bs16 is expected to be slower (until 2099-01-01)",
     ),
-)  # fmt: skip
+)
 
 RULES = (
     RuleResult("attention-budget", "budget", Level.ERROR, "attention time grows at most 10%", 1),
-    RuleResult(
-        "d2d-copies", "budget", Level.WARNING, "device-to-device bytes grow at most 1.5x", 1
-    ),
+    RuleResult("d2d-copies", "budget", Level.WARNING, "device-to-device bytes grow at most 1.5x", 1),
     RuleResult("outlier-kernels", "outlier", Level.ERROR, "no kernel scales abnormally", 1),
     RuleResult("sync-budget", "budget", Level.ERROR, "synchronising calls grow at most 1.2x", 0),
     RuleResult("total-budget", "budget", Level.ERROR, "kernel time grows at most 5%", 0),

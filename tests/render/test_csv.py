@@ -61,9 +61,14 @@ def test_kernel_table_columns_and_exact_numbers(make_report: MakeReport) -> None
     report = make_report()
     rows = rows_of(csv_report.render(report))
     assert list(rows[0])[:7] == [
-        "Name", "Demangled Name", "Category", "Family",
-        "Base Total Time (ns)", "Base Instances", "Base Avg (ns)",
-    ]  # fmt: skip
+        "Name",
+        "Demangled Name",
+        "Category",
+        "Family",
+        "Base Total Time (ns)",
+        "Base Instances",
+        "Base Avg (ns)",
+    ]
     by_key = {r.key: r for r in report.diff.kernels}
     for row in rows:
         r = by_key[row["Demangled Name"]]
@@ -80,9 +85,14 @@ def test_cli_csv_on_stdout_and_one_file_per_table(tmp_path: Path) -> None:
     assert len(rows_of(res.stdout)) == 35
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == [
-        "categories.csv", "devices.csv", "findings.csv", "kernels.csv", "memory.csv",
-        "nvtx.csv", "sync.csv",
-    ]  # fmt: skip
+        "categories.csv",
+        "devices.csv",
+        "findings.csv",
+        "kernels.csv",
+        "memory.csv",
+        "nvtx.csv",
+        "sync.csv",
+    ]
     assert (tmp_path / "kernels.csv").read_text() == res.stdout
     sync = rows_of((tmp_path / "sync.csv").read_text())
     assert sync[0]["Call"] == "cudaStreamSynchronize"
@@ -102,8 +112,9 @@ def test_kernel_csv_matches_nsys_stats_gpukernsum(trace: str) -> None:
         pytest.skip("no kernels or no oracle for this trace")
     res = runner.invoke(app, ["diff", str(path), str(path), "--no-rules", "--format", "csv"])
     assert res.exit_code == 0, res.output
-    ours = {r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"]))
-            for r in rows_of(res.stdout)}  # fmt: skip
+    ours = {
+        r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"])) for r in rows_of(res.stdout)
+    }
     theirs: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows_of(oracle.read_text()):
         theirs[r["Name"]][0] += int(r["Total Time (ns)"])
@@ -128,8 +139,9 @@ def test_by_name_and_launch_matches_gpukernsum_rows(trace: str) -> None:
     args = ["diff", str(path), str(path), "--no-rules", "--format", "csv", "--by", "name+launch"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    ours = {r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"]))
-            for r in rows_of(res.stdout)}  # fmt: skip
+    ours = {
+        r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"])) for r in rows_of(res.stdout)
+    }
     theirs = {}
     for r in rows_of(oracle.read_text()):
         grid = ",".join(r["GridXYZ"].split())

@@ -44,9 +44,13 @@ def history_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ],
 )
 def test_history_golden(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
-    history_dir: Path, name: str, argv: tuple[str, ...],
-) -> None:  # fmt: skip
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    golden: Callable[[str, str], None],
+    history_dir: Path,
+    name: str,
+    argv: tuple[str, ...],
+) -> None:
     monkeypatch.chdir(history_dir)
     code, out, err = run_main(monkeypatch, capsys, "history", *argv)
     assert (code, err) == (0, "")

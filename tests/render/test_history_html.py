@@ -31,8 +31,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base, noise = histories.spec_build()
     # One kernel gets a hostile name: it must come out escaped everywhere.
     old = "void at::native::vectorized_elementwise_kernel<4, at::native::op_0>()"
-    kernels = tuple(dataclasses.replace(k, name=HOSTILE, demangled=HOSTILE) if k.demangled == old else k
-                    for k in base.kernels)  # fmt: skip
+    kernels = tuple(
+        dataclasses.replace(k, name=HOSTILE, demangled=HOSTILE) if k.demangled == old else k for k in base.kernels
+    )
     base = dataclasses.replace(base, kernels=kernels, categories=group_by(kernels, "category"))
     noise[HOSTILE] = noise.pop(old)
     path = tmp_path_factory.mktemp("history") / "main.sqlite"
@@ -47,8 +48,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def site(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"  # created by the command
-    result = subprocess.run([sys.executable, "-m", "nsysdiff", "history", "report", str(store), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "nsysdiff", "history", "report", str(store), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "" and "pages to" in result.stderr
     return out
@@ -57,7 +63,7 @@ def site(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_index_names_the_planted_changes(site: Path) -> None:
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "<h1>nsysdiff history: main</h1>" in index
-    steps = index[index.index("<h2>Change points"): index.index("</table>", index.index("<h2>Change points"))]
+    steps = index[index.index("<h2>Change points") : index.index("</table>", index.index("<h2>Change points"))]
     assert key_file("kernel", STEP) in steps and "0040c0ffee" in steps
     assert "Drifts (" in index and key_file("kernel", DRIFT) in index
     # Every link goes to a page of the site.

@@ -35,10 +35,17 @@ FAR = 48
 TOLERANCE = 0.01
 # Chromium flags for a closed network (docs: no background requests, no sandbox as root).
 FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--force-color-profile=srgb",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--force-color-profile=srgb",
     "--font-render-hinting=none",
-]  # fmt: skip
+]
 
 
 def _unavailable(why: str) -> None:

@@ -52,11 +52,19 @@ HOSTILE = "evil%0A::error::pwned\n::warning title=x::\x1b[31mred\r<script>alert(
 
 def _report(name: str = "decode_step") -> Report:
     fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
-    base = dataclasses.replace(fp, steps=dataclasses.replace(
-        fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)}), name=name))
-    cand = dataclasses.replace(fp, steps=dataclasses.replace(
-        fpspec.steps(8, 20_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (2, 10_000)}), name=name))
-    return api.judge(compare(base, cand), [], [], judged=True, packs=(), notes=())  # fmt: skip
+    base = dataclasses.replace(
+        fp,
+        steps=dataclasses.replace(
+            fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)}), name=name
+        ),
+    )
+    cand = dataclasses.replace(
+        fp,
+        steps=dataclasses.replace(
+            fpspec.steps(8, 20_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (2, 10_000)}), name=name
+        ),
+    )
+    return api.judge(compare(base, cand), [], [], judged=True, packs=(), notes=())
 
 
 def test_steps_come_first_without_real_traces() -> None:

@@ -43,10 +43,14 @@ def test_same_words_elsewhere_are_told_by_template_arguments() -> None:
     a, b = "k<A, B>(int)", "k<B, A>(int)"
     assert labels_of([(a, "k"), (b, "k")]) == {a: "k ⟨A⟩", b: "k ⟨B⟩"}
     # Real PyTorch kernels (H100 captures): every word of the first is in the second.
-    on_long = ("void at::native::vectorized_elementwise_kernel<(int)2, at::native::CUDAFunctorOnSelf_add<long>, "
-               "std::array<char *, (unsigned long)2>>(int, T2, T3)")  # fmt: skip
-    on_float = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add<float>, "
-                "std::array<char *, (unsigned long)2>>(int, T2, T3)")  # fmt: skip
+    on_long = (
+        "void at::native::vectorized_elementwise_kernel<(int)2, at::native::CUDAFunctorOnSelf_add<long>, "
+        "std::array<char *, (unsigned long)2>>(int, T2, T3)"
+    )
+    on_float = (
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add<float>, "
+        "std::array<char *, (unsigned long)2>>(int, T2, T3)"
+    )
     got = labels_of([(on_long, "vectorized_elementwise_kernel"), (on_float, "vectorized_elementwise_kernel")])
     assert got[on_long] == "vectorized_elementwise_kernel ⟨CUDAFunctorOnSelf_add<long>⟩"
     cat = "void at::native::<unnamed>::CatArrayBatchedCopy_vectorized<at::native::<unnamed>::OpaqueType<(unsigned int){}>, unsigned int, (int)3, (int)128, (int)1, (int)16, (int){}>(char *)"  # noqa: E501
@@ -91,8 +95,13 @@ def test_nsys_ai_elementwise_kernels_are_told_apart() -> None:
 
 def test_launch_shapes_follow_the_label() -> None:
     grid_a, grid_b = " [grid 8,1,1, block 128,1,1]", " [grid 16,1,1, block 128,1,1]"
-    got = labels_of([(ADD + grid_a, "elementwise_kernel"), (ADD + grid_b, "elementwise_kernel"),
-                     (MUL + grid_a, "elementwise_kernel")])  # fmt: skip
+    got = labels_of(
+        [
+            (ADD + grid_a, "elementwise_kernel"),
+            (ADD + grid_b, "elementwise_kernel"),
+            (MUL + grid_a, "elementwise_kernel"),
+        ]
+    )
     assert got == {
         ADD + grid_a: "elementwise_kernel ⟨CUDAFunctor_add⟩" + grid_a,
         ADD + grid_b: "elementwise_kernel ⟨CUDAFunctor_add⟩" + grid_b,

@@ -41,8 +41,9 @@ def _joined_pieces(table: str) -> list[tuple[str, str]]:
     return out
 
 
-def test_h100_tables_at_80_columns(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                   tmp_path: Path) -> None:  # fmt: skip
+def test_h100_tables_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     phases = tmp_path / "phases.yaml"
     phases.write_text("phases:\n  prefill: prefill\n  decode: decode_step\n", encoding="utf-8")
     a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
@@ -62,8 +63,9 @@ def test_h100_tables_at_80_columns(monkeypatch: pytest.MonkeyPatch, capsys: pyte
     assert re.search(r"^nvjet_sm90_tst_256x128_64x4_1x2_ .*\nh_bz_coopA_TNT$", top, re.M)
 
 
-def test_noise_at_80_columns_keeps_kind_and_robust(monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_noise_at_80_columns_keeps_kind_and_robust(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
     out = run_main(monkeypatch, capsys, "noise", a, b, "--width", "80")
     table = out.split("noise width)\n")[1]
@@ -73,12 +75,14 @@ def test_noise_at_80_columns_keeps_kind_and_robust(monkeypatch: pytest.MonkeyPat
     assert re.search(r"^nvjet_sm90_tst_64x16_64x16_4x1_v_bz_ +kernel .*\nTNT$", table, re.M)
 
 
-def test_one_label_per_kernel_in_every_output(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:  # fmt: skip
+def test_one_label_per_kernel_in_every_output(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
     junit = tmp_path / "r.xml"
-    text = run_main(monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--details", "--width", "200",
-                    "-o", junit)  # fmt: skip
+    text = run_main(
+        monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--details", "--width", "200", "-o", junit
+    )
     github = run_main(monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--format", "github")
     label = "elementwise_kernel ⟨CUDAFunctor_add⟩"
     assert f"outlier · {label}" in text

@@ -37,18 +37,14 @@ HOSTILE = "evil%0A::error::pwned\n::warning title=x::injected\r,comma:colon 100%
 def hostile_specs(name: str = HOSTILE) -> tuple[Spec, ...]:
     """The cascade pair with the outlier kernel renamed to ``name``."""
     return tuple(
-        (name, f"void {name}(int)", *rest)
-        if short == "reshape_and_cache_flash_kernel"
-        else (short, dem, *rest)
+        (name, f"void {name}(int)", *rest) if short == "reshape_and_cache_flash_kernel" else (short, dem, *rest)
         for short, dem, *rest in KERNELS
     )  # type: ignore[misc]
 
 
 def hostile_findings(name: str = HOSTILE) -> tuple[Finding, ...]:
     return tuple(
-        dataclasses.replace(f, subject=name, evidence=f"{f.evidence} {name}")
-        if f.rule_id == "outlier-kernels"
-        else f
+        dataclasses.replace(f, subject=name, evidence=f"{f.evidence} {name}") if f.rule_id == "outlier-kernels" else f
         for f in FINDINGS
     )
 
@@ -63,9 +59,7 @@ def test_golden(report: Report, fmt: Format, golden: Callable[[str, str], None])
 
 @pytest.mark.parametrize("width", [80, 200])
 @pytest.mark.parametrize("details", [False, True], ids=["first-screen", "details"])
-def test_golden_text_widths(
-    report: Report, width: int, details: bool, golden: Callable[[str, str], None]
-) -> None:
+def test_golden_text_widths(report: Report, width: int, details: bool, golden: Callable[[str, str], None]) -> None:
     out = text.render(report, width=width, details=details)
     assert max(len(line) for line in out.splitlines()) <= width
     golden(f"diff.{'details' if details else 'screen'}.{width}.txt", out)
@@ -88,9 +82,7 @@ def _outcomes(make_report: MakeReport) -> dict[str, Report]:
         "fail": make_report(),
         "pass": make_report(findings=(), outcome=Outcome.PASS, exit_code=ExitCode.PASS),
         "strict": make_report(strict=True),
-        "unjudged": make_report(
-            findings=(), rules=(), outcome=Outcome.UNJUDGED, exit_code=ExitCode.PASS
-        ),
+        "unjudged": make_report(findings=(), rules=(), outcome=Outcome.UNJUDGED, exit_code=ExitCode.PASS),
         "inconclusive": make_report(
             specs=tuple((*s[:5], None) for s in KERNELS),
             findings=(),
@@ -104,9 +96,7 @@ def _outcomes(make_report: MakeReport) -> dict[str, Report]:
 
 @pytest.mark.parametrize("outcome", ["fail", "pass", "strict", "unjudged", "inconclusive"])
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
-def test_every_format_renders_every_outcome(
-    make_report: MakeReport, fmt: Format, outcome: str
-) -> None:
+def test_every_format_renders_every_outcome(make_report: MakeReport, fmt: Format, outcome: str) -> None:
     report = _outcomes(make_report)[outcome]
     out = render(report, fmt, width=100)
     assert isinstance(out, str) and out.endswith("\n") and out.strip()
@@ -141,9 +131,7 @@ def test_verdict_line(make_report: MakeReport, outcome: str, start: str) -> None
     else:
         assert shown.startswith("nsysdiff: " + start)
     first = markdown.render(report).splitlines()[0]
-    assert first.startswith(
-        f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · "
-    )
+    assert first.startswith(f"**nsysdiff: {start.split(' (')[0]}** (exit {int(report.exit_code)}) · ")
 
 
 # --- text ----------------------------------------------------------------------------------
@@ -225,17 +213,10 @@ def test_markdown_escapes_names(make_report: MakeReport) -> None:
 
 def test_markdown_shortens_long_names_with_the_full_name_as_title(report: Report) -> None:
     out = markdown.render(report)
-    row = next(
-        line
-        for line in out.splitlines()
-        if "reshape_and_cache_flash_kernel</code>" in line and "5.14x" in line
-    )
+    row = next(line for line in out.splitlines() if "reshape_and_cache_flash_kernel</code>" in line and "5.14x" in line)
     assert 'title="void vllm::reshape_and_cache_flash_kernel&lt;__nv_bfloat16' in row
     long_name = next(s for s in KERNELS if s[0] == "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN")[0]
-    assert (
-        markdown.code(long_name, width=20)
-        == f'<code title="{long_name}">nvjet_tst_19…opB_TNN</code>'
-    )
+    assert markdown.code(long_name, width=20) == f'<code title="{long_name}">nvjet_tst_19…opB_TNN</code>'
 
 
 def test_markdown_layout(report: Report) -> None:
@@ -244,11 +225,18 @@ def test_markdown_layout(report: Report) -> None:
     assert lines[0].startswith("**nsysdiff: FAIL** (exit 1) · 2 failed rules · ")
     assert "top outlier <code" in lines[0] and "5.14x" in lines[0]
     order = [
-        "### Failed rules (2)", "### Outliers (1)", "### Categories", "```mermaid",
-        "<summary>Other findings", "<summary>Memory copies", "<summary>Variant drift",
-        "<summary>Top changes", "<summary>NVTX ranges", "<summary>Synchronising API calls",
+        "### Failed rules (2)",
+        "### Outliers (1)",
+        "### Categories",
+        "```mermaid",
+        "<summary>Other findings",
+        "<summary>Memory copies",
+        "<summary>Variant drift",
+        "<summary>Top changes",
+        "<summary>NVTX ranges",
+        "<summary>Synchronising API calls",
         "<summary>Devices",
-    ]  # fmt: skip
+    ]
     positions = [out.index(s) for s in order]
     assert positions == sorted(positions)
     assert out.count("<details>") == out.count("</details>") == 7
@@ -256,9 +244,7 @@ def test_markdown_layout(report: Report) -> None:
 
 
 def test_mermaid_labels_are_safe(make_report: MakeReport) -> None:
-    specs = tuple(
-        (*s[:3], 'cat"]\n```\n<b>' if s[3] == "attention" else s[3], *s[4:]) for s in KERNELS
-    )  # type: ignore[misc]
+    specs = tuple((*s[:3], 'cat"]\n```\n<b>' if s[3] == "attention" else s[3], *s[4:]) for s in KERNELS)  # type: ignore[misc]
     out = markdown.render(make_report(specs=specs))
     chart = out.split("```mermaid\n", 1)[1].split("```", 1)[0]
     axis = next(line for line in chart.splitlines() if "x-axis" in line)
@@ -281,16 +267,57 @@ def test_markdown_cell_escaping() -> None:
 # --- json ----------------------------------------------------------------------------------
 
 TOP_LEVEL = [
-    "format", "version", "outcome", "exit_code", "strict", "packs", "reasons", "notes",
-    "comparability", "settings", "overall", "attribution", "outliers", "outlier_families",
-    "kernels", "families", "categories", "memcpy", "memset", "sync", "nvtx", "graphs",
-    "variants", "phases", "findings", "rules", "base_meta", "candidate_meta", "scope",
-]  # fmt: skip
+    "format",
+    "version",
+    "outcome",
+    "exit_code",
+    "strict",
+    "packs",
+    "reasons",
+    "notes",
+    "comparability",
+    "settings",
+    "overall",
+    "attribution",
+    "outliers",
+    "outlier_families",
+    "kernels",
+    "families",
+    "categories",
+    "memcpy",
+    "memset",
+    "sync",
+    "nvtx",
+    "graphs",
+    "variants",
+    "phases",
+    "findings",
+    "rules",
+    "base_meta",
+    "candidate_meta",
+    "scope",
+]
 KERNEL_KEYS = [
-    "name", "demangled", "family", "category", "base", "candidate", "delta_ns", "ratio",
-    "calls_ratio", "mean_ratio", "p50_ratio", "count_effect_ns", "per_call_effect_ns", "resized_effect_ns",
-    "verdict", "outlier_score", "deviation", "is_outlier", "distribution",
-]  # fmt: skip
+    "name",
+    "demangled",
+    "family",
+    "category",
+    "base",
+    "candidate",
+    "delta_ns",
+    "ratio",
+    "calls_ratio",
+    "mean_ratio",
+    "p50_ratio",
+    "count_effect_ns",
+    "per_call_effect_ns",
+    "resized_effect_ns",
+    "verdict",
+    "outlier_score",
+    "deviation",
+    "is_outlier",
+    "distribution",
+]
 
 
 def test_json_round_trips_with_documented_keys(report: Report) -> None:
@@ -299,9 +326,7 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
     assert doc["format"] == "nsysdiff-diff" and doc["version"] == 1
     assert doc["outcome"] == "fail" and doc["exit_code"] == 1
     overall = doc["overall"]
-    assert (
-        overall["base_total_ns"] == 1_211_500_000 and overall["candidate_total_ns"] == 1_380_528_000
-    )
+    assert overall["base_total_ns"] == 1_211_500_000 and overall["candidate_total_ns"] == 1_380_528_000
     assert overall["scale"] == pytest.approx(1.10)
     assert overall["same_count_different_kernels"] is True
     assert overall["scale_info"]["meaningful"] is True
@@ -335,16 +360,25 @@ def test_json_round_trips_with_documented_keys(report: Report) -> None:
         "attention-budget",
     ]
     assert list(doc["findings"][0]) == [
-        "level", "rule_id", "kind", "subject", "observed", "limit", "observed_value", "limit_value",
-        "unit", "evidence", "message",
-        "waived", "waiver_reason", "statistical", "fails",
-    ]  # fmt: skip
+        "level",
+        "rule_id",
+        "kind",
+        "subject",
+        "observed",
+        "limit",
+        "observed_value",
+        "limit_value",
+        "unit",
+        "evidence",
+        "message",
+        "waived",
+        "waiver_reason",
+        "statistical",
+        "fails",
+    ]
     assert {r["rule_id"]: r["failed"] for r in doc["rules"]}["sync-budget"] is False
     assert doc["nvtx"][0]["domain"] == "vllm"
-    assert (
-        doc["base_meta"]["source"] == "bs1.sqlite"
-        and doc["base_meta"]["capture_ns"] == 2_000_000_000
-    )
+    assert doc["base_meta"]["source"] == "bs1.sqlite" and doc["base_meta"]["capture_ns"] == 2_000_000_000
     assert set(doc["scope"]) == {"base", "candidate"}
 
 
@@ -396,14 +430,14 @@ def test_junit_cases_and_counts(report: Report) -> None:
     assert _counts(suite) == {"tests": 11, "failures": 4, "errors": 0, "skipped": 1}
     failed = {n for n, c in cases.items() if c.find("failure") is not None}
     assert failed == {
-        "outlier-kernels", "attention-budget",
-        "outlier-kernels[reshape_and_cache_flash_kernel]", "attention-budget[attention]",
-    }  # fmt: skip
+        "outlier-kernels",
+        "attention-budget",
+        "outlier-kernels[reshape_and_cache_flash_kernel]",
+        "attention-budget[attention]",
+    }
     fail = cases["outlier-kernels[reshape_and_cache_flash_kernel]"].find("failure")
     assert fail is not None and fail.get("type") == "error"
-    assert "5.14x" in (fail.get("message") or "") and "per-call effect +4.97 ms" in (
-        fail.text or ""
-    )
+    assert "5.14x" in (fail.get("message") or "") and "per-call effect +4.97 ms" in (fail.text or "")
     assert cases["outlier-kernels"].get("classname") == "nsysdiff.outlier"
     assert cases["total-budget[kernel time]"].find("skipped") is not None
     assert cases["variant-drift[nvjet_tst_*_bz_*]"].find("system-out") is not None
@@ -445,13 +479,7 @@ COMMAND = re.compile(r"^::(error|warning|notice)(?: title=([^:,\r\n]*))?::([^\r\
 
 
 def _unescape(text: str) -> str:
-    return (
-        text.replace("%0D", "\r")
-        .replace("%0A", "\n")
-        .replace("%3A", ":")
-        .replace("%2C", ",")
-        .replace("%25", "%")
-    )
+    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
 
 
 def test_escaping_matches_the_toolkit() -> None:
@@ -484,9 +512,7 @@ def test_hostile_names_cannot_inject_commands(make_report: MakeReport, name: str
     assert all(parsed), lines
     kinds = [m.group(1) for m in parsed if m]
     assert kinds == ["error", "error", "warning", "notice", "notice"]
-    outlier = next(
-        m for m in parsed if m and m.group(2) and m.group(2).startswith("outlier-kernels")
-    )
+    outlier = next(m for m in parsed if m and m.group(2) and m.group(2).startswith("outlier-kernels"))
     # The name stays inside its command, on one line, control characters made visible.
     assert _unescape(outlier.group(2)) == f"outlier-kernels: {neutral.text(name)}"
     assert neutral.text(name) in _unescape(outlier.group(3))
@@ -496,19 +522,14 @@ def test_hostile_names_cannot_inject_commands(make_report: MakeReport, name: str
 
 def test_github_annotations(report: Report, make_report: MakeReport) -> None:
     lines = github.render(report).splitlines()
-    assert lines[0].startswith(
-        "::error title=outlier-kernels%3A reshape_and_cache_flash_kernel::5.14x"
-    )
+    assert lines[0].startswith("::error title=outlier-kernels%3A reshape_and_cache_flash_kernel::5.14x")
     assert "[fact]" in lines[3] and lines[3].startswith("::notice title=variant-drift")
     assert lines[-1].startswith("::notice title=nsysdiff::FAIL (exit 1)")
     assert not any("total-budget" in line for line in lines)  # waived: no annotation
     strict = github.render(make_report(strict=True)).splitlines()
     assert strict[2].startswith("::error title=d2d-copies")
     inconclusive = github.render(_outcomes(make_report)["inconclusive"]).splitlines()
-    assert (
-        inconclusive[0]
-        == "::warning title=nsysdiff%3A inconclusive::candidate (bs16.sqlite) has no kernel data"
-    )
+    assert inconclusive[0] == "::warning title=nsysdiff%3A inconclusive::candidate (bs16.sqlite) has no kernel data"
 
 
 def test_publish_appends_summary_and_outputs(report: Report, tmp_path: Path) -> None:
@@ -550,8 +571,10 @@ def test_publish_reports_unwritable_files(report: Report, tmp_path: Path) -> Non
 
 def test_levels_map_to_commands() -> None:
     assert {lvl: github._COMMAND[lvl] for lvl in Level} == {
-        Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "notice",
-    }  # fmt: skip
+        Level.ERROR: "error",
+        Level.WARNING: "warning",
+        Level.INFO: "notice",
+    }
 
 
 def test_json_findings_carry_numbers_beside_the_text(tmp_path: Path) -> None:

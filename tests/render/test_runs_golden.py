@@ -38,9 +38,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ids=["positional", "options"],
 )
 def test_one_run_per_side_is_unchanged(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
-    run_dir: Path, suffix: str, sides: tuple[str, ...],
-) -> None:  # fmt: skip
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    golden: Callable[[str, str], None],
+    run_dir: Path,
+    suffix: str,
+    sides: tuple[str, ...],
+) -> None:
     monkeypatch.chdir(run_dir)
     code, out, err = run_main(monkeypatch, capsys, *sides, *FORMATS[suffix])
     assert (code, err) == (0, "")
@@ -49,12 +53,23 @@ def test_one_run_per_side_is_unchanged(
 
 @pytest.mark.parametrize("suffix", ["screen.80.txt", "details.80.txt", "md", "html"])
 def test_three_runs_against_three(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None],
-    run_dir: Path, suffix: str,
-) -> None:  # fmt: skip
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    golden: Callable[[str, str], None],
+    run_dir: Path,
+    suffix: str,
+) -> None:
     monkeypatch.chdir(run_dir)
-    argv = ("--base", "base1.sqlite", "base2.sqlite", "base3.sqlite",
-            "--candidate", "cand1.sqlite", "cand2.sqlite", "cand3.sqlite")  # fmt: skip
+    argv = (
+        "--base",
+        "base1.sqlite",
+        "base2.sqlite",
+        "base3.sqlite",
+        "--candidate",
+        "cand1.sqlite",
+        "cand2.sqlite",
+        "cand3.sqlite",
+    )
     code, out, err = run_main(monkeypatch, capsys, *argv, *RUN_FORMATS[suffix])
     assert (code, err) == (0, "")
     golden(f"runs/3v3.{suffix}", out)

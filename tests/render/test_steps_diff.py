@@ -18,19 +18,28 @@ HOSTILE = "evil%0A::error::pwned\n::warning title=x::\x1b[31mred\r"
 
 def _report(name: str = "decode_step") -> object:
     fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
-    base = dataclasses.replace(fp, steps=dataclasses.replace(
-        fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)}), name=name))
-    cand = dataclasses.replace(fp, steps=dataclasses.replace(
-        fpspec.steps(8, 20_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (2, 10_000)}), name=name))
-    return api.judge(compare(base, cand), [], [], judged=False, packs=(), notes=())  # fmt: skip
+    base = dataclasses.replace(
+        fp,
+        steps=dataclasses.replace(
+            fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)}), name=name
+        ),
+    )
+    cand = dataclasses.replace(
+        fp,
+        steps=dataclasses.replace(
+            fpspec.steps(8, 20_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (2, 10_000)}), name=name
+        ),
+    )
+    return api.judge(compare(base, cand), [], [], judged=False, packs=(), notes=())
 
 
 def test_every_format_shows_the_steps_first() -> None:
     report = _report()
     text = render(report, Format.text, width=100)  # type: ignore[arg-type]
     head = text.splitlines()[:8]
-    assert any("time per step 9.97 ms → 18.73 ms (1.88x): +8.75 ms between steps, kernels unchanged" in x
-               for x in head), head  # fmt: skip
+    assert any(
+        "time per step 9.97 ms → 18.73 ms (1.88x): +8.75 ms between steps, kernels unchanged" in x for x in head
+    ), head
     assert any("+1 sync call per step" in x for x in head), head
     md = render(report, Format.markdown)  # type: ignore[arg-type]
     assert "**Steps** time per step 9.97 ms → 18.73 ms (1.88x)" in md and "<summary>Steps of decode_step" in md

@@ -26,9 +26,14 @@ def test_built_steps_summary(tmp_path: Path, golden: Callable[[str, str], None])
     doc = json.loads(summary.render_json(fp))
     golden("steps/built.json", json.dumps(doc["steps"], indent=1) + "\n")
     assert doc["steps"]["parts_mean_ns"] == {
-        "compute": 47_500, "communication": 10_000, "copies": 5_000, "launch_bound": 15_500,
-        "sync": 2_500, "host": 9_500, "between": 10_000,
-    }  # fmt: skip
+        "compute": 47_500,
+        "communication": 10_000,
+        "copies": 5_000,
+        "launch_bound": 15_500,
+        "sync": 2_500,
+        "host": 9_500,
+        "between": 10_000,
+    }
     assert "period p99/p50 1.20x: no systematic tail" in text
 
 

@@ -96,17 +96,10 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
             CopyStats(m["kind"], int(m["ops"]), int(m["bytes"]), _ns(m["total"]))
             for m in sorted(spec.get("memcpy", ()), key=lambda m: m["kind"])
         ),
-        memset=(
-            CopyStats("memset", int(memset["ops"]), int(memset["bytes"]), _ns(memset["total"])),
-        )
-        if memset
-        else (),
-        sync=tuple(
-            ApiStats(s["name"], int(s["calls"]), _ns(s["total"])) for s in spec.get("sync", ())
-        ),
+        memset=(CopyStats("memset", int(memset["ops"]), int(memset["bytes"]), _ns(memset["total"])),) if memset else (),
+        sync=tuple(ApiStats(s["name"], int(s["calls"]), _ns(s["total"])) for s in spec.get("sync", ())),
         nvtx=tuple(
-            RangeStats(r["name"], r.get("domain", ""), int(r["count"]), _ns(r["total"]))
-            for r in spec.get("nvtx", ())
+            RangeStats(r["name"], r.get("domain", ""), int(r["count"]), _ns(r["total"])) for r in spec.get("nvtx", ())
         ),
         devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
         scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
@@ -118,11 +111,14 @@ def _steps(spec: dict[str, Any]) -> Any:
     """``steps: {count, period, duration, parts: {part: time}, calls: {family: [calls, time]},
     bytes: {family: size}, slow_every, slow}``: see :func:`fpspec.steps`."""
     return fpspec.steps(
-        int(spec.get("count", 8)), _ns(spec["period"]), _ns(spec.get("duration", spec["period"])),
+        int(spec.get("count", 8)),
+        _ns(spec["period"]),
+        _ns(spec.get("duration", spec["period"])),
         parts={k: _ns(v) for k, v in spec.get("parts", {}).items()},
         calls={k: (int(v[0]), _ns(v[1])) for k, v in spec.get("calls", {}).items()},
         nbytes={k: int(v) for k, v in spec.get("bytes", {}).items()},
-        slow_every=int(spec.get("slow_every", 0)), slow_ns=_ns(spec.get("slow", 0)),
+        slow_every=int(spec.get("slow_every", 0)),
+        slow_ns=_ns(spec.get("slow", 0)),
     )
 
 
@@ -158,14 +154,10 @@ def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
     findings, results = evaluate(diff, ruleset, today=today)
     got = sorted((f.rule_id, f.subject, f.level.value, f.waived) for f in findings)
     want = sorted(_key(f) for f in case.get("expect", ()))
-    assert got == want, "\n".join(
-        f"{f.rule_id} {f.subject}: {f.observed} / {f.limit} / {f.evidence}" for f in findings
-    )
+    assert got == want, "\n".join(f"{f.rule_id} {f.subject}: {f.observed} / {f.limit} / {f.evidence}" for f in findings)
     assert [r.rule_id for r in results] == [r.id for r in ruleset.rules]
     for exp in case.get("expect", ()):
-        match = [
-            f for f in findings if (f.rule_id, f.subject, f.level.value, f.waived) == _key(exp)
-        ]
+        match = [f for f in findings if (f.rule_id, f.subject, f.level.value, f.waived) == _key(exp)]
         for field in ("kind", "observed", "limit", "waiver_reason", "inconclusive"):
             if field in exp:
                 assert any(getattr(f, field) == exp[field] for f in match), (
@@ -175,9 +167,7 @@ def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
         if "statistical" in exp:
             assert all(f.statistical is exp["statistical"] for f in match)
         if "evidence_has" in exp:
-            assert any(exp["evidence_has"] in f.evidence for f in match), [
-                f.evidence for f in match
-            ]
+            assert any(exp["evidence_has"] in f.evidence for f in match), [f.evidence for f in match]
         if "message_has" in exp:
             assert any(exp["message_has"] in f.message for f in match), [f.message for f in match]
 
@@ -191,8 +181,6 @@ def test_every_kind_has_pass_and_fail_cases() -> None:
         if "noise" in case:
             seen.setdefault("noise_profile", set()).add(bool(case.get("expect")))
         if "waivers" in case:
-            seen.setdefault("waivers", set()).add(
-                any(e.get("waived") for e in case.get("expect", ()))
-            )
+            seen.setdefault("waivers", set()).add(any(e.get("waived") for e in case.get("expect", ())))
     for name in [*kinds.KINDS, *kinds.SECTIONS]:
         assert seen.get(name) == {True, False}, f"{name} needs a passing and a failing case"

@@ -41,9 +41,7 @@ def test_explain_every_kind(name: str) -> None:
 def test_explain_a_pack_rule() -> None:
     r = runner.invoke(app, ["rules", "explain", "dz-split-k"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith(
-        "rule dz-split-k: danger-zone, level warning (rules/batch-invariance.yaml:"
-    )
+    assert r.stdout.startswith("rule dz-split-k: danger-zone, level warning (rules/batch-invariance.yaml:")
     assert "in packs: batch-invariance, strict" in r.stdout
     assert "Split-K divides the reduction dimension" in r.stdout
 

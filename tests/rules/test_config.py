@@ -18,8 +18,7 @@ BUDGET = "version: 1\nrules:\n  - id: t\n    kind: budget\n    whole: trace\n   
 ERRORS = {
     "unknown key": (
         BUDGET + "    max_ratoi: 1.2x\n",
-        "{file}:7: rule 't': key 'max_ratoi': unknown option for kind 'budget' (did you mean "
-        "'max_ratio'?)",
+        "{file}:7: rule 't': key 'max_ratoi': unknown option for kind 'budget' (did you mean 'max_ratio'?)",
     ),
     "unknown key, no close match": (
         BUDGET + "    zzz: 1\n",
@@ -47,8 +46,7 @@ ERRORS = {
         "{file}:5: rule #1: key 'kind': duplicate key (first on line 4)",
     ),
     "bad regex": (
-        "version: 1\nrules:\n  - id: t\n    kind: budget\n    kernel: 'gemm('\n    max_ratio: "
-        "1.1x\n",
+        "version: 1\nrules:\n  - id: t\n    kind: budget\n    kernel: 'gemm('\n    max_ratio: 1.1x\n",
         "{file}:5: rule 't': key 'kernel': bad regex 'gemm(': missing ): gemm(",
     ),
     "bad regex in a list": (
@@ -57,21 +55,18 @@ ERRORS = {
     ),
     "bad time unit": (
         BUDGET + "    min_time: 5 mins\n",
-        "{file}:7: rule 't': key 'min_time': '5 mins' is not a time (a number with ns, us, ms or "
-        "s, e.g. '1.5ms')",
+        "{file}:7: rule 't': key 'min_time': '5 mins' is not a time (a number with ns, us, ms or s, e.g. '1.5ms')",
     ),
     "bad ratio": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    whole: trace\n    max_ratio: 10%\n",
-        "{file}:6: rule 't': key 'max_ratio': '10%' is not a ratio (a positive number with x, e.g. "
-        "'1.10x')",
+        "{file}:6: rule 't': key 'max_ratio': '10%' is not a ratio (a positive number with x, e.g. '1.10x')",
     ),
     "bare percentage": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n    min_share: 0.1\n",
         "{file}:5: rule 't': key 'min_share': 0.1 is not a percentage (a number with %, e.g. '5%')",
     ),
     "size unit for the metric": (
-        "version: 1\nrules:\n  - id: t\n    kind: budget\n    memcpy: HtoD\n    metric: bytes\n    "
-        "max_increase: 5ms\n",
+        "version: 1\nrules:\n  - id: t\n    kind: budget\n    memcpy: HtoD\n    metric: bytes\n    max_increase: 5ms\n",
         "{file}:7: rule 't': key 'max_increase': '5ms' is not a size (a number with B, KB, MB or "
         "GB, e.g. '64MB') "
         "(the unit of metric 'bytes')",
@@ -109,8 +104,7 @@ ERRORS = {
         "nvtx, sync, whole",
     ),
     "budget with two selectors": (
-        "version: 1\nrules:\n  - id: t\n    kind: budget\n    kernel: a\n    family: b\n    "
-        "max_ratio: 1.1x\n",
+        "version: 1\nrules:\n  - id: t\n    kind: budget\n    kernel: a\n    family: b\n    max_ratio: 1.1x\n",
         "{file}:6: rule 't': key 'family': a budget has one selector; this one also has 'kernel'",
     ),
     "budget without limit": (
@@ -119,10 +113,8 @@ ERRORS = {
         "max_share, max_noise_widths",
     ),
     "metric the selection can't measure": (
-        "version: 1\nrules:\n  - id: t\n    kind: budget\n    sync: Sync\n    metric: p50\n    "
-        "max_ratio: 2x\n",
-        "{file}:6: rule 't': key 'metric': 'p50' can't be measured on a sync selection (use "
-        "total_time, calls, mean)",
+        "version: 1\nrules:\n  - id: t\n    kind: budget\n    sync: Sync\n    metric: p50\n    max_ratio: 2x\n",
+        "{file}:6: rule 't': key 'metric': 'p50' can't be measured on a sync selection (use total_time, calls, mean)",
     ),
     "unknown category": (
         "version: 1\nrules:\n  - id: t\n    kind: budget\n    category: attn\n    max_ratio: 2x\n",
@@ -145,8 +137,7 @@ ERRORS = {
     ),
     "rule not a mapping": (
         "version: 1\nrules:\n  - just a string\n",
-        "{file}:3: rule #1: a rule must be a mapping (id, kind, ...), not a string ('just a "
-        "string')",
+        "{file}:3: rule #1: a rule must be a mapping (id, kind, ...), not a string ('just a string')",
     ),
     "unsupported version": (
         "version: 2\nrules: []\n",
@@ -162,9 +153,7 @@ ERRORS = {
     ),
     "extends missing file": (
         "version: 1\nextends: [default, ./missing.yaml]\n",
-        "{file}:2: key 'extends': './missing.yaml' names no shipped pack ("
-        + PACKS
-        + ") and no file",
+        "{file}:2: key 'extends': './missing.yaml' names no shipped pack (" + PACKS + ") and no file",
     ),
     "waiver without reason": (
         BUDGET + "waivers:\n  - rule: t\n    subject: whole trace\n    expires: 2025-01-01\n",
@@ -172,17 +161,14 @@ ERRORS = {
     ),
     "waiver bad date": (
         BUDGET + "waivers:\n  - rule: t\n    subject: x\n    reason: r\n    expires: next week\n",
-        "{file}:11: waiver #1: key 'expires': expected a date YYYY-MM-DD, got a string ('next "
-        "week')",
+        "{file}:11: waiver #1: key 'expires': expected a date YYYY-MM-DD, got a string ('next week')",
     ),
     "waiver without subject": (
         BUDGET + "waivers:\n  - rule: t\n    reason: r\n    expires: 2025-01-01\n",
-        "{file}:8: waiver #1: key 'subject': give exactly one of 'subject' (exact) or "
-        "'subject_regex'",
+        "{file}:8: waiver #1: key 'subject': give exactly one of 'subject' (exact) or 'subject_regex'",
     ),
     "waiver for an unknown rule": (
-        BUDGET
-        + "waivers:\n  - rule: nope\n    subject: x\n    reason: r\n    expires: 2025-01-01\n",
+        BUDGET + "waivers:\n  - rule: nope\n    subject: x\n    reason: r\n    expires: 2025-01-01\n",
         "{file}:8: waiver for rule 'nope': key 'rule': no rule with this id is loaded",
     ),
     "phase with a bad regex": (
@@ -191,8 +177,7 @@ ERRORS = {
     ),
     "phase not a list": (
         "version: 1\nphases:\n  decode: 3\n",
-        "{file}:3: phases: key 'decode': expected a non-empty list of NVTX regexes, got a number "
-        "(3)",
+        "{file}:3: phases: key 'decode': expected a non-empty list of NVTX regexes, got a number (3)",
     ),
     "noise widths under one": (
         BUDGET + "    max_noise_widths: 0.5\n",
@@ -220,8 +205,7 @@ ERRORS = {
     ),
     "noise profile missing": (
         "version: 1\nnoise_profile: noise.json\n",
-        "{file}:2: key 'noise_profile': 'noise.json': no such file (make one with `nsysdiff noise "
-        "RUN... -o FILE`)",
+        "{file}:2: key 'noise_profile': 'noise.json': no such file (make one with `nsysdiff noise RUN... -o FILE`)",
     ),
     "noise profile not a string": (
         "version: 1\nnoise_profile: [a, b]\n",
@@ -297,9 +281,7 @@ def test_unknown_spec() -> None:
 def test_safe_loader_rejects_python_tags(payload: str, tmp_path: Path) -> None:
     path = tmp_path / "evil.yaml"
     path.write_text("version: 1\n" + payload, encoding="utf-8")
-    with pytest.raises(
-        RuleError, match=r"^.*evil\.yaml:\d+: tag '.*' is not allowed: rule files are plain YAML$"
-    ):
+    with pytest.raises(RuleError, match=r"^.*evil\.yaml:\d+: tag '.*' is not allowed: rule files are plain YAML$"):
         load_rules([str(path)])
 
 
@@ -325,9 +307,7 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
 
 def test_relative_extends_resolve_against_the_file(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "base.yaml").write_text(
-        "version: 1\nrules:\n  - id: b\n    kind: outlier\n", encoding="utf-8"
-    )
+    (tmp_path / "sub" / "base.yaml").write_text("version: 1\nrules:\n  - id: b\n    kind: outlier\n", encoding="utf-8")
     (tmp_path / "top.yaml").write_text("version: 1\nextends: sub/base.yaml\n", encoding="utf-8")
     assert [r.id for r in load_rules([str(tmp_path / "top.yaml")]).rules] == ["b"]
 

@@ -114,8 +114,12 @@ def test_a_symlink_loop_in_the_tree(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["phases:\n  2026-02-30: decode\n", "phases:\n  decode: 2026-02-30\n", "phases:\n  d: " + "9" * 5000 + "\n",
-     "phases:\n  d: [2026-01-01 25:61:61]\n"],
+    [
+        "phases:\n  2026-02-30: decode\n",
+        "phases:\n  decode: 2026-02-30\n",
+        "phases:\n  d: " + "9" * 5000 + "\n",
+        "phases:\n  d: [2026-01-01 25:61:61]\n",
+    ],
     ids=["date-key", "date-value", "huge-int", "datetime"],
 )
 def test_hostile_phases_values(tmp_path: Path, text: str) -> None:

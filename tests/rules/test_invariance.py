@@ -120,8 +120,10 @@ def test_a_gemm_call_mix_change_is_a_cause(tmp_path: Path) -> None:
     def trace(path: Path, small: int, large: int) -> Path:
         b = TraceBuilder()
         t = 1_000
-        for name, n in (("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", small),
-                        ("nvjet_sm90_tst_128x64_64x8_1x2_h_bz_TNT", large)):  # fmt: skip
+        for name, n in (
+            ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", small),
+            ("nvjet_sm90_tst_128x64_64x8_1x2_h_bz_TNT", large),
+        ):
             for _ in range(n):
                 b.launch(name, t, t, 5_000)
                 t += 6_000

@@ -37,8 +37,10 @@ def test_packs_are_in_the_wheel(tmp_path: Path) -> None:
         shutil.copy(ROOT / name, src / name)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(src), "-w", str(tmp_path), "--no-deps", "-q"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         pytest.skip(f"pip wheel unavailable here: {proc.stderr.strip()[-300:]}")
     (wheel,) = tmp_path.glob("nsysdiff-*.whl")
@@ -78,7 +80,7 @@ def _self_diffs() -> list[object]:
             ),
             id="spec",
         )
-    ]  # fmt: skip
+    ]
     for name in ("bs1", "bs16"):
         path = CASCADE / f"{name}.sqlite"
         if path.exists():
@@ -105,9 +107,7 @@ def test_cascade_batch_invariance_names_the_culprits() -> None:
     report = api.judge(diff, findings, results)
     assert int(report.exit_code) == 1
     outliers = [f for f in findings if f.rule_id == "outlier"]
-    assert [f.subject for f in outliers] == [
-        r.name for r in diff.kernels if "reshape_and_cache" in r.name
-    ]
+    assert [f.subject for f in outliers] == [r.name for r in diff.kernels if "reshape_and_cache" in r.name]
     assert "scaled 5.15x" in outliers[0].message
     # The variant swap is one cause; its danger-zone and kernel-set findings fold into it.
     swap = [f for f in findings if f.rule_id == "gemm-selection"]

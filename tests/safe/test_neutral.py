@@ -129,9 +129,7 @@ def _strings(data: object) -> set[str]:
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
-def test_no_format_passes_on_commands_or_controls(
-    make_report: MakeReport, fmt: Format, name: str
-) -> None:
+def test_no_format_passes_on_commands_or_controls(make_report: MakeReport, fmt: Format, name: str) -> None:
     report = make_report(specs=hostile_specs(name), findings=hostile_findings(name))
     out = render(report, fmt, width=120)
     if fmt is Format.github:
@@ -209,9 +207,12 @@ def test_summary_prints_names_as_text(hostile_trace: Path) -> None:
 def test_diff_in_github_actions_injects_nothing(hostile_trace: Path, tmp_path: Path, fmt: str) -> None:
     summary = tmp_path / "summary.md"
     r = _run(
-        str(hostile_trace), str(hostile_trace), "--format", fmt,
+        str(hostile_trace),
+        str(hostile_trace),
+        "--format",
+        fmt,
         env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
-    )  # fmt: skip
+    )
     assert r.returncode == 0, r.stderr
     own = [line for line in r.stdout.splitlines() if re.match(r"^::(error|warning|notice)[ :]", line)]
     assert_inert(r.stdout, commands=len(own))

@@ -24,9 +24,7 @@ from nsysdiff.synth.builder import TraceBuilder
 MakeReport = Callable[..., Report]
 
 # Every character Python calls whitespace or Unicode files as a space separator (Zs).
-UNICODE_BLANKS = sorted(
-    {chr(c) for c in range(0x110000) if chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"}
-)
+UNICODE_BLANKS = sorted({chr(c) for c in range(0x110000) if chr(c).isspace() or unicodedata.category(chr(c)) == "Zs"})
 NOT_NEWLINE = [c for c in UNICODE_BLANKS if c not in "\n"]
 
 
@@ -58,8 +56,12 @@ def test_arabic_letter_mark_is_escaped() -> None:
 
 WRAPPING = "k" + " www \u3000::warning::FORGED" * 40
 HOSTILE = [
-    WRAPPING, "\u3000::warning::lead", "\u2003::add-mask::FAIL\n::x", "k\n\u3000::warning::X",
-    "k\n\u00a0::add-mask::FAIL", "k \u2003::error::x",
+    WRAPPING,
+    "\u3000::warning::lead",
+    "\u2003::add-mask::FAIL\n::x",
+    "k\n\u3000::warning::X",
+    "k\n\u00a0::add-mask::FAIL",
+    "k \u2003::error::x",
 ]
 
 
@@ -89,9 +91,13 @@ def test_text_report_of_a_wrapping_name_end_to_end(tmp_path: Path) -> None:
     import os
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
-    for args in ([runs[0], runs[1], "--details"], ["summary", runs[0]],
-                 ["--base", *runs, "--candidate", *reversed(runs), "--details"]):  # fmt: skip
-        r = subprocess.run([sys.executable, "-m", "nsysdiff", *args], capture_output=True, text=True, env=env,
-                           timeout=120, check=False)  # fmt: skip
+    for args in (
+        [runs[0], runs[1], "--details"],
+        ["summary", runs[0]],
+        ["--base", *runs, "--candidate", *reversed(runs), "--details"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "nsysdiff", *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        )
         assert r.returncode in (0, 3), r.stderr
         assert runner_commands(r.stdout) == [] and runner_commands(r.stderr) == []

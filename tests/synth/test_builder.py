@@ -124,17 +124,24 @@ def test_lazy_tables_empty_builder(tmp_path: Path, generation: Generation) -> No
     got = tables(con)
     assert not got & (EVENT_TABLES | {GRAPH_TRACE, "ThreadNames"})
     assert "StringIds" in got
-    assert (
-        "TARGET_INFO_CUDA_GPU" if generation is Generation.V2020_3 else "TARGET_INFO_GPU"
-    ) in got
+    assert ("TARGET_INFO_CUDA_GPU" if generation is Generation.V2020_3 else "TARGET_INFO_GPU") in got
 
 
 def test_kernel_columns_follow_the_doc(trace: sqlite3.Connection, generation: Generation) -> None:
     cols = columns(trace, KERNEL)
     assert cols[:3] == ["start", "end", "deviceId"]
-    for name in ("correlationId", "globalPid", "demangledName", "shortName", "gridX", "blockZ",
-                 "registersPerThread", "staticSharedMemory", "dynamicSharedMemory",
-                 "graphNodeId"):  # fmt: skip
+    for name in (
+        "correlationId",
+        "globalPid",
+        "demangledName",
+        "shortName",
+        "gridX",
+        "blockZ",
+        "registersPerThread",
+        "staticSharedMemory",
+        "dynamicSharedMemory",
+        "graphNodeId",
+    ):
         assert name in cols
     modern = generation not in (Generation.V2020_3, Generation.V2021)
     assert ("mangledName" in cols) == modern
@@ -156,19 +163,32 @@ def test_memcpy_and_nvtx_columns(trace: sqlite3.Connection, generation: Generati
         "copyKind",
         "deprecatedSrcId",
     ]
-    assert ("virtualAddress" in memcpy) == (
-        generation not in (Generation.V2020_3, Generation.V2021)
-    )
+    assert ("virtualAddress" in memcpy) == (generation not in (Generation.V2020_3, Generation.V2021))
     nvtx = columns(trace, NVTX)
     assert nvtx[:11] == [
-        "start", "end", "eventType", "rangeId", "category", "color", "text", "globalTid",
-        "endGlobalTid", "textId", "domainId",
-    ]  # fmt: skip
+        "start",
+        "end",
+        "eventType",
+        "rangeId",
+        "category",
+        "color",
+        "text",
+        "globalTid",
+        "endGlobalTid",
+        "textId",
+        "domainId",
+    ]
     assert ("binaryData" in nvtx) == (generation in (Generation.V2024, Generation.V2026))
     assert columns(trace, RUNTIME) == [
-        "start", "end", "eventClass", "globalTid", "correlationId", "nameId", "returnValue",
+        "start",
+        "end",
+        "eventClass",
+        "globalTid",
+        "correlationId",
+        "nameId",
+        "returnValue",
         "callchainId",
-    ]  # fmt: skip
+    ]
 
 
 def test_metadata_versions(trace: sqlite3.Connection, generation: Generation) -> None:
@@ -239,17 +259,14 @@ def test_correlation_joins_runtime_to_kernel(trace: sqlite3.Connection) -> None:
         ("cudaLaunchKernel_v7000", "flash_fwd_kernel", 1),
     ]
     demangled = trace.execute(
-        f"SELECT s.value FROM {KERNEL} g JOIN StringIds s ON s.id = g.demangledName"
-        " ORDER BY g.start"
+        f"SELECT s.value FROM {KERNEL} g JOIN StringIds s ON s.id = g.demangledName ORDER BY g.start"
     ).fetchall()
     assert demangled[1][0].startswith("void flash::flash_fwd_kernel<")
     ids = [r[0] for r in trace.execute(f"SELECT correlationId FROM {RUNTIME} ORDER BY start")]
     assert ids == sorted(set(ids))
 
 
-def test_graph_launch_shares_correlation_id(
-    trace: sqlite3.Connection, generation: Generation
-) -> None:
+def test_graph_launch_shares_correlation_id(trace: sqlite3.Connection, generation: Generation) -> None:
     if generation not in HAS_GRAPH_TRACE:
         assert GRAPH_TRACE not in tables(trace)
         return
@@ -275,9 +292,9 @@ def test_global_tid_encoding_and_thread_names(tmp_path: Path) -> None:
     assert gtid >> 48 == 1  # the VM bits nsys sets for the local host
     (gpid,) = con.execute("SELECT globalPid FROM PROCESSES WHERE pid = 4242").fetchone()
     assert gpid == gtid & ~0xFFFFFF
-    assert con.execute(
-        "SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId"
-    ).fetchall() == [("worker",)]
+    assert con.execute("SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId").fetchall() == [
+        ("worker",)
+    ]
 
 
 def test_nvtx_rows(trace: sqlite3.Connection) -> None:
@@ -315,19 +332,13 @@ def test_bulk_kernels_with_runtime(tmp_path: Path) -> None:
     starts = np.arange(n, dtype=np.int64) * 1_000 + 100_000
     builder.kernels("decode", starts, np.full(n, 700), api="cudaLaunchKernel_v7000")
     con = connect(builder.write(tmp_path / "b.sqlite"))
-    assert con.execute(
-        f"SELECT count(*), count(DISTINCT correlationId) FROM {KERNEL}"
-    ).fetchone() == (
+    assert con.execute(f"SELECT count(*), count(DISTINCT correlationId) FROM {KERNEL}").fetchone() == (
         n + 1,
         n + 1,
     )
-    joined = con.execute(
-        f"SELECT count(*) FROM {KERNEL} k JOIN {RUNTIME} r USING (correlationId)"
-    ).fetchone()
+    joined = con.execute(f"SELECT count(*) FROM {KERNEL} k JOIN {RUNTIME} r USING (correlationId)").fetchone()
     assert joined == (n,)
-    assert con.execute(
-        f'SELECT sum("end" - start) FROM {KERNEL} WHERE start >= 100000'
-    ).fetchone() == (n * 700,)
+    assert con.execute(f'SELECT sum("end" - start) FROM {KERNEL} WHERE start >= 100000').fetchone() == (n * 700,)
 
 
 def test_explicit_correlation_ids_stay_unique(tmp_path: Path) -> None:
@@ -377,9 +388,7 @@ def test_write_refuses_to_overwrite_and_leaves_no_side_files(tmp_path: Path) -> 
 
 # ---- against real exports ----------------------------------------------------------
 
-TRACES = Path(
-    os.environ.get("NSYSDIFF_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces")
-)
+TRACES = Path(os.environ.get("NSYSDIFF_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces"))
 
 # The real exports of each generation (the 2022 pair: ecf has NVTX only, pipit's saxpy,
 # captured with 2022.2, has the CUDA tables). No 2020.3 export is available.

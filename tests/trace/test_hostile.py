@@ -75,7 +75,7 @@ TYPE_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("NVTX_EVENTS", "row(s)"),
     ),
     "TEXT runtime end": (
-        'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = \'later\' WHERE nameId = '
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET \"end\" = 'later' WHERE nameId = "
         "(SELECT id FROM StringIds WHERE value LIKE 'cudaStreamSynchronize%')",
         ("CUPTI_ACTIVITY_KIND_RUNTIME", "1 row(s)"),
     ),
@@ -138,7 +138,7 @@ def test_end_before_start(tmp_path: Path) -> None:
 
 
 def test_negative_start(tmp_path: Path) -> None:
-    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {KERNEL} SET start = -5, \"end\" = 10 WHERE rowid = 12")
+    path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {KERNEL} SET start = -5, "end" = 10 WHERE rowid = 12')
     _fails(path, KERNEL, "negative", "rowid 12")
 
 
@@ -382,14 +382,32 @@ def test_scoped_reading_of_long_range_texts(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "", "aten::mm", "aten::mm, seq = 1, op_id = 2", ", seq = 1", "a, b, c", "x, op_id = 5",
-        "x, sizes = [[1]], seq = 2", "x, stashed seq = 3", "x, input_op_ids = [1]", "é, seq = 1, op_id = 2",
-        "multi\nline, op_id = 3", "no comma space,seq = 1", "a, seq = 1" * 3,
+        "",
+        "aten::mm",
+        "aten::mm, seq = 1, op_id = 2",
+        ", seq = 1",
+        "a, b, c",
+        "x, op_id = 5",
+        "x, sizes = [[1]], seq = 2",
+        "x, stashed seq = 3",
+        "x, input_op_ids = [1]",
+        "é, seq = 1, op_id = 2",
+        "multi\nline, op_id = 3",
+        "no comma space,seq = 1",
+        "a, seq = 1" * 3,
         # The first ", " starts no suffix, or a later suffix comes first in the list.
-        "a, b, seq = 1", "x, op_id = 1, seq = 2", "x, sizes = [], op_id = 1", "x, ", "x, se", "x, seq =",
-        "x, seq = 1, seq = 2", "a, b", ", ", "x,, seq = 1",
+        "a, b, seq = 1",
+        "x, op_id = 1, seq = 2",
+        "x, sizes = [], op_id = 1",
+        "x, ",
+        "x, se",
+        "x, seq =",
+        "x, seq = 1, seq = 2",
+        "a, b",
+        ", ",
+        "x,, seq = 1",
     ],
-)  # fmt: skip
+)
 def test_long_name_fold_is_the_sql_fold(text: str) -> None:
     # A name takes one of two ways by its length; both must give the same key.
     con = sqlite3.connect(":memory:")

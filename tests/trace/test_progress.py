@@ -14,8 +14,7 @@ from nsysdiff.trace import progress
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
-DIFF = [sys.executable, "-m", "nsysdiff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"),
-        "--no-rules"]  # fmt: skip
+DIFF = [sys.executable, "-m", "nsysdiff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"), "--no-rules"]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -66,8 +65,14 @@ def test_steps_reach_the_callback_in_order() -> None:
     seen: list[tuple[str, str]] = []
     api.load(CASCADE / "bs1.sqlite", progress=lambda side, what: seen.append((side, what)), side="base")
     assert [w for _, w in seen] == [
-        "kernels", "metadata", "memcpy", "memset", "sync calls", "NVTX ranges", "reducing to a fingerprint",
-    ]  # fmt: skip
+        "kernels",
+        "metadata",
+        "memcpy",
+        "memset",
+        "sync calls",
+        "NVTX ranges",
+        "reducing to a fingerprint",
+    ]
     assert {s for s, _ in seen} == {"base"}
 
 

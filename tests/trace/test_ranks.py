@@ -59,8 +59,10 @@ def test_one_process_per_device_is_one_rank_each(tmp_path: Path) -> None:
 def test_one_process_driving_several_devices_is_one_rank_per_device(tmp_path: Path) -> None:
     got = _read(one_file(tmp_path / "job.sqlite", ranks=2, slow=1, one_process=True))
     assert [(r.device, r.pid) for r in got] == [(0, PID), (1, PID)]
-    assert [r.collective_ns for r in got] == [allreduce_ns(False) + STEPS * GATHER_NS,
-                                              allreduce_ns(True) + STEPS * GATHER_NS]  # fmt: skip
+    assert [r.collective_ns for r in got] == [
+        allreduce_ns(False) + STEPS * GATHER_NS,
+        allreduce_ns(True) + STEPS * GATHER_NS,
+    ]
 
 
 def test_busy_is_the_union_per_rank_not_per_device(tmp_path: Path) -> None:

@@ -164,10 +164,12 @@ def test_kernel_quantiles(tmp_path: Path, generation: Generation) -> None:
 
 def test_launch_configs(tmp_path: Path, generation: Generation) -> None:
     def fill(b: TraceBuilder) -> None:
-        b.kernel("gemm", 0, 10, grid=(132, 1, 1), block=(256, 1, 1), registers=168,
-                 static_smem=1_024, dynamic_smem=98_304)  # fmt: skip
-        b.kernel("gemm", 100, 10, grid=(132, 1, 1), block=(256, 1, 1), registers=168,
-                 static_smem=1_024, dynamic_smem=98_304)  # fmt: skip
+        b.kernel(
+            "gemm", 0, 10, grid=(132, 1, 1), block=(256, 1, 1), registers=168, static_smem=1_024, dynamic_smem=98_304
+        )
+        b.kernel(
+            "gemm", 100, 10, grid=(132, 1, 1), block=(256, 1, 1), registers=168, static_smem=1_024, dynamic_smem=98_304
+        )
         b.kernel("gemm", 200, 10, grid=(66, 2, 1), block=(128, 2, 1), registers=90)
         b.kernel("other", 300, 10)
 
@@ -318,8 +320,7 @@ def test_busy_time_is_union_of_intervals(tmp_path: Path, generation: Generation)
     def fill(b: TraceBuilder) -> None:
         # Device 0: [1000,1100) [1050,1150) [1200,1300) [1250,1260) [1300,1400) [2000,2100)
         # union = [1000,1150) + [1200,1400) + [2000,2100) = 150 + 200 + 100 = 450
-        for start, dur in ((1_000, 100), (1_050, 100), (1_200, 100), (1_250, 10),
-                           (1_300, 100), (2_000, 100)):  # fmt: skip
+        for start, dur in ((1_000, 100), (1_050, 100), (1_200, 100), (1_250, 10), (1_300, 100), (2_000, 100)):
             b.kernel("a", start, dur, device=0, stream=7 + start % 3)
         # Device 1: one long kernel covering two short ones: [5000,6000) -> 1000.
         b.kernel("b", 5_000, 1_000, device=1)
@@ -413,8 +414,12 @@ def test_summary_json_idle_pct(tmp_path: Path) -> None:
 def test_missing_tables_are_zero_events(tmp_path: Path, generation: Generation) -> None:
     path = build(tmp_path / "t.sqlite", generation, lambda b: b.kernel("k", 0, 10))
     with open_trace(path) as r:
-        absent = {"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                  "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}  # fmt: skip
+        absent = {
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "NVTX_EVENTS",
+        }
         assert not absent & set(r.schema.tables)
         assert (r.memcpy(), r.memset(), r.sync_calls(), r.nvtx_summary()) == ((), (), (), ())
         assert r.nvtx_keys() == ()
@@ -692,10 +697,19 @@ def test_real_mangled_names(trace: Path) -> None:
 
 
 _NEAR = (
-    "aten::linear", "aten::linear, seq = 1, op_id = 2", "aten::linear, op_id = 3", "aten::linear, custom",
-    "aten::linear_backward, seq = 3", "aten::linearity", "aten::linea", "aten::linear,seq = 4", "Aten::linear",
-    "aten::linear\n, seq = 5", "", ", seq = 6",
-)  # fmt: skip
+    "aten::linear",
+    "aten::linear, seq = 1, op_id = 2",
+    "aten::linear, op_id = 3",
+    "aten::linear, custom",
+    "aten::linear_backward, seq = 3",
+    "aten::linearity",
+    "aten::linea",
+    "aten::linear,seq = 4",
+    "Aten::linear",
+    "aten::linear\n, seq = 5",
+    "",
+    ", seq = 6",
+)
 
 
 @pytest.mark.parametrize("wanted", [1, 2, 9])
