@@ -8,7 +8,7 @@ Reads every module of ``nsysdiff`` as text (nothing is imported or run) and repo
 * modules over 800 lines;
 * imports that run against the flow of data: a stage may import itself and the stages
   before it, never one after it (``STAGES``), and nothing outside ``render/``, ``cli/``
-  and ``api.py`` imports ``nsysdiff.render``;
+  and ``api/`` imports ``nsysdiff.render``;
 * imports of ``nsysdiff.synth`` (synthetic traces) from anywhere in the package.
 
 ``python scripts/check_layout.py`` prints the figures and exits 1 on any violation.
@@ -180,7 +180,7 @@ def check(root: Path) -> Layout:
         for target in sorted(targets):
             there = stage(target)
             if there == "render" and here not in RENDER_ALLOWED:
-                layout.problems.append(f"{name} imports {target}: only render/, cli/ and api.py may")
+                layout.problems.append(f"{name} imports {target}: only render/, cli/ and api/ may")
             elif there == "synth" and here != "synth":
                 layout.problems.append(f"{name} imports {target}: synthetic traces are for tests and examples")
             elif here in SIDE:

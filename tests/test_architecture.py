@@ -57,7 +57,7 @@ def test_a_cycle_is_found_even_through_a_lazy_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "text", "expected"),
     [
-        ("fingerprint/model.py", "from nsysdiff.render import neutral\n", "only render/, cli/ and api.py may"),
+        ("fingerprint/model.py", "from nsysdiff.render import neutral\n", "only render/, cli/ and api/ may"),
         ("trace/reader.py", "from nsysdiff.fingerprint.model import GpuInfo\n", "fingerprint comes after trace"),
         ("compare/diff.py", "from nsysdiff.synth import builder\n", "synthetic traces are for tests"),
     ],

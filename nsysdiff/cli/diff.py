@@ -3,13 +3,11 @@ the report on stdout and in any ``--output`` files, the verdict as the exit code
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -34,13 +32,13 @@ from nsysdiff.cli.options import (
     z_score,
 )
 from nsysdiff.cli.root import Command, app, handled, notify, stderr
-from nsysdiff.compare import comparability, rundiff
 from nsysdiff.compare.diff import Settings
-from nsysdiff.errors import InconclusiveError, NsysdiffError, UsageError
+from nsysdiff.errors import NsysdiffError, UsageError
 from nsysdiff.fingerprint import scope
 from nsysdiff.render import Format, format_for, layout, render, require
 from nsysdiff.render.names import Names
-from nsysdiff.trace import progress, sides
+from nsysdiff.rules.report import Report
+from nsysdiff.trace import progress
 from nsysdiff.trace.launches import Grouping
 
 _DEFAULTS = Settings()
@@ -173,114 +171,49 @@ def diff(
 ) -> None:
     """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
     outliers, categories, copies, variant drift, top changes."""
-    from nsysdiff import rules as rule_engine
-    from nsysdiff.rules import waivers
-
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
-    settings = Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise)
     base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
-    history = _history_spec(base_paths)
+    history = api.history_spec(base_paths)
     # A history store is an input too: no -o may write over it.
     store = [api.history_store_path(history)] if history is not None else []
-    _check_outputs(
-        output or (), [*base_paths, *candidate_paths, *store, *(rules or ()), phases, noise_profile, keep_export]
-    )
+    inputs = [*base_paths, *candidate_paths, *store, *(rules or ()), phases, noise_profile, keep_export]
+    _check_outputs(output or (), inputs)
     # An unknown extension, or a format whose extra is missing, fails before any trace is read.
     for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
         require(want)
-    # Rule files are validated before any trace is read: a typo fails in milliseconds.
-    ruleset = None if no_rules else rule_engine.load_rules(rules or ["default"])
-    if ruleset is not None:
-        ruleset = _with_noise(ruleset, noise_profile)
-        if not ruleset.rules:
-            stderr(
-                f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
-                "not a pass; give a pack or a file with rules, or --no-rules to report only",
-                "warning",
-            )
-    elif noise_profile is not None:
-        raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
-    opts = scope.options(
-        window=window,
-        window_origin=window_origin,
-        skip_first=skip_first,
-        nvtx=nvtx,
-        per=per,
-        phases_file=phases,
-        phases=ruleset.phases if ruleset else None,
-        phases_source=", ".join(ruleset.sources) if ruleset else "rules",
-        step_ranges=_step_ranges(ruleset),
+    options = api.DiffOptions(
+        settings=Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise),
+        scope=scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per),
+        phases=phases,
+        by=by,
+        strict=strict,
+        require_same_gpu=require_same_gpu,
+        noise_profile=noise_profile,
+        keep_export=keep_export,
     )
     with progress.reading(quiet) as report_progress:
+        report = api.diff(
+            base_paths,
+            candidate_paths,
+            None if no_rules else (rules or ["default"]),
+            options,
+            progress=report_progress,
+            notify=notify,
+            warn=lambda message: stderr(message, "warning"),
+        )
+    note_unmangled(names, report.diff.base, report.diff.candidate)
+    _publish(report, fmt, output or (), width, details, names)
 
-        def read(o: scope.ScopeOptions) -> tuple[Any, Any]:
-            if history is not None:
-                # The candidate first: its GPU, scope and graph mode pick the comparable history.
-                c = sides.read_one(
-                    lambda: api.load_runs(
-                        candidate_paths,
-                        o,
-                        progress=report_progress,
-                        side="candidate",
-                        by=by,
-                        keep_export=keep_export,
-                        notify=notify,
-                    )
-                )
-                return api.history_baseline(history, c.runs[0]), c
-            return sides.read_both(
-                lambda: api.load_runs(
-                    base_paths, o, progress=report_progress, side="base", by=by, keep_export=keep_export, notify=notify
-                ),
-                lambda: api.load_runs(
-                    candidate_paths,
-                    o,
-                    progress=report_progress,
-                    side="candidate",
-                    by=by,
-                    keep_export=keep_export,
-                    notify=notify,
-                ),
-            )
 
-        whole = dataclasses.replace(opts, step_ranges=())
-        try:
-            b_runs, c_runs = read(opts)
-        except InconclusiveError:
-            if history is None or opts.per is not None or not opts.step_ranges:
-                raise
-            # No run in the history was read per the pack's step range: both sides whole,
-            # the same fallback as a side without it (docs/steps.md).
-            b_runs, c_runs = read(whole)
-        if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
-            # The pack's step range on one side only (or beside a fingerprint saved without
-            # it): both sides are read whole, the documented fallback (docs/steps.md).
-            b_runs, c_runs = read(whole)
-    # With several runs, the figures are the median runs' (docs/statistics.md).
-    b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
-    reasons, notes = comparability.assess(b, c, require_same_gpu=require_same_gpu)
-    d = rundiff.compare_sides(b_runs, c_runs, settings)
-    today = date.today()
-    findings, results = rule_engine.evaluate(d, ruleset, today=today) if ruleset else ((), ())
-    if ruleset is not None:
-        for w in waivers.unmatched(findings, ruleset.waivers, today):
-            stderr(f"{w.source}:{w.line}: waiver for rule {w.rule!r} matches no finding ({w.subject_text})", "warning")
-    report = api.judge(
-        d,
-        findings,
-        results,
-        strict=strict,
-        judged=ruleset is not None,
-        reasons=reasons,
-        notes=notes,
-        packs=ruleset.sources if ruleset else (),
-    )
-    note_unmangled(names, b, c)
-    columns = layout.columns(width, sys.stdout)
-    sys.stdout.write(render(report, fmt, width=columns, details=details, names=names))
+def _publish(
+    report: Report, fmt: Format, output: Sequence[Path], width: int | None, details: bool, names: Names
+) -> None:
+    """The report on stdout, in every ``-o`` file and, on GitHub, as annotations; exits
+    with the verdict's code (or the write error's, when a file could not be written)."""
+    sys.stdout.write(render(report, fmt, width=layout.columns(width, sys.stdout), details=details, names=names))
     lost = []
-    for path in output or ():
+    for path in output:
         try:
             if path.is_dir():
                 from nsysdiff.render import csv_report
@@ -288,7 +221,8 @@ def diff(
                 csv_report.write_dir(report, path, names=names)
                 continue
             # A file keeps every section: it is read later, not on one screen.
-            write(render(report, format_for(path), width=layout.columns(width, None), details=True, names=names), path)
+            text = render(report, format_for(path), width=layout.columns(width, None), details=True, names=names)
+            write(text, path)
         except NsysdiffError as e:  # the report is out: the verdict keeps its exit code
             stderr(str(e))
             lost.append(str(e))
@@ -337,33 +271,3 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
-
-
-def _history_spec(paths: list[Path]) -> str | None:
-    """``history:STORE@REF~N`` as the base side (docs/history.md), given alone."""
-    specs = [str(p) for p in paths if str(p).startswith("history:")]
-    if not specs:
-        return None
-    if len(paths) > 1:
-        raise UsageError(f"{specs[0]}: a history baseline is the whole base side; give no other base run with it")
-    return specs[0]
-
-
-def _step_ranges(ruleset: Any) -> tuple[str, ...]:
-    """The rule files' step range, unless their noise profile was made without steps: its
-    runs would not be read alike with sides read per step (docs/steps.md)."""
-    if ruleset is None or not ruleset.steps:
-        return ()
-    if ruleset.noise is not None and any(fp.scope.per is None for fp in ruleset.noise.runs.runs):
-        return ()
-    return tuple(ruleset.steps)
-
-
-def _with_noise(ruleset: Any, profile: Path | None) -> Any:
-    """The rule set judging against ``profile`` (else its files' own), checked before any trace is read."""
-    from nsysdiff.rules import noise_limits
-
-    if profile is not None:
-        ruleset = noise_limits.attach(ruleset, api.load_noise_profile(profile))
-    noise_limits.require(ruleset)
-    return ruleset

@@ -157,7 +157,7 @@ def test_paths_reach_the_workers_absolute(monkeypatch: pytest.MonkeyPatch, trace
     monkeypatch.setattr(dask_scheduler, "fingerprints", record)
     monkeypatch.chdir(traces[0].parent)
     jobs = batch.plan([Path(t.name) for t in traces], tmp_path / "o")
-    batch.run(jobs, api.scope.ScopeOptions(), scheduler="tcp://127.0.0.1:1")
+    batch.run(jobs, api.ScopeOptions(), scheduler="tcp://127.0.0.1:1")
     assert seen == [[str(t) for t in traces]]
 
 

@@ -1,0 +1,205 @@
+"""The diff pipeline: two sides read per the rule packs, compared and judged, as ``nsysdiff diff`` judges them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from datetime import date
+from pathlib import Path
+
+from nsysdiff.api.history import history_baseline
+from nsysdiff.api.judging import check_type, judge, rule_names
+from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
+from nsysdiff.compare import comparability
+from nsysdiff.compare.diff import Settings
+from nsysdiff.errors import UsageError
+from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.fingerprint.scope import ScopeOptions
+from nsysdiff.rules.model import RuleSet
+from nsysdiff.rules.report import Report
+from nsysdiff.trace.launches import Grouping
+from nsysdiff.trace.progress import Step, silent
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffOptions:
+    """How :func:`diff` reads, compares and judges two sides: every option of
+    ``nsysdiff diff`` that is not about where its report goes."""
+
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    # The user's scope (window, NVTX range, --per, skip); the rule packs' phases and step
+    # range complete it, as docs/steps.md says.
+    scope: ScopeOptions = dataclasses.field(default_factory=ScopeOptions)
+    phases: Path | None = None  # a phases file, over the rule files' own phases
+    by: Grouping = Grouping.name
+    strict: bool = False
+    require_same_gpu: bool = False
+    noise_profile: Path | None = None  # overrides the rule files' noise_profile:
+    keep_export: Path | None = None
+
+
+# One side of a diff: a path (a trace, a report, a saved fingerprint or run set, or for the
+# base a ``history:STORE@REF~N`` spec), several runs' paths, or what was already loaded.
+Side = str | Path | Sequence[str | Path] | Fingerprint | runset.RunSet
+
+
+def diff(
+    base: Side,
+    candidate: Side,
+    rules: str | Path | Sequence[str | Path] | None = ("default",),
+    options: DiffOptions | None = None,
+    *,
+    progress: Step = silent,
+    notify: Callable[[str], None] = quiet,
+    warn: Callable[[str], None] | None = None,
+    today: date | None = None,
+) -> Report:
+    """Two sides read, compared and judged: the report ``nsysdiff diff`` prints and whose
+    exit code it exits with, from the same steps in the same order.
+
+    ``rules`` are pack names or rule files (one name alone is one pack); ``None`` reports
+    without judging (``--no-rules``). Rule files are validated before any trace is read.
+    A pack's step range reads both sides per step where both have it, else both whole
+    (docs/steps.md). With several runs a side's figures are its median run's. ``warn``
+    hears what ``nsysdiff diff`` prints as warnings (a rule set with no rule, a waiver that
+    matches nothing); by default they are Python warnings. ``notify`` hears notes (an nsys
+    report exported); ``progress`` hears each table before it is read.
+    """
+    from nsysdiff import rules as rule_engine
+    from nsysdiff.compare import rundiff
+    from nsysdiff.rules import waivers
+
+    o = options or DiffOptions()
+    check_type(o, DiffOptions, "options", "an nsysdiff.api.DiffOptions")
+    say = warn or _warning
+    ruleset = None if rules is None else rule_engine.load_rules(rule_names(rules))
+    if ruleset is not None:
+        ruleset = _with_noise(ruleset, o.noise_profile)
+        if not ruleset.rules:
+            say(
+                f"{', '.join(ruleset.sources)}: no rule to judge with: the verdict is inconclusive (exit 3), "
+                "not a pass; give a pack or a file with rules, or --no-rules to report only"
+            )
+    elif o.noise_profile is not None:
+        raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
+    history = history_spec(base)
+    read_opts = _scope_for(o, ruleset)
+    b_runs, c_runs = _read_sides(base, candidate, history, read_opts, o, progress, notify)
+    b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
+    reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
+    d = rundiff.compare_sides(b_runs, c_runs, o.settings)
+    day = today or date.today()
+    findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
+    if ruleset is not None:
+        for w in waivers.unmatched(findings, ruleset.waivers, day):
+            say(f"{w.source}:{w.line}: waiver for rule {w.rule!r} matches no finding ({w.subject_text})")
+    return judge(
+        d,
+        findings,
+        results,
+        strict=o.strict,
+        judged=ruleset is not None,
+        reasons=reasons,
+        notes=notes,
+        packs=ruleset.sources if ruleset else (),
+    )
+
+
+def _warning(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, stacklevel=3)
+
+
+def _with_noise(ruleset: RuleSet, profile: Path | None) -> RuleSet:
+    """The rule set judging against ``profile`` (else its files' own), checked before any trace is read."""
+    from nsysdiff.rules import noise_limits
+
+    if profile is not None:
+        ruleset = noise_limits.attach(ruleset, load_noise_profile(profile))
+    noise_limits.require(ruleset)
+    return ruleset
+
+
+def _scope_for(o: DiffOptions, ruleset: RuleSet | None) -> ScopeOptions:
+    """The user's scope completed by the rule files: their phases unless a phases file is
+    given, and their step range unless their noise profile was made without steps (its
+    runs would not be read alike with sides read per step, docs/steps.md)."""
+    phases = o.scope.phases
+    if o.phases is not None or not phases:
+        phases = scope.options(
+            phases_file=o.phases,
+            phases=ruleset.phases if ruleset else None,
+            phases_source=", ".join(ruleset.sources) if ruleset else "rules",
+        ).phases
+    steps: tuple[str, ...] = ()
+    if ruleset is not None and ruleset.steps:
+        made_whole = ruleset.noise is not None and any(fp.scope.per is None for fp in ruleset.noise.runs.runs)
+        steps = () if made_whole else tuple(ruleset.steps)
+    return dataclasses.replace(o.scope, phases=phases, step_ranges=steps)
+
+
+def history_spec(base: Side) -> str | None:
+    """The ``history:STORE@REF~N`` spec a base side names (docs/history.md), if it is one;
+    a UsageError when other runs come with it."""
+    paths = _paths(base, "base")
+    specs = [str(p) for p in paths or () if str(p).startswith("history:")]
+    if not specs:
+        return None
+    if paths is not None and len(paths) > 1:
+        raise UsageError(f"{specs[0]}: a history baseline is the whole base side; give no other base run with it")
+    return specs[0]
+
+
+def _paths(side: Side, name: str) -> list[str | Path] | None:
+    """The paths of a side given as paths; None for a side already loaded."""
+    if isinstance(side, Fingerprint | runset.RunSet):
+        return None
+    if isinstance(side, str | Path):
+        return [side]
+    if isinstance(side, Sequence) and side and all(isinstance(p, str | Path) for p in side):
+        return list(side)
+    raise TypeError(
+        f"{name}: pass a path, a list of run paths, a Fingerprint (nsysdiff.api.load) or a RunSet "
+        f"(nsysdiff.api.load_runs), not {type(side).__name__}"
+    )
+
+
+def _read_sides(
+    base: Side,
+    candidate: Side,
+    history: str | None,
+    opts: ScopeOptions,
+    o: DiffOptions,
+    progress: Step,
+    notify: Callable[[str], None],
+) -> tuple[runset.RunSet, runset.RunSet]:
+    """Both sides per ``opts``; read again whole when the rule files' step range is not on
+    both sides (or no history run was read per it), the fallback of docs/steps.md."""
+    from nsysdiff.errors import InconclusiveError
+    from nsysdiff.trace import sides
+
+    def side(given: Side, name: str, s: ScopeOptions) -> runset.RunSet:
+        paths = _paths(given, name)
+        if paths is None:
+            return given if isinstance(given, runset.RunSet) else runset.RunSet((given,), (name,))  # type: ignore[arg-type]
+        return load_runs(paths, s, progress=progress, side=name, by=o.by, keep_export=o.keep_export, notify=notify)
+
+    def read(s: ScopeOptions) -> tuple[runset.RunSet, runset.RunSet]:
+        if history is not None:
+            # The candidate first: its GPU, scope and graph mode pick the comparable history.
+            c = sides.read_one(lambda: side(candidate, "candidate", s))
+            return history_baseline(history, c.runs[0]), c
+        return sides.read_both(lambda: side(base, "base", s), lambda: side(candidate, "candidate", s))
+
+    whole = dataclasses.replace(opts, step_ranges=())
+    try:
+        b_runs, c_runs = read(opts)
+    except InconclusiveError:
+        if history is None or opts.per is not None or not opts.step_ranges:
+            raise
+        b_runs, c_runs = read(whole)
+    if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
+        b_runs, c_runs = read(whole)
+    return b_runs, c_runs
