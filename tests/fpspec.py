@@ -20,8 +20,8 @@ from nsysdiff.fingerprint.model import (
     fingerprint_to_json,
 )
 from nsysdiff.fingerprint.reduce import group_by
-from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, Step, StepPart, StepParts, Steps
-from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
+from nsysdiff.fingerprint.steps import HostCalls, Step, StepPart, StepParts, Steps
+from nsysdiff.trace.records import QUANTILE_GRID, CallTimes, GpuInfo, HostFamily, LaunchConfig
 
 
 def kernel(

@@ -27,11 +27,12 @@ from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff
 from nsysdiff.compare.steps import STATS, StepSide, side
 from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
-from nsysdiff.fingerprint.steps import HostFamily, StepPart
+from nsysdiff.fingerprint.steps import StepPart
 from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import Finding
+from nsysdiff.trace.records import HostFamily
 
 PARTS = tuple(p.value for p in StepPart)
 FAMILIES = tuple(f.value for f in HostFamily)
