@@ -17,7 +17,6 @@ Both sides' steps (``Fingerprint.steps``) are summarised and compared (docs/step
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,17 +48,7 @@ class Dist:
         return float(getattr(self, stat))
 
 
-class Stat(str, enum.Enum):
-    """A statistic of a distribution across steps (a field of :class:`Dist`)."""
-
-    MEAN = "mean"
-    P50 = "p50"
-    P90 = "p90"
-    P99 = "p99"
-    MAX = "max"
-
-
-STATS = tuple(s.value for s in Stat)
+STATS = ("mean", "p50", "p90", "p99", "max")
 
 
 def dist(values: npt.NDArray[np.int64] | npt.NDArray[np.float64]) -> Dist:

@@ -615,17 +615,14 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         evidence = _evidence(o, sides, b, c, bv, cv, subject)
         # A kernel judged on its own is named as every output names it (its label).
         shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
-        message = rule.message or f"{o.metric.value} of {shown} is over budget"
+        why = f"{o.metric.value} of {shown} is over budget"
         for reading in _readings(o, b, c, bv, cv, diff, sides.noise.get(o.metric, {}).get(subject)):
-            found = Finding(
-                level=rule.level,
-                rule_id=rule.id,
-                kind="budget",
-                subject=shown,
-                observed=reading.observed,
-                limit=reading.limit,
-                evidence=evidence,
-                message=message,
+            found = rule.finding(
+                shown,
+                reading.observed,
+                reading.limit,
+                evidence,
+                why,
                 observed_value=reading.observed_value,
                 limit_value=reading.limit_value,
                 unit=reading.unit,

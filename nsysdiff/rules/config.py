@@ -204,6 +204,13 @@ class _File:
         except yaml.YAMLError as e:
             self.fail(node, where, key, f"can't read the value ({e})")
 
+    def mapping(self, node: Node, where: str, item: str, keys: str) -> MappingNode:
+        """``node`` when it is a mapping (of ``keys``, as the error names them)."""
+        if not isinstance(node, MappingNode):
+            v = self.value(node, where, None)
+            self.fail(node, where, None, f"{item} must be a mapping ({keys}), not {opt.type_name(v)}")
+        return node
+
     def pairs(self, node: MappingNode, where: str | None) -> list[tuple[str, Node, Node]]:
         out: list[tuple[str, Node, Node]] = []
         first: dict[str, int] = {}
@@ -364,29 +371,27 @@ class _Loader:
             out.append((v, item))
         return out
 
-    def _rules(self, f: _File, node: Node) -> None:
+    def _items(self, f: _File, node: Node, key: str, held: int) -> list[Node]:
+        """The items of the top-level list ``key`` (none for null), within the bound on a
+        rule set with ``held`` of them already."""
         if not isinstance(node, SequenceNode):
-            v = f.value(node, None, "rules")
+            v = f.value(node, None, key)
             if v is None:
-                return
-            f.fail(node, None, "rules", f"expected a list of rules, got {opt.type_name(v)}")
+                return []
+            f.fail(node, None, key, f"expected a list of {key}, got {opt.type_name(v)}")
+        if len(node.value) + held > MAX_RULES:
+            f.fail(node, None, key, f"more than {MAX_RULES:,} {key} in one rule set")
+        return list(node.value)
+
+    def _rules(self, f: _File, node: Node) -> None:
         seen: dict[str, int] = {}
-        if len(node.value) + len(self.rules) > MAX_RULES:
-            f.fail(node, None, "rules", f"more than {MAX_RULES:,} rules in one rule set")
-        for index, rnode in enumerate(node.value, 1):
+        for index, rnode in enumerate(self._items(f, node, "rules", len(self.rules)), 1):
             rule = self._rule(f, rnode, index, seen)
             self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
 
     def _rule(self, f: _File, node: Node, index: int, seen: dict[str, int]) -> Rule:
         where = f"rule #{index}"
-        if not isinstance(node, MappingNode):
-            v = f.value(node, where, None)
-            f.fail(
-                node,
-                where,
-                None,
-                f"a rule must be a mapping (id, kind, ...), not {opt.type_name(v)}",
-            )
+        node = f.mapping(node, where, "a rule", "id, kind, ...")
         pairs = f.pairs(node, where)
         by = {k: (kn, vn) for k, kn, vn in pairs}
         if "id" not in by:
@@ -463,23 +468,9 @@ class _Loader:
             f.fail(by[e.key] if e.key is not None and e.key in by else node, where, e.key, e.message)
 
     def _waivers(self, f: _File, node: Node) -> None:
-        if not isinstance(node, SequenceNode):
-            v = f.value(node, None, "waivers")
-            if v is None:
-                return
-            f.fail(node, None, "waivers", f"expected a list of waivers, got {opt.type_name(v)}")
-        if len(node.value) + len(self.waivers) > MAX_RULES:
-            f.fail(node, None, "waivers", f"more than {MAX_RULES:,} waivers in one rule set")
-        for index, wnode in enumerate(node.value, 1):
+        for index, wnode in enumerate(self._items(f, node, "waivers", len(self.waivers)), 1):
             where = f"waiver #{index}"
-            if not isinstance(wnode, MappingNode):
-                v = f.value(wnode, where, None)
-                f.fail(
-                    wnode,
-                    where,
-                    None,
-                    f"a waiver must be a mapping (rule, subject, reason, expires), not {opt.type_name(v)}",
-                )
+            wnode = f.mapping(wnode, where, "a waiver", "rule, subject, reason, expires")
             values: dict[str, Any] = {}
             for k, kn, vn in f.pairs(wnode, where):
                 option = next((o for o in waiver_section.OPTIONS if o.name == k), None)

@@ -26,7 +26,7 @@ import numpy as np
 from nsysdiff import units as u
 from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff
-from nsysdiff.compare.steps import STATS, Stat, StepSide, side
+from nsysdiff.compare.steps import STATS, StepSide, side
 from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
 from nsysdiff.fingerprint.steps import StepPart
 from nsysdiff.rules import limits, noise_limits, units
@@ -119,7 +119,7 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True)
 class StepOptions:
     metric: StepMetric | StepPart
-    stat: Stat
+    stat: str  # one of STATS
     family: HostFamily | None
     limits: tuple[Limit, ...]  # in LIMITS order
     assumed: float  # the `noise` option
@@ -140,7 +140,7 @@ class StepOptions:
         if self.family is not None:
             return f"{self.family.value} {self.metric.value.replace('_', ' ')}"
         if self.metric in _ACROSS_STEPS:
-            return f"{self.metric.value} {self.stat.value}"
+            return f"{self.metric.value} {self.stat}"
         return str(self.metric.value)
 
 
@@ -167,7 +167,7 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
         raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {name!r}")
     return StepOptions(
         metric=metric,
-        stat=Stat(values["stat"]),
+        stat=values["stat"],
         family=HostFamily(values["family"]) if needs_family else None,
         limits=limits.build(values, given, LIMITS, _QUANTITIES.get(metric, Quantity.TIME), name),
         assumed=values["noise"],
@@ -263,7 +263,6 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     )
     base = bv if bv is not None else 0.0
     cause = _cause(o, base, cv)
-    message = rule.message or cause
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
     if interval is not None:
@@ -280,15 +279,12 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     for lim in o.limits:
         if not lim.breached(base, shown, step_ns):
             continue  # within the limit
-        found = Finding(
-            level=rule.level,
-            rule_id=rule.id,
-            kind="step",
-            subject=f"{sd.name} {o.subject}",
-            observed=lim.observed(base, shown, fmt),
-            limit=lim.text(fmt, step_ns),
-            evidence=evidence,
-            message=message,
+        found = rule.finding(
+            f"{sd.name} {o.subject}",
+            lim.observed(base, shown, fmt),
+            lim.text(fmt, step_ns),
+            evidence,
+            cause,
             observed_value=shown,
             limit_value=lim.amount,
             unit=o.quantity.unit,

@@ -188,15 +188,12 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             continue
         for fact in facts(diff, o):
             observed_value, limit_value, unit = fact.values if fact.values is not None else (None, None, "")
-            yield Finding(
-                level=rule.level,
-                rule_id=rule.id,
-                kind="structure",
-                subject=fact.subject,
-                observed=fact.observed,
-                limit=fact.limit,
-                evidence=fact.evidence,
-                message=rule.message or fact.why,
+            yield rule.finding(
+                fact.subject,
+                fact.observed,
+                fact.limit,
+                fact.evidence,
+                fact.why,
                 statistical=False,
                 observed_value=observed_value,
                 limit_value=limit_value,
