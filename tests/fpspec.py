@@ -9,8 +9,6 @@ from typing import Any
 from nsysdiff.fingerprint.categories import categorize
 from nsysdiff.fingerprint.families import family
 from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
@@ -21,7 +19,7 @@ from nsysdiff.fingerprint.model import (
 )
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.fingerprint.steps import HostCalls, Step, StepPart, StepParts, Steps
-from nsysdiff.trace.records import QUANTILE_GRID, CallTimes, GpuInfo, HostFamily, LaunchConfig
+from nsysdiff.trace.records import QUANTILE_GRID, ApiStats, CallTimes, CopyStats, GpuInfo, HostFamily, LaunchConfig
 
 
 def kernel(

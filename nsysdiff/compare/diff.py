@@ -37,9 +37,9 @@ from nsysdiff.compare import attribution, collective, labels, stats
 from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.compare.scale import NO_SCALE, Scale, overall_scale, scale_of
-from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
+from nsysdiff.fingerprint.model import Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
-from nsysdiff.trace.records import GraphStats
+from nsysdiff.trace.records import ApiStats, CopyStats, GraphStats
 
 
 class Verdict(str, enum.Enum):

@@ -21,6 +21,8 @@ from nsysdiff.fingerprint.steps import Step, Steps, StepSeries
 # imported here because the fields below name them (from_data resolves the hints here).
 from nsysdiff.trace.records import (
     QUANTILE_GRID,
+    ApiStats,
+    CopyStats,
     GpuInfo,
     GraphMode,
     GraphStats,
@@ -115,29 +117,6 @@ class GroupStats:
     calls: int
     total_ns: int
     kernels: int
-
-
-@dataclass(frozen=True, slots=True)
-class CopyStats:
-    """Memcpy of one kind (``HtoD``, ``DtoD``, ...) or memset (kind ``memset``)."""
-
-    kind: str
-    ops: int
-    bytes: int
-    total_ns: int
-
-    @property
-    def gbps(self) -> float | None:
-        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
-
-
-@dataclass(frozen=True, slots=True)
-class ApiStats:
-    """A synchronising CUDA API call, version suffix stripped."""
-
-    name: str
-    calls: int
-    total_ns: int
 
 
 @dataclass(frozen=True, slots=True)

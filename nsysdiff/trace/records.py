@@ -1,6 +1,6 @@
 """The frozen records the trace stage hands on: the reader's rows, and the few that a
-fingerprint keeps as they are (GPUs, launch configurations, graphs, ranks, the host call
-families of a step and their call times).
+fingerprint keeps as they are (GPUs, launch configurations, graphs, ranks, copies, sync
+calls, the host call families of a step and their call times).
 """
 
 from __future__ import annotations
@@ -222,15 +222,23 @@ class DeviceRow:
 
 
 @dataclass(frozen=True, slots=True)
-class CopyRow:
+class CopyStats:
+    """Memcpy of one kind (``HtoD``, ``DtoD``, ...) or memset (kind ``memset``)."""
+
     kind: str
     ops: int
     bytes: int
     total_ns: int
 
+    @property
+    def gbps(self) -> float | None:
+        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
+
 
 @dataclass(frozen=True, slots=True)
-class ApiRow:
+class ApiStats:
+    """A synchronising CUDA API call, version suffix stripped."""
+
     name: str
     calls: int
     total_ns: int
