@@ -168,14 +168,7 @@ OPTIONS = (
         "With max_noise_widths: fail only when candidate / base also exceeds this (a change "
         "too small to matter, however clear).",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a selection under this total time on both sides is too small to judge.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a selection under this total time on both sides is too small to judge."),
     Option(
         "min_step_share",
         "percent",

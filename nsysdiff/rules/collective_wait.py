@@ -14,12 +14,9 @@ from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding
 
 OPTIONS = (
-    Option(
-        "min_time",
-        "time",
-        opt.time,
+    opt.time_floor(
         "The waiting must grow by at least this much (per step when the diff is per step).",
-        default=1_000_000.0,
+        default_ns=1_000_000.0,
         default_doc="1ms",
     ),
     Option(

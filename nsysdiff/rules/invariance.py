@@ -46,13 +46,7 @@ OPTIONS = (
         "Which causes the rule diagnoses: " + ", ".join(CAUSES) + " (one or a list).",
         required=True,
     ),
-    Option(
-        "kernel",
-        "regex",
-        opt.regex,
-        "Only kernels whose short or demangled name matches.",
-        default_doc="every kernel",
-    ),
+    opt.kernel_filter("Only kernels whose short or demangled name matches."),
 )
 
 # Categories (nsysdiff.fingerprint.categories) each cause looks at. Element-wise kernels and copies

@@ -39,14 +39,7 @@ OPTIONS = (
         "Materiality: minimum share of either side's kernel time (`0.1%`).",
         default_doc="the diff's --min-share (0.1%)",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a key under this total time on both sides is too small to judge.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a key under this total time on both sides is too small to judge."),
     Option(
         "scope",
         "choice list",

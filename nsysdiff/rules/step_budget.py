@@ -105,14 +105,7 @@ OPTIONS = (
         default=1.6,
         default_doc="1.6x",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a time metric under this on both sides is not judged.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a time metric under this on both sides is not judged."),
 )
 
 

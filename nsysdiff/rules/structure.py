@@ -26,13 +26,7 @@ OPTIONS = (
         "What must be identical: " + ", ".join(CHECKS) + " (one or a list).",
         required=True,
     ),
-    Option(
-        "kernel",
-        "regex",
-        opt.regex,
-        "Only kernels whose short or demangled name matches (all checks but memcpy-bytes).",
-        default_doc="every kernel",
-    ),
+    opt.kernel_filter("Only kernels whose short or demangled name matches (all checks but memcpy-bytes)."),
 )
 
 
