@@ -36,6 +36,7 @@ from nsysdiff.render.phrases import (
     finding_counts_of,
     finding_mark,
     kernel_count_phrase,
+    method_line,
     no_outlier_line,
     scale_line,
     status_word,
@@ -67,6 +68,7 @@ class Section:
     figures: Sequence[charts.Chart]
     tables: Sequence[Table]
     last: str = ""
+    last_class: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,7 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
         "others": _findings(others, "findings") if others else None,
         "other_counts": finding_counts_of(others),
         "folded": _folded(d, label),
-        "method": _method(d),
+        "method": method_line(d),
     }
 
 
@@ -356,7 +358,9 @@ def _steps(d: Diff, made: Mapping[str, charts.Chart]) -> Section | None:
         )
         if rows
     ]
-    return Section(steps.title(sd), steps.first_lines(sd), _drawn(made, "steps", "series"), tables, steps.METHOD)
+    return Section(
+        steps.title(sd), steps.first_lines(sd), _drawn(made, "steps", "series"), tables, steps.METHOD, "note"
+    )
 
 
 def _runs(d: Diff, made: Mapping[str, charts.Chart], named: Mapping[str, str]) -> Section | None:
@@ -385,13 +389,3 @@ def _runs(d: Diff, made: Mapping[str, charts.Chart], named: Mapping[str, str]) -
     ]
     tables = [Table("runs", cols, rows, "keys")] if rows else []
     return Section(runs.title(r), [runs.tally(r)], _drawn(made, "runs", "forest"), tables, runs.partial_text(r) or "")
-
-
-def _method(d: Diff) -> str:
-    s = d.settings
-    return (
-        f"Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale (weighted median "
-        f"of family ratios, no family over a fifth of the weight), ≥ {s.min_deviation:g}x beyond it, "
-        f"≥ {100 * s.min_share:g}% of either side's kernel time; unchanged within {s.noise:g}x. "
-        + ("One trace per side: ratios are not confidence intervals." if d.runs is None else runs.method_text(d.runs))
-    )

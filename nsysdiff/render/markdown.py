@@ -27,11 +27,12 @@ from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.render.phrases import (
+    COPY_HEADER,
     attribution_line,
     basis_phrase,
     calls_pair,
     compared_ns,
-    copy_pair,
+    copy_figures,
     count,
     drift_totals,
     effect_cells,
@@ -39,6 +40,7 @@ from nsysdiff.render.phrases import (
     finding_counts_of,
     finding_mark,
     kernel_count_phrase,
+    method_line,
     no_outlier_line,
     per_call_pair,
     plural,
@@ -271,21 +273,8 @@ def _phases(diff: Diff) -> list[str]:
 
 
 def _copies(deltas: Sequence[CopyDelta]) -> list[str]:
-    rows = [
-        [
-            cell(d.kind),
-            copy_pair(d, "ops", count),
-            copy_pair(d, "bytes", u.nbytes),
-            copy_pair(d, "total_ns", u.ns),
-            u.ratio(d.ops_ratio),
-            u.ratio(d.bytes_ratio),
-            u.ratio(d.ratio),
-            d.verdict.value,
-        ]
-        for d in deltas
-    ]
-    header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
-    return _table(header, rows, "lrrrrrrl")
+    rows = [[cell(d.kind), *copy_figures(d)] for d in deltas]
+    return _table(COPY_HEADER, rows, "lrrrrrrl")
 
 
 def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
@@ -413,7 +402,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     out += _folded(report, kcode)
     out += _ranks(d)
     out += _runs(d, named)
-    out.append(_method(d))
+    out.append(f"<sub>{method_line(d, cell)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -531,19 +520,3 @@ def _folded(report: Report, kcode: Callable[[Row], str]) -> list[str]:
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     return out
-
-
-def _method(d: Diff) -> str:
-    s = d.settings
-    return (
-        f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
-        f"(weighted median of family ratios, no family over a fifth of the weight), "
-        f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
-        f"either side's kernel time; unchanged within {s.noise:g}x. "
-        + (
-            "One trace per side: ratios are not confidence intervals."
-            if d.runs is None
-            else cell(runs.method_text(d.runs))
-        )
-        + "</sub>"
-    )
