@@ -14,7 +14,7 @@ import sqlite3
 from nsysdiff.cli import root
 from nsysdiff.fingerprint import steps
 from nsysdiff.history import changes
-from nsysdiff.render import charts, html, layout, page
+from nsysdiff.render import charts, html, layout
 from nsysdiff.safe import regex
 
 USED = (
@@ -39,6 +39,4 @@ USED = (
     html.Section.last_class,
     # No caller: delete each with its entry here.
     steps.StepParts.gpu_busy_ns,
-    steps.as_series,
-    page.Column.numeric,
 )
