@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import ROOT
 from render.htmlcheck import same_report
-from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import planted_steps as ps
 import pytest
+from click.testing import CliRunner
 from conftest import real_trace
-from typer.testing import CliRunner
 
 from nsysdiff.cli.entry import route
 from nsysdiff.cli.root import app

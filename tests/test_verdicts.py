@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from click.testing import CliRunner
 from conftest import real_trace, traces_dir
 from fpspec import fingerprint, saved_pair
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app, route

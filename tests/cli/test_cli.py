@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import ROOT
 from fpspec import saved_pair
-from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
 from nsysdiff.synth.builder import Generation, TraceBuilder

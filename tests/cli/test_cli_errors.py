@@ -1,6 +1,6 @@
 """Bad input gets one clear line on stderr, naming the file, and exit 2; never a traceback.
 
-A few cases run the real process (``python -m nsysdiff``), the rest typer's CliRunner.
+A few cases run the real process (``python -m nsysdiff``), the rest click's CliRunner.
 Also: the exit codes of Ctrl-C (130) and of a bug (70), ``--version``, and the summary
 JSON of every real trace when ../shared is there.
 """
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import real_traces
-from typer.testing import CliRunner
 
 import nsysdiff
 from nsysdiff import api, cli

@@ -102,6 +102,45 @@ def test_bad_stores_are_one_line_exit_2(
         assert err.count("\n") == 1 and err.startswith("nsysdiff: error: "), err
 
 
+def test_options_read_as_in_the_other_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--commits is E-Divisive's window (--window is a time range, as in every command);
+    --kind and --format are checked as choices; the site's folder as every output is."""
+    store = _main_history(tmp_path, commits=6)
+    see = "(see 'nsysdiff history changes --help')"
+    for argv, message in (
+        (
+            ["changes", store, "--window", "30"],
+            f"--window: the window of commits is --commits N here; --window is a time range elsewhere {see}",
+        ),
+        (["changes", store, "--commits", "5"], "--commits 5: expected at least 6 commits"),
+        (["changes", store, "--commits", "x"], f"--commits: expected a whole number {see}"),
+        (["changes", store, "--format", "csv"], f"--format: 'csv' is not one of 'text', 'json' {see}"),
+        (
+            ["show", store, GEMM, "--kind", "op"],
+            "--kind: 'op' is not one of 'kernel', 'family', 'category', "
+            "'copy', 'nvtx', 'step' (see 'nsysdiff history show --help')",
+        ),
+        (["report", store, "-o", tmp_path / "no" / "such"], None),
+    ):
+        code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+        if message is None:  # a folder that can be made: checked, then written
+            assert code == 0, err
+            continue
+        assert (code, out, err) == (2, "", f"nsysdiff: error: {message}\n"), argv
+    code, out, err = run_main(monkeypatch, capsys, "history", "changes", store, "--commits", "6", "-f", "json")
+    assert code == 0 and json.loads(out)["method"]["window"] == 6
+    code, out, _ = run_main(monkeypatch, capsys, "history", "show", store, GEMM, "--kind", "kernel")
+    assert code == 0 and f"kernel {GEMM}" in out
+    # A store inside the site's folder, where a page would be written, is never replaced.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_bytes(store.read_bytes())
+    code, _, err = run_main(monkeypatch, capsys, "history", "report", site / "index.html", "-o", site)
+    assert code == 2 and "is the input" in err
+
+
 def test_changes_needs_otava_says_so_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

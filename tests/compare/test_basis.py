@@ -7,9 +7,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import real_trace, traces_dir
 from fpspec import fingerprint
-from typer.testing import CliRunner
 
 from nsysdiff.api import load
 from nsysdiff.cli import app, route

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app

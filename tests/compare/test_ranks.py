@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from jobs import COMPUTE_NS, GATHER_NS, SLOW_NS, STEPS, TRANSFER_NS, allreduce_ns, one_file, per_file
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app

@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from fpspec import fingerprint, kernel, saved_pair
-from typer.testing import CliRunner
 
 from nsysdiff.cli import app, route
 from nsysdiff.compare import comparability

@@ -13,8 +13,8 @@ from typing import Any
 import fpspec
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from conftest import real_trace
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app, route

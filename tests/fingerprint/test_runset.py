@@ -8,7 +8,7 @@ from pathlib import Path
 
 import fpspec
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app, route

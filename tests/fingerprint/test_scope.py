@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from conftest import real_trace, traces_dir
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app

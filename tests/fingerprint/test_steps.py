@@ -129,7 +129,7 @@ def test_real_step_figures(name: str) -> None:
 
 
 def test_fingerprint_command_saves_the_steps(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from nsysdiff.cli import app, route
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import needs_traces, real_traces
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.api import fingerprint_trace

@@ -8,9 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import traces_dir
 from render.test_render import HOSTILE, MakeReport, hostile_specs
-from typer.testing import CliRunner
 
 from nsysdiff.cli import app
 from nsysdiff.render import csv_report

@@ -95,4 +95,4 @@ def test_never_overwrites_the_store(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, out, err = run_main(monkeypatch, capsys, "history", "report", store, "-o", store)
-    assert (code, out) == (2, "") and "exists and is not a folder" in err
+    assert (code, out) == (2, "") and f"{store}: is the input {store}; nsysdiff never writes over an input" in err

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import traces_dir
 from render.test_render import MakeReport
-from typer.testing import CliRunner
 
 from nsysdiff import api
 from nsysdiff.cli import app, route

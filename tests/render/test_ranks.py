@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from jobs import COMPUTE_NS, one_file, per_file
-from typer.testing import CliRunner
 
 from nsysdiff.cli import app
 

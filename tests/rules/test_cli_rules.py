@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff.cli import app, route
 from nsysdiff.rules import KINDS, SECTIONS
@@ -109,7 +109,7 @@ def test_validate_every_pack() -> None:
 @pytest.mark.parametrize("argv", [["list"], ["explain", "tpot"], ["explain", "budget"], ["explain", "waivers"]])
 def test_rules_documentation_fits_the_width(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Pack descriptions and option docs wrap to COLUMNS like every report (they ran to 450)."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from nsysdiff import cli
 

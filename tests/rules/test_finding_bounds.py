@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff.cli import app
 from nsysdiff.rules.engine import MAX_FINDINGS_PER_RULE

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff.cli import app
 from nsysdiff.errors import ExitCode, TraceError
