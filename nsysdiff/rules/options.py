@@ -19,7 +19,9 @@ from nsysdiff.safe.regex import compile as compile_regex
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-D = TypeVar("D", bound="DataclassInstance")
+    D = TypeVar("D", bound=DataclassInstance)
+else:
+    D = TypeVar("D")
 
 
 def type_name(value: Any) -> str:
