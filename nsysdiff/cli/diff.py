@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -13,6 +13,7 @@ import click
 from nsysdiff import api
 from nsysdiff.cli import options, outputs
 from nsysdiff.cli.options import (
+    F,
     note_unmangled,
     ratio,
     share,
@@ -30,6 +31,62 @@ from nsysdiff.trace.launches import Grouping
 
 _DEFAULTS = Settings()
 
+# The thresholds of the diff, each an option defaulting to its Settings default:
+# (flag, parser, metavar, default, help). They reach the command as one Settings.
+_THRESHOLDS = (
+    (
+        "--z-threshold",
+        z_score,
+        "Z",
+        _DEFAULTS.z_threshold,
+        "Outlier: minimum |modified z-score| of a kernel's log ratio.",
+    ),
+    (
+        "--min-deviation",
+        ratio,
+        "RATIO",
+        _DEFAULTS.min_deviation,
+        "Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
+    ),
+    (
+        "--min-share",
+        share,
+        "SHARE",
+        _DEFAULTS.min_share,
+        "Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
+    ),
+    (
+        "--noise",
+        ratio,
+        "RATIO",
+        _DEFAULTS.noise,
+        "Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
+    ),
+)
+_FIELDS = [flag.removeprefix("--").replace("-", "_") for flag, *_ in _THRESHOLDS]
+_thresholds = options.bundle(
+    "settings",
+    Settings,
+    _FIELDS,
+    [
+        click.option(flag, field, type=parse, metavar=metavar, default=default, help=text)
+        for field, (flag, parse, metavar, default, text) in zip(_FIELDS, _THRESHOLDS, strict=True)
+    ],
+)
+
+
+def _runs(side: str, help: str) -> Callable[[F], F]:
+    """``--base RUN...`` or ``--candidate RUN...``: the runs of one side, as a list."""
+    return click.option(
+        f"--{side}",
+        f"{side}_runs",
+        multiple=True,
+        type=options.PATH,
+        callback=options.listed,
+        metavar="RUN...",
+        help=help,
+    )
+
 
 @app.command("diff")
 @handled
@@ -45,26 +102,13 @@ _DEFAULTS = Settings()
     type=options.PATH,
     help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
 )
-@click.option(
-    "--base",
-    "base_runs",
-    multiple=True,
-    type=options.PATH,
-    callback=options.listed,
-    metavar="RUN...",
-    help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
+@_runs(
+    "base",
+    "Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
     "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
     "runs of REF in a history store comparable with the candidate (docs/history.md).",
 )
-@click.option(
-    "--candidate",
-    "candidate_runs",
-    multiple=True,
-    type=options.PATH,
-    callback=options.listed,
-    metavar="RUN...",
-    help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
-)
+@_runs("candidate", "Runs of the candidate build, as --base. Instead of CANDIDATE.")
 @click.option(
     "--rules",
     "-r",
@@ -83,34 +127,7 @@ _DEFAULTS = Settings()
     multiple=True,
     callback=options.listed,
 )
-@click.option(
-    "--z-threshold",
-    type=z_score,
-    metavar="Z",
-    default=_DEFAULTS.z_threshold,
-    help="Outlier: minimum |modified z-score| of a kernel's log ratio.",
-)
-@click.option(
-    "--min-deviation",
-    type=ratio,
-    metavar="RATIO",
-    default=_DEFAULTS.min_deviation,
-    help="Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
-)
-@click.option(
-    "--min-share",
-    type=share,
-    metavar="SHARE",
-    default=_DEFAULTS.min_share,
-    help="Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
-)
-@click.option(
-    "--noise",
-    type=ratio,
-    metavar="RATIO",
-    default=_DEFAULTS.noise,
-    help="Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
-)
+@_thresholds
 @options.width
 @click.option("--details", is_flag=True, help="Text: every section, not only the first screen.")
 @options.names
@@ -141,10 +158,7 @@ def diff(
     strict: bool,
     fmt: Format,
     output: list[Path] | None,
-    z_threshold: float,
-    min_deviation: float,
-    min_share: float,
-    noise: float,
+    settings: Settings,
     width: int | None,
     details: bool,
     names: Names,
@@ -170,7 +184,7 @@ def diff(
     for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
         require(want)
     diff_options = api.DiffOptions(
-        settings=Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise),
+        settings=settings,
         scope=scope_args.options(),
         phases=phases,
         by=by,

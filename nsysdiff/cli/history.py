@@ -112,7 +112,7 @@ def history_list(store: str, ref: str | None, last: int, width: int | None) -> N
 @store
 @click.argument("key", help="A kernel, family, category, copy kind or NVTX range.")
 @ref
-@click.option("--kind", type=options.Choice(KeyKind), help="Which kind KEY names (step: period or a part of it).")
+@options.choice("--kind", members=KeyKind, help="Which kind KEY names (step: period or a part of it).")
 @options.top("Rows of the newest commits.", 30, "--last")
 @options.width
 def history_show(store: str, key: str, ref: str, kind: KeyKind | None, last: int, width: int | None) -> None:

@@ -14,7 +14,7 @@ import enum
 import functools
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -160,9 +160,14 @@ def output(metavar: str, help: str, *, type: Any = PATH, **more: Any) -> Callabl
     return click.option("--output", "-o", "output", type=type, metavar=metavar, help=help, **more)
 
 
+def choice(*decls: str, members: type[E], default: E | None = None, help: str) -> Callable[[F], F]:
+    """An option taking one member of an enum, by its value."""
+    return click.option(*decls, type=Choice(members), default=default, help=help)
+
+
 def fmt(members: type[E], help: str) -> Callable[[F], F]:
     """``--format/-f``, one of ``members``, the first by default."""
-    return click.option("--format", "-f", "fmt", type=Choice(members), default=next(iter(members)), help=help)
+    return choice("--format", "-f", "fmt", members=members, default=next(iter(members)), help=help)
 
 
 def top(help: str, default: int | None, name: str = "--top") -> Callable[[F], F]:
@@ -177,16 +182,16 @@ width = click.option(
     help="Text width in columns, at least 40 (default: $COLUMNS, else the terminal's, else 80).",
 )
 quiet = click.option("--quiet", "-q", is_flag=True, help="No progress display on stderr while reading.")
-by = click.option(
+by = choice(
     "--by",
-    type=Choice(Grouping),
+    members=Grouping,
     default=Grouping.name,
     help="What makes launches one kernel: its name, or name+launch (name, grid and block, "
     "as nsys stats gpukernsum groups them).",
 )
-names = click.option(
+names = choice(
     "--names",
-    type=Choice(Names),
+    members=Names,
     default=Names.short,
     help="Kernel names: short (told apart by part of the signature where they collide), "
     "demangled, or mangled (nsys 2022.1 on; older exports keep their demangled names).",
@@ -269,18 +274,27 @@ _SCOPE = (
 )
 
 
-def scope_options(fn: F) -> F:
-    """The scope options, handed to ``fn`` as one :class:`ScopeArgs` named ``scope_args``."""
-    fields = [f.name for f in dataclasses.fields(ScopeArgs)]
+def bundle(
+    keyword: str, make: Callable[..., Any], fields: Sequence[str], decls: Sequence[Callable[[Any], Any]]
+) -> Callable[[F], F]:
+    """The options ``decls``, in that order in the help, handed to the command as one value
+    ``make(**{field: value})`` named ``keyword``; ``fields`` are the options' parameter names."""
 
-    @functools.wraps(fn)
-    def bundled(*args: Any, **kwargs: Any) -> Any:
-        given = ScopeArgs(**{name: kwargs.pop(name) for name in fields})
-        return fn(*args, scope_args=given, **kwargs)
+    def apply(fn: F) -> F:
+        @functools.wraps(fn)
+        def bundled(*args: Any, **kwargs: Any) -> Any:
+            given = make(**{name: kwargs.pop(name) for name in fields})
+            return fn(*args, **{keyword: given}, **kwargs)
 
-    for option in reversed(_SCOPE):
-        bundled = option(bundled)
-    return bundled  # type: ignore[return-value]
+        for option in reversed(decls):
+            bundled = option(bundled)
+        return bundled  # type: ignore[return-value]
+
+    return apply
+
+
+# The scope options, handed to the command as one :class:`ScopeArgs` named ``scope_args``.
+scope_options = bundle("scope_args", ScopeArgs, [f.name for f in dataclasses.fields(ScopeArgs)], _SCOPE)
 
 
 phases = click.option(

@@ -22,6 +22,7 @@ from nsysdiff.errors import NsysdiffError
 from nsysdiff.render import steps as step_lines
 from nsysdiff.render.devices import device_verdict
 from nsysdiff.render.names import Names, labels, mangled_of
+from nsysdiff.render.sides import paired
 from nsysdiff.rules.report import Report
 from nsysdiff.safe import neutral
 
@@ -148,11 +149,8 @@ def _devices(d: Diff) -> Table:
         "Candidate Span (ns)",
         "Verdict",
     )
-    base = {x.device: x for x in d.base.devices}
-    cand = {x.device: x for x in d.candidate.devices}
     rows: list[list[Cell]] = []
-    for dev in sorted(base.keys() | cand.keys()):
-        b, c = base.get(dev), cand.get(dev)
+    for dev, b, c in paired(d.base.devices, d.candidate.devices, lambda x: x.device):
         bb, cb = (b.busy_ns if b else None), (c.busy_ns if c else None)
         rows.append(
             [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nsysdiff import units as u
 from nsysdiff.compare.diff import Diff, Verdict
+from nsysdiff.render.sides import paired
 
 
 def _n(x: int) -> str:
@@ -30,11 +31,8 @@ def device_verdict(base: float | None, cand: float | None, noise: float) -> Verd
 
 def device_rows(d: Diff) -> list[list[str]]:
     """Per device: kernels, busy time (union of kernel intervals) and idle share of its span."""
-    base = {x.device: x for x in d.base.devices}
-    cand = {x.device: x for x in d.candidate.devices}
     out = []
-    for dev in sorted(base.keys() | cand.keys()):
-        b, c = base.get(dev), cand.get(dev)
+    for dev, b, c in paired(d.base.devices, d.candidate.devices, lambda x: x.device):
         bb = b.busy_ns if b else None
         cb = c.busy_ns if c else None
         out.append(

@@ -16,6 +16,7 @@ from nsysdiff import units as u
 from nsysdiff.compare.ranks import RankDiff, RankView, Spread
 from nsysdiff.fingerprint.model import to_data
 from nsysdiff.render.layout import grid, plain_console, wrap
+from nsysdiff.render.sides import paired
 from nsysdiff.safe import neutral
 from nsysdiff.trace.collectives import label as label_of
 from nsysdiff.trace.records import RankStats
@@ -241,11 +242,8 @@ def _pair_label(b: RankStats | None, c: RankStats | None) -> str:
 
 def diff_rows(rd: RankDiff) -> list[list[str]]:
     """Per rank number: kernel, compute and NCCL time, base → candidate."""
-    base = {r.rank: r for r in rd.base.ranks}
-    cand = {r.rank: r for r in rd.candidate.ranks}
     out = []
-    for n in sorted(base.keys() | cand.keys()):
-        b, c = base.get(n), cand.get(n)
+    for n, b, c in paired(rd.base.ranks, rd.candidate.ranks, lambda r: r.rank):
         out.append(
             [
                 f"#{n} {_pair_label(b, c)}",

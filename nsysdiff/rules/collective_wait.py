@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.fingerprint.model import Fingerprint
@@ -36,8 +35,7 @@ class CollectiveWaitOptions:
     min_share: float
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> CollectiveWaitOptions:
-    return CollectiveWaitOptions(min_time_ns=values["min_time"], min_share=values["min_share"])
+build = opt.taken(CollectiveWaitOptions, min_time_ns="min_time")
 
 
 def _per_rank(fp: Fingerprint) -> str:

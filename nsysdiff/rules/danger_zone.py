@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
@@ -23,11 +22,10 @@ OPTIONS = (
         "Kernel name regexes (searched in the short and the demangled name).",
         required=True,
     ),
-    Option(
+    opt.choices(
         "condition",
-        "choice list",
-        opt.choice_list(CONDITIONS),
-        "When a matching kernel is reported: " + ", ".join(CONDITIONS) + " (one or a list).",
+        CONDITIONS,
+        "When a matching kernel is reported",
         default=("present",),
         default_doc="present",
     ),
@@ -69,14 +67,7 @@ class DangerZoneOptions:
     why: str
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> DangerZoneOptions:
-    return DangerZoneOptions(
-        patterns=values["patterns"],
-        conditions=values["condition"],
-        tolerance=values["tolerance"],
-        count_tolerance=values["count_tolerance"],
-        why=values["why"],
-    )
+build = opt.taken(DangerZoneOptions, conditions="condition")
 
 
 def _outside(ratio: float | None, tol: float) -> bool:

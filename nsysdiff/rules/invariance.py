@@ -23,15 +23,14 @@ folds the other rules' findings on them into it, so the report says each cause o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
-from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding, Level
 from nsysdiff.safe.regex import Regex
 from nsysdiff.trace.records import LaunchConfig
@@ -39,13 +38,7 @@ from nsysdiff.trace.records import LaunchConfig
 CAUSES = ("gemm-selection", "launch-config", "attention-path", "reduction")
 
 OPTIONS = (
-    Option(
-        "cause",
-        "choice list",
-        opt.choice_list(CAUSES),
-        "Which causes the rule diagnoses: " + ", ".join(CAUSES) + " (one or a list).",
-        required=True,
-    ),
+    opt.choices("cause", CAUSES, "Which causes the rule diagnoses", required=True),
     opt.kernel_filter("Only kernels whose short or demangled name matches."),
 )
 
@@ -100,8 +93,7 @@ class InvarianceOptions:
     kernel: Regex | None
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> InvarianceOptions:
-    return InvarianceOptions(causes=values["cause"], kernel=values["kernel"])
+build = opt.taken(InvarianceOptions, causes="cause")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,22 @@ Each parser takes what YAML produced and returns a validated value, or raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nsysdiff.rules import units
 from nsysdiff.rules.model import Option
 from nsysdiff.safe.regex import Regex, RegexError
 from nsysdiff.safe.regex import compile as compile_regex
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    D = TypeVar("D", bound=DataclassInstance)
+else:
+    D = TypeVar("D")
 
 
 def type_name(value: Any) -> str:
@@ -155,3 +163,20 @@ def time_floor(doc: str, *, default_ns: float = 0.0, default_doc: str = "0ns") -
 def kernel_filter(doc: str) -> Option:
     """The ``kernel`` option: only the kernels whose short or demangled name matches."""
     return Option("kernel", "regex", regex, doc, default_doc="every kernel")
+
+
+def choices(name: str, choices: Sequence[str], lead: str, **more: Any) -> Option:
+    """An option taking one of ``choices`` or a list of them, its doc ``lead`` followed by the
+    choices."""
+    return Option(name, "choice list", choice_list(choices), f"{lead}: {', '.join(choices)} (one or a list).", **more)
+
+
+def taken(cls: type[D], **renamed: str) -> Callable[[Mapping[str, Any], frozenset[str]], D]:
+    """A kind's ``build`` when its options object holds the validated values as they are: each
+    field the value of the option of its name, or of the option ``renamed`` names for it."""
+    names = {f.name: renamed.get(f.name, f.name) for f in dataclasses.fields(cls)}
+
+    def build(values: Mapping[str, Any], given: frozenset[str]) -> D:
+        return cls(**{field: values[option] for field, option in names.items()})
+
+    return build

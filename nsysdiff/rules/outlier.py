@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
@@ -70,15 +69,7 @@ class OutlierOptions:
     direction: str
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> OutlierOptions:
-    return OutlierOptions(
-        z_threshold=values["z_threshold"],
-        min_deviation=values["min_deviation"],
-        min_share=values["min_share"],
-        min_time_ns=values["min_time"],
-        scope=values["scope"],
-        direction=values["direction"],
-    )
+build = opt.taken(OutlierOptions, min_time_ns="min_time")
 
 
 def _rows(diff: Diff, scope: str) -> tuple[Row, ...]:

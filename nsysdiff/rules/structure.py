@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from nsysdiff.compare.diff import Diff, Row, Variant
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
-from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.rules.units import fmt_count
 from nsysdiff.safe.regex import Regex
@@ -19,13 +18,7 @@ from nsysdiff.trace.records import LaunchConfig
 CHECKS = ("kernel-set", "launch-counts", "variant-drift", "launch-config", "memcpy-bytes")
 
 OPTIONS = (
-    Option(
-        "check",
-        "choice list",
-        opt.choice_list(CHECKS),
-        "What must be identical: " + ", ".join(CHECKS) + " (one or a list).",
-        required=True,
-    ),
+    opt.choices("check", CHECKS, "What must be identical", required=True),
     opt.kernel_filter("Only kernels whose short or demangled name matches (all checks but memcpy-bytes)."),
 )
 
@@ -36,8 +29,7 @@ class StructureOptions:
     kernel: Regex | None
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> StructureOptions:
-    return StructureOptions(checks=values["check"], kernel=values["kernel"])
+build = opt.taken(StructureOptions, checks="check")
 
 
 def _keep(o: StructureOptions, name: str, key: str) -> bool:

@@ -229,16 +229,15 @@ LAYOUTS: dict[str, dict[Generation, Layout]] = {
     ),
 }
 
+# The columns every GPU activity row starts with: its span, where it ran, and the
+# correlationId that ties it to the API call that launched it.
+_ACTIVITY = ("start", "end", "deviceId", "contextId", "streamId", "correlationId")
+
 # The columns each event table takes from a call, in record order; every other column
 # is a per-table constant (below) or NULL.
 FIELDS: dict[str, tuple[str, ...]] = {
     KERNEL: (
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
+        *_ACTIVITY,
         "demangledName",
         "shortName",
         "mangledName",
@@ -256,12 +255,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "graphNodeId",
     ),
     MEMCPY: (
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
+        *_ACTIVITY,
         "bytes",
         "copyKind",
         "srcKind",
@@ -269,23 +263,13 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "graphNodeId",
     ),
     MEMSET: (
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
+        *_ACTIVITY,
         "bytes",
         "graphNodeId",
     ),
     RUNTIME: ("start", "end", "globalTid", "correlationId", "nameId"),
     GRAPH_TRACE: (
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
+        *_ACTIVITY,
         "graphId",
         "graphExecId",
     ),
