@@ -399,6 +399,9 @@ class _Scoper:
             r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
             r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
+            # The census counts every call of the window: a host call has no NVTX range to
+            # be attributed through unless it launched something.
+            api=None if phase else r.api_census(self.window),
         )
 
 

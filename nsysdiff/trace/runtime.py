@@ -12,7 +12,17 @@ from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
 from nsysdiff.trace.names import name_text
-from nsysdiff.trace.records import WHOLE, ApiRow, CopyRow, GpuInfo, GraphMode, Metadata, Selection, Window
+from nsysdiff.trace.records import (
+    WHOLE,
+    ApiRow,
+    CopyRow,
+    GpuInfo,
+    GraphMode,
+    HostApiStats,
+    Metadata,
+    Selection,
+    Window,
+)
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
 _COPY_KINDS_BUILTIN = {
@@ -189,3 +199,66 @@ class RuntimeReader(TraceConnection):
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    def api_census(self, window: Window | None = None) -> tuple[HostApiStats, ...]:
+        """Every host API name's calls in the runtime table (calls starting in ``window``),
+        equal to ``nsys stats --report cuda_api_sum``. One scan of the runtime table, which
+        SQLite sorts by (name, duration) into a temporary table in its bounded buffers;
+        each name's rows are then consecutive rowids, so its median is two rowid lookups.
+        Only one row per name reaches Python. Sorted by total time, then name."""
+        if not self.schema.has(s.RUNTIME, "nameId", "start", "end"):
+            return ()
+        rules = RowRules(s.RUNTIME, ids=("nameId",))
+        where = "1" if window is None else f"start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api")
+        self.execute(
+            f'CREATE TEMP TABLE nsysdiff_api AS SELECT nameId AS n, "end" - start AS d, {rules.row_sql()} AS bad, '
+            f'CAST("end" AS REAL) - start AS f FROM {s.RUNTIME} WHERE {where} ORDER BY n, d'
+        )
+        try:
+            rows, checks = split_checks(
+                self.query(
+                    "SELECT n, count(*), sum(d), min(d), max(d), min(rowid), sum(bad), total(f) "
+                    "FROM temp.nsysdiff_api GROUP BY n"
+                )
+            )
+            self.verify(rules, where, checks)
+            out: dict[str, HostApiStats] = {}
+            names = self.strings([int(n) for n, *_ in rows])  # type: ignore[call-overload]
+            for n, calls, total, lo, hi, first in rows:
+                c, f = int(calls), int(first)  # type: ignore[call-overload]
+                # The middle row, or the mean of the middle two: nsys's median.
+                mid = self.query(
+                    f"SELECT n, d FROM temp.nsysdiff_api WHERE rowid IN ({f + (c + 1) // 2 - 1}, {f + c // 2})"
+                )
+                if {m for m, _ in mid} != {n}:
+                    raise RuntimeError("API census rows out of order")  # SQLite kept no order: a bug, exit 70
+                median = sum(int(d) for _, d in mid) / len(mid)  # type: ignore[call-overload]
+                name = names[int(n)]  # type: ignore[call-overload]
+                row = HostApiStats(name, c, int(total), median, int(lo), int(hi))  # type: ignore[call-overload]
+                # Two ids with one text (never seen) are one name, as the name is the key.
+                prev = out.get(name)
+                out[name] = row if prev is None else _merged(prev, row)
+        finally:
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api")
+        return tuple(sorted(out.values(), key=lambda a: (-a.total_ns, a.name)))
+
+    def sync_of(self, census: tuple[HostApiStats, ...]) -> tuple[ApiRow, ...]:
+        """The synchronising calls of a whole-trace census (what :meth:`sync_calls` reads
+        by a scan of its own), so that a whole read scans the runtime table once."""
+        totals: dict[str, tuple[int, int]] = {}
+        for a in census:
+            if _SYNC_API.match(a.name):
+                name = _VERSION_SUFFIX.sub("", a.name)
+                c, t = totals.get(name, (0, 0))
+                totals[name] = (c + a.calls, t + a.total_ns)
+        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+
+def _merged(a: HostApiStats, b: HostApiStats) -> HostApiStats:
+    # The exact median of the union is not recoverable from two medians; the larger set's
+    # stands (no real export has shown two ids with one text).
+    median = a.median_ns if a.calls >= b.calls else b.median_ns
+    return HostApiStats(
+        a.name, a.calls + b.calls, a.total_ns + b.total_ns, median, min(a.min_ns, b.min_ns), max(a.max_ns, b.max_ns)
+    )
