@@ -24,8 +24,8 @@ from nsysdiff.trace.records import (
     GpuInfo,
     GraphMode,
     GraphStats,
-    LaunchConfig,
     HostApiStats,
+    LaunchConfig,
     RankStats,
     idle_pct,
 )

@@ -284,6 +284,10 @@ def _render(report: Report, names: Names) -> str:
                 _rows_table("sync", d.sync, "call", lambda r: r.key, "calls"),
             )
         )
+    if d.api:
+        sections.append(
+            (f"Host API calls ({len(d.api):,})", _rows_table("api", d.api, "call", lambda r: r.key, "calls"))
+        )
     if d.base.devices or d.candidate.devices:
         rows = [("", [td(c) for c in row]) for row in device_rows(d)]
         sections.append(

@@ -499,6 +499,8 @@ def _render(report: Report, names: Names = Names.short) -> str:
             f"Synchronising API calls ({min(TOP_CHANGES, len(d.sync))} of {len(d.sync):,})",
             _named_rows(d.sync),
         )
+    if d.api:
+        out += _details(f"Host API calls ({min(TOP_CHANGES, len(d.api))} of {len(d.api):,})", _named_rows(d.api))
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     out += _ranks(d)
