@@ -1,0 +1,312 @@
+"""Steps without markers: the decode steps of a trace that has no step range
+(``--per auto``, docs/steps.md).
+
+* **CUDA-graph loops.** One step per replay of the graph launched most often: the
+  ``GRAPH_TRACE`` rows of one graph (graph-mode capture), or the kernels that share one
+  replay's correlation id (node-mode capture).
+* **Eager loops.** The kernel sequence of the busiest process, in launch order, is
+  searched for the period that repeats it most; the loop is where it repeats, and each
+  step starts at the kernel that follows the longest idle gap of the period.
+
+A step starts when the host calls the launch of its first kernel (or graph), so the steps'
+periods are those a marker placed around the loop body gives. When nothing stands out,
+:class:`NoStepsError` says why: steps are never invented.
+
+Bounded memory: the kernel sequence reaches Python as a few numpy arrays parsed from
+SQLite's text (no Python object per kernel); the search compares the sequence with itself
+shifted, once per candidate period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from nsysdiff.errors import TraceError
+from nsysdiff.trace import schema as s
+from nsysdiff.trace.checks import RowRules, ints_ok, intervals_ok
+from nsysdiff.trace.connection import TraceConnection
+from nsysdiff.trace.records import Window
+
+IntArray = npt.NDArray[np.int64]
+
+# A loop is at least this many steps: two repetitions are a coincidence as often as a loop.
+MIN_STEPS = 3
+# A period stands out when the sequence, shifted by it, matches itself at this share of
+# its positions (prefill, warm-up and the rest of the trace included)...
+MIN_MATCH = 0.5
+# ...and no period that is not a multiple of it comes within this much of its match.
+MARGIN = 0.05
+_CANDIDATES = 64  # most frequent distances between launches of one kernel, tried as periods
+_CHUNK = 1 << 16
+
+
+class NoStepsError(TraceError):
+    """No loop stands out in the trace: ``--per auto`` refuses (exit 2; 3 in a diff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoundSteps:
+    """Step boundaries found without a marker, for the step scan."""
+
+    pid: int
+    starts: IntArray
+    ends: IntArray
+    how: str  # "graph", "graph nodes" or "period"
+    said: str  # how they were found, one phrase
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+class AutoStepReader(TraceConnection):
+    """The search for steps without markers."""
+
+    def auto_steps(self, window: Window | None = None) -> FoundSteps:
+        """The steps of the trace's decode loop; :class:`NoStepsError` when it has none."""
+        found = self._graph_steps(window)
+        if found is not None:
+            return found
+        return self._period_steps(window)
+
+    # -- CUDA graphs ---------------------------------------------------------------------
+
+    def _in(self, window: Window | None, alias: str = "") -> str:
+        a = f"{alias}." if alias else ""
+        if window is None:
+            return "1"
+        return f"{a}start >= {int(window.start_ns)} AND {a}start < {int(window.end_ns)}"
+
+    def _graph_steps(self, window: Window | None) -> FoundSteps | None:
+        """One step per replay of the graph replayed most often, if one was replayed."""
+        rows: list[tuple[object, ...]] = []
+        how = ""
+        if self.schema.has(s.GRAPH_TRACE, "start", "end", "correlationId", "graphId"):
+            rules = RowRules(s.GRAPH_TRACE, ids=("correlationId",))
+            self._check(rules, self._in(window))
+            pid = self._pid_sql(s.GRAPH_TRACE)
+            rows = self.query(
+                f"SELECT graphId, {pid}, count(*) AS n FROM {s.GRAPH_TRACE} WHERE {self._in(window)} "
+                "GROUP BY graphId, 2 ORDER BY n DESC, graphId LIMIT 2"
+            )
+            how = "graph"
+        elif self.schema.has(s.KERNEL, "start", "end", "correlationId", "graphNodeId"):
+            rules = RowRules(s.KERNEL, ids=("correlationId",))
+            self._check(rules, f"graphNodeId IS NOT NULL AND {self._in(window)}")
+            # A replay's kernels share its launch's correlation id; one graph's replays
+            # share their nodes, named by the first.
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_auto_replays")
+            self.execute(
+                f"CREATE TEMP TABLE nsysdiff_auto_replays AS SELECT correlationId AS corr, {self._pid_sql(s.KERNEL)} "
+                'AS pid, min(graphNodeId) AS graph, min(start) AS start, max("end") AS "end" '
+                f"FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 AND {self._in(window)} "
+                "GROUP BY 1, 2"
+            )
+            rows = self.query(
+                "SELECT graph, pid, count(*) AS n FROM temp.nsysdiff_auto_replays "
+                "GROUP BY graph, pid ORDER BY n DESC, graph LIMIT 2"
+            )
+            how = "graph nodes"
+        if not rows or int(rows[0][2]) < MIN_STEPS:  # type: ignore[call-overload]
+            return None
+        graph, pid, n = (int(v) for v in rows[0])  # type: ignore[call-overload]
+        if len(rows) > 1 and int(rows[1][2]) == n:  # type: ignore[call-overload]
+            raise NoStepsError(
+                s.one_line(
+                    f"{self.path}: --per auto: two CUDA graphs are replayed {n:,} times each, "
+                    "so neither is the decode step; mark the step with an NVTX range and give --per NAME"
+                )
+            )
+        if how == "graph":
+            source = (
+                f'SELECT correlationId AS corr, start, "end" FROM {s.GRAPH_TRACE} WHERE graphId = {graph} '
+                f"AND {self._pid_sql(s.GRAPH_TRACE)} = {pid} AND {self._in(window)}"
+            )
+            said = f"{n:,} replays of CUDA graph {graph} (graph trace)"
+        else:
+            source = f'SELECT corr, start, "end" FROM temp.nsysdiff_auto_replays WHERE graph = {graph} AND pid = {pid}'
+            said = f"{n:,} replays of one CUDA graph (node trace: kernels sharing a replay's launch)"
+        corr, gpu_start, gpu_end = self._columns(f"{source} ORDER BY start", 3)
+        return self._bounded(pid, corr, gpu_start, int(gpu_end.max()), how, said)
+
+    # -- eager loops ---------------------------------------------------------------------
+
+    def _period_steps(self, window: Window | None) -> FoundSteps:
+        if not self.schema.has(s.KERNEL, "start", "end", "correlationId", "shortName"):
+            raise NoStepsError(s.one_line(f"{self.path}: --per auto: the trace has no kernel rows to find steps in"))
+        pid_sql = self._pid_sql(s.KERNEL) or "0"
+        where = self._in(window)
+        busiest = self.query(
+            f"SELECT {pid_sql} AS p, count(*) AS n FROM {s.KERNEL} WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 1"
+        )
+        if not busiest:
+            raise NoStepsError(s.one_line(f"{self.path}: --per auto: no kernel in the scope to find steps in"))
+        pid = int(busiest[0][0])  # type: ignore[call-overload]
+        names, corr, start, end = self._columns(
+            f'SELECT shortName, correlationId, start, "end" FROM {s.KERNEL} '
+            f"WHERE {where} AND {pid_sql} = {pid} ORDER BY correlationId, start",
+            4,
+        )
+        if not intervals_ok(start, end):
+            raise self.diagnose(RowRules(s.KERNEL, ids=("shortName", "correlationId")), where)
+        period, share = _period(names, self.path)
+        first, last = _loop(names, period)
+        idle = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0)
+        idle = np.concatenate(([0], idle))
+        anchor = _anchor(names, idle, first, last, period)
+        at = first + np.flatnonzero(names[first:last] == names[anchor])
+        at = at[at >= anchor]
+        if len(at) < MIN_STEPS:
+            raise NoStepsError(
+                s.one_line(
+                    f"{self.path}: --per auto: the kernel sequence repeats every {period:,} launches only "
+                    f"{len(at)} times; a loop needs {MIN_STEPS}"
+                )
+            )
+        said = (
+            f"{len(at):,} repetitions of a {period:,}-kernel sequence (it repeats at {100 * share:.0f}% of "
+            f"the {len(names):,} launches; {int(at[0]):,} launches before the loop left out)"
+        )
+        return self._bounded(pid, corr[at], start[at], int(end[at[-1] : last].max()), "period", said)
+
+    # -- shared --------------------------------------------------------------------------
+
+    def _bounded(self, pid: int, corr: IntArray, gpu_start: IntArray, last_end: int, how: str, said: str) -> FoundSteps:
+        """Steps from their first launch's correlation ids: each starts at its launch call
+        (its GPU start where the call is not in the trace) and ends where the next starts;
+        the last ends with its GPU work."""
+        starts = gpu_start.copy()
+        calls = self._launch_starts(pid, corr)
+        known = calls >= 0
+        starts[known] = calls[known]
+        order = np.argsort(starts, kind="stable")
+        starts = starts[order]
+        ends = np.concatenate((starts[1:], [max(last_end, int(starts[-1]))]))
+        return FoundSteps(pid, starts, ends, how, said)
+
+    def _launch_starts(self, pid: int, corr: IntArray) -> IntArray:
+        """The start of the launch call of each correlation id (-1: none in the trace)."""
+        out = np.full(len(corr), -1, dtype=np.int64)
+        if not self.schema.has(s.RUNTIME, "start", "correlationId", "globalTid"):
+            return out
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_auto_corr")
+        self.execute("CREATE TEMP TABLE nsysdiff_auto_corr (corr INTEGER PRIMARY KEY, i INTEGER)")
+        self.con.executemany(
+            "INSERT OR IGNORE INTO temp.nsysdiff_auto_corr VALUES (?, ?)", ((int(c), i) for i, c in enumerate(corr))
+        )
+        rows = self.query(
+            f"SELECT a.i, min(r.start) FROM {s.RUNTIME} r JOIN temp.nsysdiff_auto_corr a ON a.corr = r.correlationId "
+            f"WHERE ((r.globalTid >> 24) & 16777215) = {pid} AND typeof(r.start) = 'integer' GROUP BY a.i"
+        )
+        for i, t in rows:
+            out[int(i)] = int(t)  # type: ignore[call-overload]
+        return out
+
+    def _pid_sql(self, table: str) -> str:
+        return "((globalPid >> 24) & 16777215)" if self.schema.has(table, "globalPid") else "0"
+
+    def _check(self, rules: RowRules, where: str) -> None:
+        ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {rules.table} WHERE {where}")
+        self.verify(rules, where, [checks])
+
+    def _columns(self, sql: str, n: int) -> list[IntArray]:
+        """The ``n`` integer columns of ``sql``'s rows, in its order, as numpy arrays: kept
+        in a temporary table and read back as text a chunk at a time."""
+        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_auto_cols")
+        self.execute(f"CREATE TEMP TABLE nsysdiff_auto_cols AS {sql}")
+        cols = [c for _, c, *_ in self.query("PRAGMA temp.table_info(nsysdiff_auto_cols)")]
+        ((count,),) = self.query("SELECT count(*) FROM temp.nsysdiff_auto_cols")
+        total = int(count)  # type: ignore[call-overload]
+        out = [np.empty(total, dtype=np.int64) for _ in range(n)]
+        for lo in range(0, total, _CHUNK):
+            hi = min(lo + _CHUNK, total)
+            for j, col in enumerate(cols[:n]):
+                ((text,),) = self.query(
+                    f'SELECT group_concat("{col}") FROM temp.nsysdiff_auto_cols WHERE rowid > {lo} AND rowid <= {hi}'
+                )
+                if not ints_ok(text, hi - lo):  # type: ignore[arg-type]
+                    raise TraceError(
+                        s.one_line(f"{self.path}: --per auto: a NULL or non-integer {col} among the rows it reads")
+                    )
+                out[j][lo:hi] = np.fromstring(str(text), dtype=np.int64, sep=",")
+        self.execute("DROP TABLE temp.nsysdiff_auto_cols")
+        return out
+
+
+def _period(names: IntArray, path: object) -> tuple[int, float]:
+    """The period (in launches) that stands out, and the share of positions it matches."""
+    n = len(names)
+    if n < 2 * MIN_STEPS:
+        raise NoStepsError(
+            s.one_line(f"{path}: --per auto: {n} kernel launch(es) are too few to repeat {MIN_STEPS} times")
+        )
+    order = np.argsort(names, kind="stable")
+    same = names[order][1:] == names[order][:-1]
+    gaps = (order[1:] - order[:-1])[same]
+    if not len(gaps):
+        raise NoStepsError(s.one_line(f"{path}: --per auto: no kernel is launched twice, so nothing repeats"))
+    values, counts = np.unique(gaps, return_counts=True)
+    top = values[np.argsort(-counts, kind="stable")[:_CANDIDATES]]
+    top = top[(top > 0) & (top * MIN_STEPS <= n)]
+    if not len(top):
+        raise NoStepsError(s.one_line(f"{path}: --per auto: the trace is too short to hold {MIN_STEPS} repetitions"))
+    share = {int(p): float(np.mean(names[:-p] == names[p:])) for p in top}
+    best = max(share.values())
+    period = min(p for p, m in share.items() if m >= best - MARGIN / 5)
+    if share[period] < MIN_MATCH:
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: no period stands out in the kernel sequence (the best, {period:,} "
+                f"launches, repeats at {100 * share[period]:.0f}% of the positions; {100 * MIN_MATCH:.0f}% "
+                "is needed); mark the step with an NVTX range and give --per NAME"
+            )
+        )
+    rivals = [p for p, m in share.items() if p % period and period % p and m >= share[period] - MARGIN]
+    if rivals:
+        other = min(rivals)
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: two periods stand out ({period:,} and {other:,} launches, repeating at "
+                f"{100 * share[period]:.0f}% and {100 * share[other]:.0f}%): two loops interleave; "
+                "mark the step with an NVTX range and give --per NAME"
+            )
+        )
+    return period, share[period]
+
+
+def _loop(names: IntArray, period: int) -> tuple[int, int]:
+    """[first, last) of the loop: the positions that repeat one period before or after,
+    runs of at least a period, joined across breaks shorter than three periods (a step
+    that took another path); the largest such group."""
+    match = names[:-period] == names[period:]
+    inloop = np.zeros(len(names), dtype=bool)
+    inloop[:-period] |= match
+    inloop[period:] |= match
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], inloop.view(np.int8), [0]))))
+    runs = edges.reshape(-1, 2)
+    runs = runs[runs[:, 1] - runs[:, 0] >= period]
+    groups: list[list[int]] = []
+    for a, b in runs:
+        if groups and a - groups[-1][1] < 3 * period:
+            groups[-1][1] = int(b)
+            groups[-1][2] += int(b - a)
+        else:
+            groups.append([int(a), int(b), int(b - a)])
+    first, last, _ = max(groups, key=lambda g: g[2])
+    return first, last
+
+
+def _anchor(names: IntArray, idle: IntArray, first: int, last: int, period: int) -> int:
+    """The position, in the loop's first period, where a step starts: of the kernels
+    launched once per period, the one after the longest idle GPU gap (median across the
+    repetitions), where the host turns from one token to the next."""
+    reps = (last - first) // period
+    span = names[first : first + reps * period].reshape(reps, period)
+    gaps = idle[first : first + reps * period].reshape(reps, period)
+    template = span[reps // 2]
+    ids, counts = np.unique(template, return_counts=True)
+    once = np.isin(template, ids[counts == 1])
+    score = np.where(once, np.median(gaps, axis=0), -1.0)
+    return first + int(np.argmax(score))
