@@ -13,7 +13,7 @@ from nsysdiff.fingerprint.steps import CallTimes, HostFamily, StepPart, Steps, S
 from nsysdiff.trace.steps import StepRows
 
 
-def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
+def build(name: str, domain: str, rows: StepRows, skipped: int = 0, found: str = "") -> Steps:
     """:class:`Steps` from a scan: times from the first step's start, each period split
     into parts that add up to it exactly."""
     start, end = rows.start_ns, rows.end_ns
@@ -33,7 +33,7 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
         CallTimes(HostFamily(t.family), t.calls, t.total_ns, t.bytes, t.p50_ns, t.p90_ns, t.p99_ns, t.max_ns)
         for t in rows.times
     )
-    return Steps(name, domain, series, times, skipped=skipped, last_period_is_duration=True)
+    return Steps(name, domain, series, times, skipped=skipped, last_period_is_duration=True, found=found)
 
 
 # --- figures across the steps ------------------------------------------------------------

@@ -176,6 +176,12 @@ def _figure(c: charts.Chart) -> str:
     )
 
 
+def _api_sections(d: Diff) -> list[tuple[str, str]]:
+    if not d.api:
+        return []
+    return [(f"Host API calls ({len(d.api):,})", _rows_table("api", d.api, "call", lambda r: r.key, "calls"))]
+
+
 def _render(report: Report, names: Names) -> str:
     d = report.diff
     named = labels(d.kernels, names, mangled_of(d.base, d.candidate))
@@ -284,10 +290,7 @@ def _render(report: Report, names: Names) -> str:
                 _rows_table("sync", d.sync, "call", lambda r: r.key, "calls"),
             )
         )
-    if d.api:
-        sections.append(
-            (f"Host API calls ({len(d.api):,})", _rows_table("api", d.api, "call", lambda r: r.key, "calls"))
-        )
+    sections += _api_sections(d)
     if d.base.devices or d.candidate.devices:
         rows = [("", [td(c) for c in row]) for row in device_rows(d)]
         sections.append(

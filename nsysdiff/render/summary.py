@@ -96,7 +96,8 @@ def scope_lines(fp: Fingerprint) -> list[str]:
     out = [f"scope: {describe(s)}"]
     if s.steps:
         per_step = u.ns(fp.kernel_ns / s.steps)
-        out.append(f"{s.steps:,} {s.per} steps · kernel time per step (GPU-side TPOT) {per_step}")
+        what = "steps found without a marker" if s.per == "auto" else f"{s.per} steps"
+        out.append(f"{s.steps:,} {what} · kernel time per step (GPU-side TPOT) {per_step}")
     if fp.steps is not None:
         out += steps_summary.headline(fp.steps)
     if s.coverage is not None:

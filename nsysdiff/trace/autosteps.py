@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import RowRules, ints_ok, intervals_ok
+from nsysdiff.trace.checks import RowRules, intervals_ok, ints_ok
 from nsysdiff.trace.connection import TraceConnection
 from nsysdiff.trace.records import Window
 
@@ -66,42 +66,43 @@ class AutoStepReader(TraceConnection):
 
     def auto_steps(self, window: Window | None = None) -> FoundSteps:
         """The steps of the trace's decode loop; :class:`NoStepsError` when it has none."""
-        found = self._graph_steps(window)
+        found = self._auto_graph_steps(window)
         if found is not None:
             return found
-        return self._period_steps(window)
+        return self._auto_period_steps(window)
 
     # -- CUDA graphs ---------------------------------------------------------------------
 
-    def _in(self, window: Window | None, alias: str = "") -> str:
+    def _auto_in(self, window: Window | None, alias: str = "") -> str:
         a = f"{alias}." if alias else ""
         if window is None:
             return "1"
         return f"{a}start >= {int(window.start_ns)} AND {a}start < {int(window.end_ns)}"
 
-    def _graph_steps(self, window: Window | None) -> FoundSteps | None:
+    def _auto_graph_steps(self, window: Window | None) -> FoundSteps | None:
         """One step per replay of the graph replayed most often, if one was replayed."""
         rows: list[tuple[object, ...]] = []
         how = ""
         if self.schema.has(s.GRAPH_TRACE, "start", "end", "correlationId", "graphId"):
             rules = RowRules(s.GRAPH_TRACE, ids=("correlationId",))
-            self._check(rules, self._in(window))
-            pid = self._pid_sql(s.GRAPH_TRACE)
+            self._auto_check(rules, self._auto_in(window))
+            pid = self._auto_pid_sql(s.GRAPH_TRACE)
             rows = self.query(
-                f"SELECT graphId, {pid}, count(*) AS n FROM {s.GRAPH_TRACE} WHERE {self._in(window)} "
+                f"SELECT graphId, {pid}, count(*) AS n FROM {s.GRAPH_TRACE} WHERE {self._auto_in(window)} "
                 "GROUP BY graphId, 2 ORDER BY n DESC, graphId LIMIT 2"
             )
             how = "graph"
         elif self.schema.has(s.KERNEL, "start", "end", "correlationId", "graphNodeId"):
             rules = RowRules(s.KERNEL, ids=("correlationId",))
-            self._check(rules, f"graphNodeId IS NOT NULL AND {self._in(window)}")
+            self._auto_check(rules, f"graphNodeId IS NOT NULL AND {self._auto_in(window)}")
             # A replay's kernels share its launch's correlation id; one graph's replays
             # share their nodes, named by the first.
             self.execute("DROP TABLE IF EXISTS temp.nsysdiff_auto_replays")
+            pid_sql = self._auto_pid_sql(s.KERNEL)
             self.execute(
-                f"CREATE TEMP TABLE nsysdiff_auto_replays AS SELECT correlationId AS corr, {self._pid_sql(s.KERNEL)} "
+                f"CREATE TEMP TABLE nsysdiff_auto_replays AS SELECT correlationId AS corr, {pid_sql} "
                 'AS pid, min(graphNodeId) AS graph, min(start) AS start, max("end") AS "end" '
-                f"FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 AND {self._in(window)} "
+                f"FROM {s.KERNEL} WHERE graphNodeId IS NOT NULL AND graphNodeId != 0 AND {self._auto_in(window)} "
                 "GROUP BY 1, 2"
             )
             rows = self.query(
@@ -122,29 +123,29 @@ class AutoStepReader(TraceConnection):
         if how == "graph":
             source = (
                 f'SELECT correlationId AS corr, start, "end" FROM {s.GRAPH_TRACE} WHERE graphId = {graph} '
-                f"AND {self._pid_sql(s.GRAPH_TRACE)} = {pid} AND {self._in(window)}"
+                f"AND {self._auto_pid_sql(s.GRAPH_TRACE)} = {pid} AND {self._auto_in(window)}"
             )
             said = f"{n:,} replays of CUDA graph {graph} (graph trace)"
         else:
             source = f'SELECT corr, start, "end" FROM temp.nsysdiff_auto_replays WHERE graph = {graph} AND pid = {pid}'
             said = f"{n:,} replays of one CUDA graph (node trace: kernels sharing a replay's launch)"
-        corr, gpu_start, gpu_end = self._columns(f"{source} ORDER BY start", 3)
-        return self._bounded(pid, corr, gpu_start, int(gpu_end.max()), how, said)
+        corr, gpu_start, gpu_end = self._auto_columns(f"{source} ORDER BY start", 3)
+        return self._auto_bounded(pid, corr, gpu_start, int(gpu_end.max()), how, said)
 
     # -- eager loops ---------------------------------------------------------------------
 
-    def _period_steps(self, window: Window | None) -> FoundSteps:
+    def _auto_period_steps(self, window: Window | None) -> FoundSteps:
         if not self.schema.has(s.KERNEL, "start", "end", "correlationId", "shortName"):
             raise NoStepsError(s.one_line(f"{self.path}: --per auto: the trace has no kernel rows to find steps in"))
-        pid_sql = self._pid_sql(s.KERNEL) or "0"
-        where = self._in(window)
+        pid_sql = self._auto_pid_sql(s.KERNEL) or "0"
+        where = self._auto_in(window)
         busiest = self.query(
             f"SELECT {pid_sql} AS p, count(*) AS n FROM {s.KERNEL} WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 1"
         )
         if not busiest:
             raise NoStepsError(s.one_line(f"{self.path}: --per auto: no kernel in the scope to find steps in"))
         pid = int(busiest[0][0])  # type: ignore[call-overload]
-        names, corr, start, end = self._columns(
+        names, corr, start, end = self._auto_columns(
             f'SELECT shortName, correlationId, start, "end" FROM {s.KERNEL} '
             f"WHERE {where} AND {pid_sql} = {pid} ORDER BY correlationId, start",
             4,
@@ -169,16 +170,18 @@ class AutoStepReader(TraceConnection):
             f"{len(at):,} repetitions of a {period:,}-kernel sequence (it repeats at {100 * share:.0f}% of "
             f"the {len(names):,} launches; {int(at[0]):,} launches before the loop left out)"
         )
-        return self._bounded(pid, corr[at], start[at], int(end[at[-1] : last].max()), "period", said)
+        return self._auto_bounded(pid, corr[at], start[at], int(end[at[-1] : last].max()), "period", said)
 
     # -- shared --------------------------------------------------------------------------
 
-    def _bounded(self, pid: int, corr: IntArray, gpu_start: IntArray, last_end: int, how: str, said: str) -> FoundSteps:
+    def _auto_bounded(
+        self, pid: int, corr: IntArray, gpu_start: IntArray, last_end: int, how: str, said: str
+    ) -> FoundSteps:
         """Steps from their first launch's correlation ids: each starts at its launch call
         (its GPU start where the call is not in the trace) and ends where the next starts;
         the last ends with its GPU work."""
         starts = gpu_start.copy()
-        calls = self._launch_starts(pid, corr)
+        calls = self._auto_launch_starts(pid, corr)
         known = calls >= 0
         starts[known] = calls[known]
         order = np.argsort(starts, kind="stable")
@@ -186,7 +189,7 @@ class AutoStepReader(TraceConnection):
         ends = np.concatenate((starts[1:], [max(last_end, int(starts[-1]))]))
         return FoundSteps(pid, starts, ends, how, said)
 
-    def _launch_starts(self, pid: int, corr: IntArray) -> IntArray:
+    def _auto_launch_starts(self, pid: int, corr: IntArray) -> IntArray:
         """The start of the launch call of each correlation id (-1: none in the trace)."""
         out = np.full(len(corr), -1, dtype=np.int64)
         if not self.schema.has(s.RUNTIME, "start", "correlationId", "globalTid"):
@@ -204,14 +207,14 @@ class AutoStepReader(TraceConnection):
             out[int(i)] = int(t)  # type: ignore[call-overload]
         return out
 
-    def _pid_sql(self, table: str) -> str:
+    def _auto_pid_sql(self, table: str) -> str:
         return "((globalPid >> 24) & 16777215)" if self.schema.has(table, "globalPid") else "0"
 
-    def _check(self, rules: RowRules, where: str) -> None:
+    def _auto_check(self, rules: RowRules, where: str) -> None:
         ((*checks,),) = self.query(f"SELECT {rules.sql()} FROM {rules.table} WHERE {where}")
         self.verify(rules, where, [checks])
 
-    def _columns(self, sql: str, n: int) -> list[IntArray]:
+    def _auto_columns(self, sql: str, n: int) -> list[IntArray]:
         """The ``n`` integer columns of ``sql``'s rows, in its order, as numpy arrays: kept
         in a temporary table and read back as text a chunk at a time."""
         self.execute("DROP TABLE IF EXISTS temp.nsysdiff_auto_cols")
@@ -285,8 +288,8 @@ def _loop(names: IntArray, period: int) -> tuple[int, int]:
     inloop[:-period] |= match
     inloop[period:] |= match
     edges = np.flatnonzero(np.diff(np.concatenate(([0], inloop.view(np.int8), [0]))))
-    runs = edges.reshape(-1, 2)
-    runs = runs[runs[:, 1] - runs[:, 0] >= period]
+    pairs = edges.reshape(-1, 2)
+    runs = pairs[pairs[:, 1] - pairs[:, 0] >= period]
     groups: list[list[int]] = []
     for a, b in runs:
         if groups and a - groups[-1][1] < 3 * period:
