@@ -252,7 +252,9 @@ def _period(names: IntArray, path: object) -> tuple[int, float]:
         raise NoStepsError(s.one_line(f"{path}: --per auto: no kernel is launched twice, so nothing repeats"))
     values, counts = np.unique(gaps, return_counts=True)
     top = values[np.argsort(-counts, kind="stable")[:_CANDIDATES]]
-    top = top[(top > 0) & (top * MIN_STEPS <= n)]
+    # Periods that repeat only twice compete too: a loop too short to count must not leave
+    # the field to a loop inside its step (the layers of one token).
+    top = top[(top > 0) & (top * 2 <= n)]
     if not len(top):
         raise NoStepsError(s.one_line(f"{path}: --per auto: the trace is too short to hold {MIN_STEPS} repetitions"))
     share = {int(p): float(np.mean(names[:-p] == names[p:])) for p in top}
