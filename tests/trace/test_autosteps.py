@@ -28,9 +28,7 @@ STEP = ["embed", "attn", "mlp", "attn", "mlp", "attn", "mlp", "head", "argmax"]
 PREFILL = ["embed", "prefill_attn", "mlp", "prefill_attn", "mlp", "head", "argmax"]
 
 
-def _loop(
-    b: TraceBuilder, t: int, names: Sequence[str], *, marker: bool = True, gap: int = 300_000
-) -> tuple[int, int]:
+def _loop(b: TraceBuilder, t: int, names: Sequence[str], *, marker: bool = True, gap: int = 300_000) -> tuple[int, int]:
     """One step: its kernels launched 10 us apart (GPU 2 us behind), a host gap after."""
     start = t
     for name in names:
@@ -89,7 +87,7 @@ def test_two_interleaved_loops_are_refused(tmp_path: Path) -> None:
         b.launch(name, t, t + 2_000, 4_000)
         t += 10_000
     path = b.write(tmp_path / "t.sqlite")
-    with pytest.raises(NoStepsError, match="no period stands out|two periods stand out"):
+    with pytest.raises(NoStepsError, match=r"no period stands out|two periods stand out"):
         _auto(path)
 
 
@@ -99,7 +97,7 @@ def test_a_trace_too_short_for_a_period_is_refused(tmp_path: Path) -> None:
     for _ in range(2):
         _, t = _loop(b, t, STEP, marker=False)
     path = b.write(tmp_path / "t.sqlite")
-    with pytest.raises(NoStepsError, match="repeats every 9 launches only 2 times|too short"):
+    with pytest.raises(NoStepsError, match=r"repeats every 9 launches only 2 times"):
         _auto(path)
 
 
