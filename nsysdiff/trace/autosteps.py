@@ -152,12 +152,16 @@ class AutoStepReader(TraceConnection):
         )
         if not intervals_ok(start, end):
             raise self.diagnose(RowRules(s.KERNEL, ids=("shortName", "correlationId")), where)
-        period, share = _period(names, self.path)
-        first, last = _loop(names, period)
         idle = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0)
         idle = np.concatenate(([0], idle))
-        anchor = _anchor(names, idle, first, last, period)
-        at = first + np.flatnonzero(names[first:last] == names[anchor])
+        # A run of one kernel launched back to back counts once: otherwise a batch of
+        # identical launches would be a loop of period 1 that explains everything.
+        runs = np.flatnonzero(np.concatenate(([True], names[1:] != names[:-1])))
+        tokens = names[runs]
+        period, share = _period(tokens, self.path)
+        first, last = _loop(tokens, period)
+        anchor = _anchor(tokens, idle[runs], first, last, period)
+        at = first + np.flatnonzero(tokens[first:last] == tokens[anchor])
         at = at[at >= anchor]
         if len(at) < MIN_STEPS:
             raise NoStepsError(
@@ -166,11 +170,14 @@ class AutoStepReader(TraceConnection):
                     f"{len(at)} times; a loop needs {MIN_STEPS}"
                 )
             )
+        pos = runs[at]  # back to launches
+        stop = int(runs[last]) if last < len(runs) else len(names)
         said = (
-            f"{len(at):,} repetitions of a {period:,}-kernel sequence (it repeats at {100 * share:.0f}% of "
-            f"the {len(names):,} launches; {int(at[0]):,} launches before the loop left out)"
+            f"{len(at):,} repetitions of a {int(np.median(np.diff(pos))) if len(pos) > 1 else 0:,}-kernel sequence "
+            f"(it repeats at {100 * share:.0f}% of the {len(names):,} launches; {int(pos[0]):,} launches "
+            "before the loop left out)"
         )
-        return self._auto_bounded(pid, corr[at], start[at], int(end[at[-1] : last].max()), "period", said)
+        return self._auto_bounded(pid, corr[pos], start[pos], int(end[pos[-1] : stop].max()), "period", said)
 
     # -- shared --------------------------------------------------------------------------
 
@@ -249,7 +256,7 @@ def _period(names: IntArray, path: object) -> tuple[int, float]:
     same = names[order][1:] == names[order][:-1]
     gaps = (order[1:] - order[:-1])[same]
     if not len(gaps):
-        raise NoStepsError(s.one_line(f"{path}: --per auto: no kernel is launched twice, so nothing repeats"))
+        raise NoStepsError(s.one_line(f"{path}: --per auto: no kernel recurs after another kernel, so nothing repeats"))
     values, counts = np.unique(gaps, return_counts=True)
     top = values[np.argsort(-counts, kind="stable")[:_CANDIDATES]]
     # Periods that repeat only twice compete too: a loop too short to count must not leave
