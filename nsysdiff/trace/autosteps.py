@@ -130,7 +130,8 @@ class AutoStepReader(TraceConnection):
             source = f'SELECT corr, start, "end" FROM temp.nsysdiff_auto_replays WHERE graph = {graph} AND pid = {pid}'
             said = f"{n:,} replays of one CUDA graph (node trace: kernels sharing a replay's launch)"
         corr, gpu_start, gpu_end = self._auto_columns(f"{source} ORDER BY start", 3)
-        return self._auto_bounded(pid, corr, gpu_start, int(gpu_end.max()), how, said)
+        last = int(np.argmax(gpu_start))
+        return self._auto_bounded(pid, corr, gpu_start, corr[last : last + 1], int(gpu_end[last]), how, said)
 
     # -- eager loops ---------------------------------------------------------------------
 
@@ -178,23 +179,28 @@ class AutoStepReader(TraceConnection):
             f"(it repeats at {100 * share:.0f}% of the {len(names):,} launches; {int(pos[0]):,} launches "
             "before the loop left out)"
         )
-        return self._auto_bounded(pid, corr[pos], start[pos], int(end[pos[-1] : stop].max()), "period", said)
+        tail = corr[pos[-1] : stop]
+        return self._auto_bounded(pid, corr[pos], start[pos], tail, int(end[pos[-1] : stop].max()), "period", said)
 
     # -- shared --------------------------------------------------------------------------
 
     def _auto_bounded(
-        self, pid: int, corr: IntArray, gpu_start: IntArray, last_end: int, how: str, said: str
+        self, pid: int, corr: IntArray, gpu_start: IntArray, tail: IntArray, gpu_end: int, how: str, said: str
     ) -> FoundSteps:
         """Steps from their first launch's correlation ids: each starts at its launch call
-        (its GPU start where the call is not in the trace) and ends where the next starts;
-        the last ends with its GPU work."""
+        (its GPU start where the call is not in the trace) and ends where the next starts.
+        The last ends with the last launch call of its work (``tail``), as a range around
+        the loop body would: a host that runs ahead of the GPU (graph replays queued)
+        would otherwise stretch it to the end of the queue. Without the calls, with its
+        GPU work."""
         starts = gpu_start.copy()
         calls = self._auto_launch_starts(pid, corr)
         known = calls >= 0
         starts[known] = calls[known]
         order = np.argsort(starts, kind="stable")
         starts = starts[order]
-        ends = np.concatenate((starts[1:], [max(last_end, int(starts[-1]))]))
+        last_end = self._auto_last_call_end(pid, tail)
+        ends = np.concatenate((starts[1:], [max(gpu_end if last_end is None else last_end, int(starts[-1]))]))
         return FoundSteps(pid, starts, ends, how, said)
 
     def _auto_launch_starts(self, pid: int, corr: IntArray) -> IntArray:
@@ -214,6 +220,16 @@ class AutoStepReader(TraceConnection):
         for i, t in rows:
             out[int(i)] = int(t)  # type: ignore[call-overload]
         return out
+
+    def _auto_last_call_end(self, pid: int, corr: IntArray) -> int | None:
+        if not len(corr) or not self.schema.has(s.RUNTIME, "end", "correlationId", "globalTid"):
+            return None
+        ids = ",".join(str(int(c)) for c in corr)
+        ((end,),) = self.query(
+            f'SELECT max("end") FROM {s.RUNTIME} WHERE correlationId IN ({ids}) '
+            f"AND ((globalTid >> 24) & 16777215) = {pid} AND typeof(\"end\") = 'integer'"
+        )
+        return None if end is None else int(end)  # type: ignore[call-overload]
 
     def _auto_pid_sql(self, table: str) -> str:
         return "((globalPid >> 24) & 16777215)" if self.schema.has(table, "globalPid") else "0"
