@@ -11,18 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import real_trace
-from typer.testing import CliRunner
+from conftest import real_trace, run_cli
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.cli import app
 from nsysdiff.fingerprint import scope
 from nsysdiff.fingerprint.step_figures import periods
 from nsysdiff.synth.builder import TraceBuilder
 from nsysdiff.trace.autosteps import NoStepsError
 from nsysdiff.trace.reader import open_trace
-
-runner = CliRunner()
 
 STEP = ["embed", "attn", "mlp", "attn", "mlp", "attn", "mlp", "head", "argmax"]
 PREFILL = ["embed", "prefill_attn", "mlp", "prefill_attn", "mlp", "head", "argmax"]
@@ -129,11 +125,11 @@ def test_the_cli_refuses_in_one_line(tmp_path: Path) -> None:
     b = TraceBuilder()
     _loop(b, 1_000_000, [f"k{i}" for i in range(12)], marker=False)  # nothing repeats
     path = b.write(tmp_path / "t.sqlite")
-    res = runner.invoke(app, ["summary", str(path), "--per", "auto"])
+    res = run_cli("summary", str(path), "--per", "auto")
     assert res.exit_code == 2
     assert res.stderr.count("\n") == 1 and "--per auto" in res.stderr and "Traceback" not in res.stderr
-    res = runner.invoke(app, ["diff", str(path), str(path), "--per", "auto", "--no-rules"])
-    assert res.exit_code == 3, res.output
+    res = run_cli("diff", str(path), str(path), "--per", "auto", "--no-rules")
+    assert res.exit_code == 3, res.stderr
 
 
 # --- ground truth: the H100 captures' decode_step ranges -------------------------------
@@ -174,12 +170,12 @@ def test_the_tpot_pack_judges_an_unmarked_pair_by_auto_steps(tmp_path: Path) -> 
 
     base = _unmarked(real_trace("h100/llm_bs16"), tmp_path / "base.sqlite")
     cand = _unmarked(real_trace("h100/llm_bs16_r2"), tmp_path / "cand.sqlite")
-    res = runner.invoke(app, ["diff", str(base), str(cand), "--rules", "tpot"])
+    res = run_cli("diff", str(base), str(cand), "--rules", "tpot")
     first = " ".join(res.stdout.split("\n\n")[0].split())  # the verdict line, unwrapped
     assert res.exit_code == 0, res.stdout
     assert "found without a marker" in first
     item = _unmarked(ps.item(real_trace("h100/llm_bs16_r2"), tmp_path / "i.sqlite"), tmp_path / "item.sqlite")
-    res = runner.invoke(app, ["diff", str(base), str(item), "--rules", "tpot"])
+    res = run_cli("diff", str(base), str(item), "--rules", "tpot")
     assert res.exit_code == 1, res.stdout
     assert "+1 sync call and +1 D2H copy per step" in res.stdout
 
@@ -187,7 +183,7 @@ def test_the_tpot_pack_judges_an_unmarked_pair_by_auto_steps(tmp_path: Path) -> 
 def test_a_marker_is_never_compared_with_auto_steps(tmp_path: Path) -> None:
     marked = real_trace("h100/example_bs1")
     unmarked = _unmarked(marked, tmp_path / "u.sqlite")
-    res = runner.invoke(app, ["diff", str(marked), str(unmarked), "--rules", "tpot", "--format", "json"])
+    res = run_cli("diff", str(marked), str(unmarked), "--rules", "tpot", "--format", "json")
     assert res.exit_code in (0, 1), res.stdout
     import json
 
