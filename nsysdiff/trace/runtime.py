@@ -8,9 +8,11 @@ import re
 from typing import TYPE_CHECKING
 
 from nsysdiff.errors import TraceError
+from nsysdiff.trace import api_scan
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
+from nsysdiff.trace.kernel_scan import BadRows
 from nsysdiff.trace.names import name_text
 from nsysdiff.trace.records import (
     WHOLE,
@@ -202,45 +204,33 @@ class RuntimeReader(TraceConnection):
 
     def api_census(self, window: Window | None = None) -> tuple[HostApiStats, ...]:
         """Every host API name's calls in the runtime table (calls starting in ``window``),
-        equal to ``nsys stats --report cuda_api_sum``. One scan of the runtime table, which
-        SQLite sorts by (name, duration) into a temporary table in its bounded buffers;
-        each name's rows are then consecutive rowids, so its median is two rowid lookups.
-        Only one row per name reaches Python. Sorted by total time, then name."""
+        equal to ``nsys stats --report cuda_api_sum``: one chunked pass in rowid order
+        (:mod:`nsysdiff.trace.api_scan`); one row per name reaches Python. Sorted by total
+        time, then name."""
         if not self.schema.has(s.RUNTIME, "nameId", "start", "end"):
             return ()
         rules = RowRules(s.RUNTIME, ids=("nameId",))
         where = "1" if window is None else f"start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
-        self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api")
-        self.execute(
-            f'CREATE TEMP TABLE nsysdiff_api AS SELECT nameId AS n, "end" - start AS d, {rules.row_sql()} AS bad, '
-            f'CAST("end" AS REAL) - start AS f FROM {s.RUNTIME} WHERE {where} ORDER BY n, d'
-        )
+        source = s.RUNTIME
+        if self.without_rowid(s.RUNTIME):
+            # A hand-made table without rowids has no order to page through: a copy has.
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
+            self.execute(f'CREATE TEMP TABLE nsysdiff_api_rows AS SELECT nameId, start, "end" FROM {s.RUNTIME}')
+            source = "temp.nsysdiff_api_rows"
         try:
-            rows, checks = split_checks(
-                self.query(
-                    "SELECT n, count(*), sum(d), min(d), max(d), min(rowid), sum(bad), total(f) "
-                    "FROM temp.nsysdiff_api GROUP BY n"
-                )
-            )
-            self.verify(rules, where, checks)
-            out: dict[str, HostApiStats] = {}
-            names = self.strings([int(n) for n, *_ in rows])  # type: ignore[call-overload]
-            for n, calls, total, lo, hi, first in rows:
-                c, f = int(calls), int(first)  # type: ignore[call-overload]
-                # The middle row, or the mean of the middle two: nsys's median.
-                mid = self.query(
-                    f"SELECT n, d FROM temp.nsysdiff_api WHERE rowid IN ({f + (c + 1) // 2 - 1}, {f + c // 2})"
-                )
-                if {m for m, _ in mid} != {n}:
-                    raise RuntimeError("API census rows out of order")  # SQLite kept no order: a bug, exit 70
-                median = sum(int(d) for _, d in mid) / len(mid)  # type: ignore[call-overload]
-                name = names[int(n)]  # type: ignore[call-overload]
-                row = HostApiStats(name, c, int(total), median, int(lo), int(hi))  # type: ignore[call-overload]
-                # Two ids with one text (never seen) are one name, as the name is the key.
-                prev = out.get(name)
-                out[name] = row if prev is None else _merged(prev, row)
+            rows = api_scan.scan(self.con, source, where)
+        except BadRows:
+            raise self.diagnose(rules, where) from None
         finally:
-            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api")
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
+        out: dict[str, HostApiStats] = {}
+        names = self.strings([n for n, *_ in rows])
+        for n, calls, total, median, lo, hi in rows:
+            name = names[n]
+            row = HostApiStats(name, calls, total, median, lo, hi)
+            # Two ids with one text (never seen) are one name, as the name is the key.
+            prev = out.get(name)
+            out[name] = row if prev is None else _merged(prev, row)
         return tuple(sorted(out.values(), key=lambda a: (-a.total_ns, a.name)))
 
     def sync_of(self, census: tuple[HostApiStats, ...]) -> tuple[ApiStats, ...]:
