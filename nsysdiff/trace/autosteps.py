@@ -39,7 +39,13 @@ MIN_STEPS = 3
 MIN_MATCH = 0.5
 # ...and no period that is not a multiple of it comes within this much of its match.
 MARGIN = 0.05
-_CANDIDATES = 64  # most frequent distances between launches of one kernel, tried as periods
+# A decode step launches at least this many kernels and takes at least this long (the
+# median step): a shorter sequence that repeats is a layer or an op inside a step.
+MIN_STEP_KERNELS = 8
+MIN_STEP_NS = 50_000
+# The repetitions must tile the loop: at least this share of them one period apart.
+MIN_TILED = 0.75
+_CANDIDATES = 64  # distances between launches of one kernel tried as periods, by each ranking
 _CHUNK = 1 << 16
 
 
@@ -165,15 +171,10 @@ class AutoStepReader(TraceConnection):
         anchor = _anchor(tokens, idle[runs], first, last, period)
         at = first + np.flatnonzero(tokens[first:last] == tokens[anchor])
         at = at[at >= anchor]
-        if len(at) < MIN_STEPS:
-            raise NoStepsError(
-                s.one_line(
-                    f"{self.path}: --per auto: the kernel sequence repeats every {period:,} launches only "
-                    f"{len(at)} times; a loop needs {MIN_STEPS}"
-                )
-            )
+        _check_tiled(at, period, self.path)
         pos = runs[at]  # back to launches
         stop = int(runs[last]) if last < len(runs) else len(names)
+        _check_step_size(pos, start, self.path)
         said = (
             f"{len(at):,} repetitions of a {int(np.median(np.diff(pos))) if len(pos) > 1 else 0:,}-kernel sequence "
             f"(it repeats at {100 * share:.0f}% of the {len(names):,} launches; {int(pos[0]):,} launches "
@@ -275,7 +276,12 @@ def _period(names: IntArray, path: object) -> tuple[int, float]:
     if not len(gaps):
         raise NoStepsError(s.one_line(f"{path}: --per auto: no kernel recurs after another kernel, so nothing repeats"))
     values, counts = np.unique(gaps, return_counts=True)
-    top = values[np.argsort(-counts, kind="stable")[:_CANDIDATES]]
+    # The most frequent distances are those of the innermost loop (the layers of a step);
+    # the step's own period is the distance of the kernels launched once per step, rarer
+    # but spanning the loop: ranked by count times distance, it is among the candidates.
+    by_count = values[np.argsort(-counts, kind="stable")[:_CANDIDATES]]
+    by_span = values[np.argsort(-(counts * values), kind="stable")[:_CANDIDATES]]
+    top = np.union1d(by_count, by_span)
     # Periods that repeat only twice compete too: a loop too short to count must not leave
     # the field to a loop inside its step (the layers of one token).
     top = top[(top > 0) & (top * 2 <= n)]
@@ -292,7 +298,12 @@ def _period(names: IntArray, path: object) -> tuple[int, float]:
                 "is needed); mark the step with an NVTX range and give --per NAME"
             )
         )
-    rivals = [p for p, m in share.items() if p % period and period % p and m >= share[period] - MARGIN]
+    # A shorter period that matches less is a loop inside the step (its layers), not a rival.
+    rivals = [
+        p
+        for p, m in share.items()
+        if p % period and period % p and m >= share[period] - MARGIN and not (p < period and m < share[period])
+    ]
     if rivals:
         other = min(rivals)
         raise NoStepsError(
@@ -303,6 +314,41 @@ def _period(names: IntArray, path: object) -> tuple[int, float]:
             )
         )
     return period, share[period]
+
+
+def _check_tiled(at: IntArray, period: int, path: object) -> None:
+    """Refuse repetitions too few, or too far from one period apart, to be a loop's steps."""
+    if len(at) < MIN_STEPS:
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: the kernel sequence repeats every {period:,} launches only "
+                f"{len(at)} times; a loop needs {MIN_STEPS}"
+            )
+        )
+    tiled = float(np.mean(np.diff(at) == period))
+    if tiled < MIN_TILED:
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: the repetitions of a {period:,}-launch period do not tile the loop "
+                f"({100 * tiled:.0f}% of them one period apart; {100 * MIN_TILED:.0f}% is needed); "
+                "mark the step with an NVTX range and give --per NAME"
+            )
+        )
+
+
+def _check_step_size(pos: IntArray, start: IntArray, path: object) -> None:
+    """Refuse a period too short to be a decode step: a layer or an op that repeats."""
+    kernels = int(np.median(np.diff(pos)))
+    span = int(np.median(np.diff(start[pos])))
+    if kernels < MIN_STEP_KERNELS or span < MIN_STEP_NS:
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: the sequence that repeats ({kernels:,} kernels, {span / 1000:,.1f} us per "
+                f"repetition) is too small to be a step (a step has at least {MIN_STEP_KERNELS} kernels and "
+                f"takes {MIN_STEP_NS / 1000:,.0f} us); it is a layer or an op inside one; "
+                "mark the step with an NVTX range and give --per NAME"
+            )
+        )
 
 
 def _loop(names: IntArray, period: int) -> tuple[int, int]:

@@ -87,6 +87,27 @@ def test_two_interleaved_loops_are_refused(tmp_path: Path) -> None:
         _auto(path)
 
 
+def test_a_layer_loop_inside_each_step_is_not_taken_as_steps(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    starts = []
+    for _ in range(12):
+        start, t = _loop(b, t, ["embed", *["attn", "mlp"] * 16, "head", "argmax"], marker=False)
+        starts.append(start)
+    path = b.write(tmp_path / "t.sqlite")
+    assert list(_auto(path)) == starts
+
+
+def test_a_sequence_too_small_to_be_a_step_is_refused(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(50):
+        _, t = _loop(b, t, ["gemm", "add", "relu", "copy"], marker=False, gap=5_000)
+    path = b.write(tmp_path / "t.sqlite")
+    with pytest.raises(NoStepsError, match=r"too small to be a step"):
+        _auto(path)
+
+
 def test_a_trace_too_short_for_a_period_is_refused(tmp_path: Path) -> None:
     b = TraceBuilder()
     t = 1_000_000
