@@ -579,6 +579,7 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
                 ["--window", "0:10s", "--window-origin", "capture"],
                 ["--nvtx", "aten::mm"],
                 ["--per", "aten::mm", "--skip-first", "1"],
+                ["--per", "auto"],  # steps found without a marker, or a one-line refusal
                 ["--nvtx", ".*"],
             )
         )

@@ -8,6 +8,7 @@ writes the report and exits with its code, so a notebook gets the command's verd
 """
 
 from nsysdiff.api.frames import (
+    api_frame,
     attribution_frame,
     categories_frame,
     copies_frame,
@@ -56,6 +57,7 @@ __all__ = [
     "ScopeOptions",
     "Settings",
     "Side",
+    "api_frame",
     "attribution_frame",
     "categories_frame",
     "check",

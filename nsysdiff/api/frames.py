@@ -50,6 +50,14 @@ def nvtx_frame(fp: Fingerprint) -> pd.DataFrame:
     return frames.nvtx(fp)
 
 
+def api_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per host API name: calls, total, mean, median, min and max, as ``nsys
+    stats``' ``cuda_api_sum``."""
+    from nsysdiff.frames import fingerprint as frames
+
+    return frames.api(fp)
+
+
 def sync_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per synchronising CUDA API call."""
     from nsysdiff.frames import fingerprint as frames
@@ -73,7 +81,7 @@ def step_calls_frame(fp: Fingerprint) -> pd.DataFrame:
 
 
 def diff_frame(diff: Diff, table: str = "kernels") -> pd.DataFrame:
-    """One row per key of a diff table (kernels, families, categories, nvtx, sync, graphs)."""
+    """One row per key of a diff table (kernels, families, categories, nvtx, sync, api, graphs)."""
     from nsysdiff.frames import diff as frames
 
     return frames.rows(diff, table)

@@ -175,10 +175,13 @@ def _read_sides(
     progress: Step,
     notify: Callable[[str], None],
 ) -> tuple[runset.RunSet, runset.RunSet]:
-    """Both sides per ``opts``; read again whole when the rule files' step range is not on
-    both sides (or no history run was read per it), the fallback of docs/steps.md."""
+    """Both sides per ``opts``; when the rule files' step range is not on both sides, read
+    again per steps found without a marker on both (never a marker's steps against auto
+    steps), and whole when those are not found either or a history run was not read per
+    the range: the fallbacks of docs/steps.md."""
     from nsysdiff.errors import InconclusiveError
     from nsysdiff.trace import sides
+    from nsysdiff.trace.autosteps import NoStepsError
 
     def side(given: Side, name: str, s: ScopeOptions) -> runset.RunSet:
         paths = _paths(given, name)
@@ -200,6 +203,28 @@ def _read_sides(
         if history is None or opts.per is not None or not opts.step_ranges:
             raise
         b_runs, c_runs = read(whole)
-    if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
-        b_runs, c_runs = read(whole)
+    except NoStepsError as e:
+        raise InconclusiveError(str(e)) from None  # --per auto found no steps on a side: exit 3
+    runs = [*b_runs.runs, *c_runs.runs]
+    if opts.per is None and opts.step_ranges and not (scope.same_steps(runs) and runs[0].scope.per):
+        b_runs, c_runs = _auto_or_whole(read, opts, whole, history)
     return b_runs, c_runs
+
+
+def _auto_or_whole(
+    read: Callable[[ScopeOptions], tuple[runset.RunSet, runset.RunSet]],
+    opts: ScopeOptions,
+    whole: ScopeOptions,
+    history: str | None,
+) -> tuple[runset.RunSet, runset.RunSet]:
+    """Both sides per steps found without a marker; whole when a side has none (the step
+    rules then say they compared whole values) or is already read (a saved fingerprint)."""
+    from nsysdiff.errors import InconclusiveError
+    from nsysdiff.trace.autosteps import NoStepsError
+
+    if history is None:
+        try:
+            return read(dataclasses.replace(opts, per=scope.AUTO, step_ranges=()))
+        except (NoStepsError, InconclusiveError, UsageError):
+            pass
+    return read(whole)

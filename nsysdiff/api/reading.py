@@ -59,12 +59,13 @@ def fingerprint_trace(
             memcpy = r.memcpy()
             progress(side, "memset")
             memset = r.memset()
-            progress(side, "sync calls")
-            sync = r.sync_calls()
+            progress(side, "host API calls")
+            census = r.api_census()
+            sync = r.sync_of(census)
             progress(side, "NVTX ranges")
             nvtx = ranges.result()
         progress(side, "reducing to a fingerprint")
-        fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx)
+        fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx, api=census)
         if len(groups.devices) > 1:
             # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
             progress(side, "ranks")

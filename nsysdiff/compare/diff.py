@@ -222,6 +222,9 @@ class Diff:
     # The steps of both sides compared (time per step, its parts, host calls per step);
     # None unless both fingerprints carry steps.
     steps: step_diff.StepsDiff | None = None
+    # Every host API name's calls, whole counts (the census is not attributed to steps);
+    # () unless both fingerprints carry the census.
+    api: tuple[Row, ...] = ()
     # Kernel key -> its one label in every output (nsysdiff.compare.labels).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -729,4 +732,13 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         variants=_variants(base.kernels, cand.kernels, per),
         phases=phases,
         steps=step_diff.compare(base.steps, cand.steps) if base.steps and cand.steps else None,
+        api=_api_rows(base, cand, settings),
     )
+
+
+def _api_rows(base: Fingerprint, cand: Fingerprint, settings: Settings) -> tuple[Row, ...]:
+    if base.api is None or cand.api is None:
+        return ()  # a fingerprint saved before the census: nothing to hold it against
+    b = [_Item(a.name, a.name, a.calls, a.total_ns) for a in base.api]
+    c = [_Item(a.name, a.name, a.calls, a.total_ns) for a in cand.api]
+    return _rows(b, c, sum(a.total_ns for a in base.api), sum(a.total_ns for a in cand.api), settings, 1.0, 1.0, False)

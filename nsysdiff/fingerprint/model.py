@@ -26,6 +26,7 @@ from nsysdiff.trace.records import (
     GpuInfo,
     GraphMode,
     GraphStats,
+    HostApiStats,
     LaunchConfig,
     RankStats,
     idle_pct,
@@ -33,7 +34,9 @@ from nsysdiff.trace.records import (
 
 FORMAT = "nsysdiff-fingerprint"
 FORMAT_VERSION = 2
-# Version 1 is version 2 without ``steps``: it still reads, with steps absent.
+# Version 1 is version 2 without ``steps``: it still reads, with steps absent. ``api`` (the
+# host API census) is optional in version 2: a file saved before it reads with it absent,
+# and a reader that predates it loses nothing it knew.
 READABLE_VERSIONS = (1, 2)
 
 
@@ -174,6 +177,10 @@ class Fingerprint:
     # The steps (docs/steps.md), when made with a step range; None otherwise and in
     # version-1 fingerprints.
     steps: Steps | None = None
+    # The host API census (every runtime call name, as nsys stats' cuda_api_sum); None in
+    # fingerprints saved before it was kept and in a phase's fingerprint, () in a trace
+    # without a runtime table.
+    api: tuple[HostApiStats, ...] | None = None
 
     @property
     def kernel_calls(self) -> int:

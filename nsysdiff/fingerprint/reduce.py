@@ -23,7 +23,7 @@ from nsysdiff.fingerprint.model import (
     Scope,
     TraceMeta,
 )
-from nsysdiff.trace.records import ApiStats, CopyStats, KernelGroups, LaunchConfig, Metadata, RangeRow
+from nsysdiff.trace.records import ApiStats, CopyStats, HostApiStats, KernelGroups, LaunchConfig, Metadata, RangeRow
 
 # PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
 # op_id = 345, sizes = [...]"); without folding every call is its own range name.
@@ -138,6 +138,7 @@ def assemble(
     sync: Sequence[ApiStats],
     nvtx: Sequence[RangeRow],
     scope: Scope | None = None,
+    api: tuple[HostApiStats, ...] | None = None,
 ) -> Fingerprint:
     kernels = reduce_kernels(groups)
     start, end = meta.capture_start_ns, meta.capture_end_ns
@@ -165,4 +166,5 @@ def assemble(
         nvtx=reduce_nvtx(nvtx),
         devices=reduce_devices(groups),
         scope=scope or Scope(),
+        api=api,
     )

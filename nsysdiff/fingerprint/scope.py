@@ -42,10 +42,13 @@ from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
+from nsysdiff.trace.autosteps import FoundSteps
 from nsysdiff.trace.reader import TraceReader
 from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
+# ``--per auto``: steps found without a marker (docs/steps.md), not an NVTX range.
+AUTO = "auto"
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BOUND = re.compile(r"^(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ns|us|µs|ms|s)?$")
 _NO_END = np.iinfo(np.int64).max
@@ -169,7 +172,7 @@ class ScopeOptions:
             raise UsageError("--skip-first needs the range to count: give --per RANGE or --nvtx RANGE")
         if self.nvtx is not None:
             parse_pattern(self.nvtx)
-        if self.per is not None:
+        if self.per is not None and self.per != AUTO:
             parse_pattern(self.per, "--per")
         for name, patterns in self.phases:
             for p in patterns:
@@ -240,16 +243,37 @@ class _Scoper:
         self.window = self._window()
         # Distinct (folded name, domain) -> code; SQL-folded names that fold to the same
         # name share a code.
-        self.keys = r.nvtx_keys() if (options.nvtx or options.per or options.phases) else ()
+        self.auto = options.per == AUTO
+        self.keys = r.nvtx_keys() if (options.nvtx or (options.per and not self.auto) or options.phases) else ()
         self._unique: dict[tuple[str, str], int] = {}
         self._code = [self._unique.setdefault((fold_nvtx(k.sql_name), k.domain), len(self._unique)) for k in self.keys]
         self.nvtx = self._mask(options.nvtx, "--nvtx") if options.nvtx else None
-        self.per = self._mask(options.per, "--per") if options.per else None
+        self.per = self._mask(options.per, "--per") if options.per and not self.auto else None
         self.phase_masks = tuple(self._phase_mask(name, patterns) for name, patterns in options.phases)
         used = set().union(*(m for m in (self.nvtx, self.per, *self.phase_masks) if m))
         if used:
             r.load_ranges([(k, c) for k, c in zip(self.keys, self._code, strict=True) if c in used])
         self.cut = self._skip()
+        # The census covers the scope's window, also when the steps narrow the GPU work.
+        self.census_window = self.window
+        self.found = self._find() if self.auto else None
+
+    def _find(self) -> FoundSteps:
+        """The steps found without a marker; the kernels read are those inside them."""
+        found = self.r.auto_steps(self.window)
+        k = self.o.skip_first
+        if k:
+            if len(found) <= k:
+                raise UsageError(
+                    f"--skip-first {k}: {self.r.path.name} has {len(found)} steps found without a marker, "
+                    "so nothing would be left"
+                )
+            found = replace(found, starts=found.starts[k:], ends=found.ends[k:])
+        inner = Window(int(found.starts[0]), int(found.ends[-1]))
+        if self.window is not None:
+            inner = Window(max(inner.start_ns, self.window.start_ns), min(inner.end_ns, self.window.end_ns))
+        self.window = inner
+        return found
 
     @property
     def meta(self) -> Metadata:
@@ -308,7 +332,7 @@ class _Scoper:
         return tuple(sorted(codes))
 
     def _skip(self) -> bool:
-        if not self.o.skip_first:
+        if not self.o.skip_first or self.auto:
             return False
         mask = self.per if self.per is not None else self.nvtx
         assert mask is not None  # ScopeOptions guarantees --per or --nvtx
@@ -336,8 +360,9 @@ class _Scoper:
         total = None
         if filtered or self.window is not None:
             # The denominator of coverage (and the empty-window check): the kernel time of
-            # the window. An unfiltered read has it from its own kernels (below).
-            total = self.r.kernel_time_ns(Selection(window=self.window))
+            # the window (the scope's, around steps found without a marker). An unfiltered
+            # read has it from its own kernels (below).
+            total = self.r.kernel_time_ns(Selection(window=self.census_window if self.auto else self.window))
             if self.window is not None and not total:
                 self._empty_window()
         fp = self._build(within, ranges, "nsysdiff_scope", total, filtered=filtered, phase=False)
@@ -351,6 +376,10 @@ class _Scoper:
         return replace(fp, phases=tuple(phases), steps=self._steps())
 
     def _steps(self) -> Steps | None:
+        if self.found is not None:
+            f = self.found
+            scanned = self.r.scan_steps(f.starts, f.ends, f.pid)
+            return step_figures.build(AUTO, "", scanned, self.o.skip_first, found=f.said)
         if self.per is None or self.o.per is None:
             return None
         # The steps of the --nvtx scope (its window, warm-up cut and ranges).
@@ -384,11 +413,13 @@ class _Scoper:
                     f"{r.path.name} (check --window, --nvtx and --skip-first)"
                 )
             steps = steps or None
+        elif self.found is not None:
+            steps = len(self.found)
         groups = r.kernels(sel)
         launches, graph_ns = r.graph_totals(sel)
         meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
         kernel_ns = int(groups.total_ns.sum())
-        coverage = kernel_ns / total if filtered and total else None
+        coverage = kernel_ns / total if (filtered or self.auto) and total else None
         return assemble(
             r.path,
             meta,
@@ -399,6 +430,9 @@ class _Scoper:
             r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
             r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
+            # The census counts every call of the window: a host call has no NVTX range to
+            # be attributed through unless it launched something.
+            api=None if phase else r.api_census(self.census_window),
         )
 
 

@@ -14,7 +14,7 @@ from nsysdiff.trace.records import CallTimes, HostFamily
 from nsysdiff.trace.steps import StepRows
 
 
-def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
+def build(name: str, domain: str, rows: StepRows, skipped: int = 0, found: str = "") -> Steps:
     """:class:`Steps` from a scan: times from the first step's start, each period split
     into parts that add up to it exactly."""
     start, end = rows.start_ns, rows.end_ns
@@ -30,7 +30,7 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
             f"step {i}: parts add up to {int(parts[i].sum())} ns, not the period {int(period[i])} ns"
         )
     series = StepSeries.from_columns(start - start[0], duration, period, rows.kernel_ns, parts, rows.calls)
-    return Steps(name, domain, series, rows.times, skipped=skipped, last_period_is_duration=True)
+    return Steps(name, domain, series, rows.times, skipped=skipped, last_period_is_duration=True, found=found)
 
 
 # --- figures across the steps ------------------------------------------------------------

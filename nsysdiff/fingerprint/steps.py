@@ -202,6 +202,9 @@ class Steps:
     skipped: int = 0  # warm-up steps dropped before these (--skip-first)
     # Whether the last step's period is its range duration (no next step to measure to).
     last_period_is_duration: bool = True
+    # Steps found without a marker (--per auto, name "auto"): how they were found, in one
+    # phrase; "" for a range's instances.
+    found: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepSeries):

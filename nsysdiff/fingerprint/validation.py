@@ -161,6 +161,10 @@ def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
     yield from _unique(body["memcpy"], lambda c: c["kind"], f"{path}.memcpy")
     yield from _unique(body["memset"], lambda c: c["kind"], f"{path}.memset")
     yield from _unique(body["sync"], lambda a: a["name"], f"{path}.sync")
+    yield from _unique(body.get("api") or [], lambda a: a["name"], f"{path}.api")
+    for i, a in enumerate(body.get("api") or []):
+        if not a["min_ns"] <= a["median_ns"] <= a["max_ns"] or a["total_ns"] < a["calls"] * a["min_ns"]:
+            yield f"{path}.api[{i}]: min_ns, median_ns, max_ns and total_ns disagree"
     yield from _unique(body["nvtx"], lambda r: (r["domain"], r["name"]), f"{path}.nvtx")
     yield from _unique(body["devices"], lambda d: d["device"], f"{path}.devices")
     for i, d in enumerate(body["devices"]):

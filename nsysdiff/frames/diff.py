@@ -17,13 +17,14 @@ from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, Row, Side
 from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, ratio
 from nsysdiff.rules.report import Report
 
-TABLES = ("kernels", "families", "categories", "nvtx", "sync", "graphs")
+TABLES = ("kernels", "families", "categories", "nvtx", "sync", "api", "graphs")
 _FIRST = {
     "kernels": "Demangled Name",
     "families": "Family",
     "categories": "Category",
     "nvtx": "Range",
     "sync": "Call",
+    "api": "Call",
     "graphs": "Graph",
 }
 

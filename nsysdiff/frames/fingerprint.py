@@ -95,6 +95,23 @@ def nvtx(fp: Fingerprint) -> pd.DataFrame:
     )
 
 
+def api(fp: Fingerprint) -> pd.DataFrame:
+    """One row per host API name, as ``nsys stats --report cuda_api_sum`` (``cudaapisum``):
+    the name as the trace spells it; empty for a fingerprint saved without the census."""
+    calls = fp.api or ()
+    return frame(
+        {
+            "Name": (TEXT, [c.name for c in calls]),
+            "Num Calls": (COUNT, [c.calls for c in calls]),
+            "Total Time (ns)": (NS, [c.total_ns for c in calls]),
+            "Avg (ns)": (RATIO, [c.mean_ns for c in calls]),
+            "Med (ns)": (RATIO, [c.median_ns for c in calls]),
+            "Min (ns)": (NS, [c.min_ns for c in calls]),
+            "Max (ns)": (NS, [c.max_ns for c in calls]),
+        }
+    )
+
+
 def sync(fp: Fingerprint) -> pd.DataFrame:
     """One row per synchronising CUDA API call (version suffix stripped), as ``cudaapisum``."""
     calls = fp.sync

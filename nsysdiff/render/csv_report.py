@@ -200,6 +200,7 @@ def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
         "memory": _copies((*d.memcpy, *d.memset)),
         "nvtx": _named(d.nvtx, "Range"),
         "sync": _named(d.sync, "Call"),
+        "api": _named(d.api, "Call"),
         "devices": _devices(d),
         "findings": _findings(report),
         **({"steps": _steps(d)} if d.steps is not None else {}),

@@ -311,6 +311,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "memcpy": [copy_row(x) for x in d.memcpy],
         "memset": [copy_row(x) for x in d.memset],
         "sync": [named_row(r) for r in d.sync],
+        "api": [named_row(r) for r in d.api],
         "nvtx": [nvtx_row(r) for r in d.nvtx],
         "graphs": [named_row(r) for r in d.graphs],
         "variants": [variant_row(v) for v in d.variants],

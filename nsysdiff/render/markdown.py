@@ -384,6 +384,12 @@ def _ranks(diff: Diff) -> list[str]:
     )
 
 
+def _api_details(d: Diff) -> list[str]:
+    if not d.api:
+        return []
+    return _details(f"Host API calls ({min(TOP_CHANGES, len(d.api))} of {len(d.api):,})", _named_rows(d.api))
+
+
 def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
     named = labels(d.kernels, names, mangled_of(d.base, d.candidate))
@@ -517,6 +523,7 @@ def _folded(report: Report, kcode: Callable[[Row], str]) -> list[str]:
             f"Synchronising API calls ({min(TOP_CHANGES, len(d.sync))} of {len(d.sync):,})",
             _named_rows(d.sync),
         )
+    out += _api_details(d)
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
     return out

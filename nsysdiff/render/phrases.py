@@ -195,9 +195,8 @@ def kernel_time_phrase(diff: Diff) -> str:
     if h.basis == "nvtx":
         return "NVTX ranges compared (no kernel data)"
     if h.per is not None:
-        return (
-            f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → {u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
-        )
+        base, cand = u.ns(h.base_per_step_ns), u.ns(h.candidate_per_step_ns)
+        return f"kernel time per {step_lines.step_word(h.per)} {base} → {cand} ({u.ratio(h.ratio)})"
     return f"kernel time {u.ns(h.base_total_ns)} → {u.ns(h.candidate_total_ns)} ({u.ratio(h.ratio)})"
 
 
@@ -215,7 +214,8 @@ def steps_phrase(diff: Diff) -> str | None:
     if h.per is None:
         return None
     return (
-        f"per step of {h.per}: {count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} steps; "
+        f"per step of {'steps found without a marker' if h.per == 'auto' else h.per}: "
+        f"{count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} steps; "
         f"times, calls, copies and variants are per step"
     )
 

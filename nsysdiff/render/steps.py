@@ -124,9 +124,15 @@ def _launches(sd: StepsDiff) -> str:
     return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step" if f else "no launches"
 
 
+def step_word(per: str) -> str:
+    """What one step is called: the range's name, or a step found without a marker."""
+    return "step (found without a marker)" if per == "auto" else per
+
+
 def verdict_phrase(sd: StepsDiff) -> str:
     """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms (2.00x)``."""
-    return f"time per {sd.name} {u.ns(sd.base.period.mean)} → {u.ns(sd.candidate.period.mean)} ({u.ratio(sd.ratio())})"
+    base, cand = u.ns(sd.base.period.mean), u.ns(sd.candidate.period.mean)
+    return f"time per {step_word(sd.name)} {base} → {cand} ({u.ratio(sd.ratio())})"
 
 
 def stat_rows(sd: StepsDiff) -> list[list[str]]:

@@ -43,6 +43,13 @@ def _tail(spread: f.Spread) -> str:
 def headline(steps: Steps) -> list[str]:
     """The time per step (the period) and the range, at p50 and max, and the tail."""
     per, dur = f.periods(steps), f.durations(steps)
+    if steps.found:
+        # Found without a marker: a step runs to the next one's start, so its range is its period.
+        return [
+            f"steps found without a marker: {steps.found}",
+            f"time per step (period) p50 {u.ns(per.p50)} · max {u.ns(per.max)}",
+            tail_line(steps),
+        ]
     return [
         f"time per step (period) p50 {u.ns(per.p50)} · max {u.ns(per.max)} · "
         f"{steps.name} range p50 {u.ns(dur.p50)} · max {u.ns(dur.max)}",
@@ -141,6 +148,7 @@ def steps_data(steps: Steps) -> dict[str, Any]:
         "domain": steps.domain,
         "count": n,
         "skipped": steps.skipped,
+        **({"found": steps.found} if steps.found else {}),
         "period": spread(per),
         "duration": spread(f.durations(steps)),
         "kernel": spread(f.kernel_times(steps)),

@@ -64,6 +64,7 @@ def summary_data(fp: Fingerprint) -> dict[str, Any]:
         "memcpy": [{**to_data(c), "gbps": c.gbps} for c in fp.memcpy],
         "memset": [{**to_data(c), "gbps": c.gbps} for c in fp.memset],
         "sync": to_data(fp.sync),
+        **({} if fp.api is None else {"api": [{**to_data(a), "mean_ns": a.mean_ns} for a in fp.api]}),
         "nvtx": to_data(fp.nvtx),
         **_ranks_data(fp),
         **({} if fp.steps is None else {"steps": steps_summary.steps_data(fp.steps)}),
@@ -95,7 +96,8 @@ def scope_lines(fp: Fingerprint) -> list[str]:
     out = [f"scope: {describe(s)}"]
     if s.steps:
         per_step = u.ns(fp.kernel_ns / s.steps)
-        out.append(f"{s.steps:,} {s.per} steps · kernel time per step (GPU-side TPOT) {per_step}")
+        what = "steps found without a marker" if s.per == "auto" else f"{s.per} steps"
+        out.append(f"{s.steps:,} {what} · kernel time per step (GPU-side TPOT) {per_step}")
     if fp.steps is not None:
         out += steps_summary.headline(fp.steps)
     if s.coverage is not None:
@@ -197,6 +199,14 @@ def tables(fp: Fingerprint, top: int, names: Names = Names.short) -> Tables:
     if fp.sync:
         rows = [[a.name, f"{a.calls:,}", u.ns(a.total_ns)] for a in fp.sync]
         out.append(("Synchronising API calls", ("call", "calls", "total"), rows, ()))
+    if fp.api:
+        shown_a = fp.api[:top]
+        rows = [
+            [a.name, f"{a.calls:,}", u.ns(a.total_ns), *(u.ns(v) for v in (a.mean_ns, a.median_ns, a.min_ns, a.max_ns))]
+            for a in shown_a
+        ]
+        header = ("call", "calls", "total", "mean", "median", "min", "max")
+        out.append((f"Host API calls (top {len(shown_a)} of {len(fp.api):,})", header, rows, (3, 5, 6)))
     if fp.nvtx:
         shown_r = fp.nvtx[:top]
         rows = [[r.name, r.domain, f"{r.count:,}", u.ns(r.total_ns)] for r in shown_r]

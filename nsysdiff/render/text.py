@@ -521,6 +521,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len(d.kernels), "kernel"),
         (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
         (len(d.sync), "sync call"),
+        (len(d.api), "host API call"),
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
         (_rank_count(d), "rank"),
     ]
@@ -580,6 +581,7 @@ def render(report: Report, *, width: int = 120, details: bool = False, names: Na
         if d.headline.basis != "nvtx":  # else the compared ranges are above
             _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
         _named_changes(console, "Synchronising API calls", "call", d.sync, width)
+        _named_changes(console, "Host API calls", "call", d.api, width)
         _devices(console, d, width)
         _ranks(console, d)
         _comparability(console, d, width)

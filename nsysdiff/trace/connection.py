@@ -72,6 +72,11 @@ class TraceConnection:
         (row,) = self.query(rules.diagnosis_sql(where))
         return diagnosis(self.path, rules, row)
 
+    def without_rowid(self, table: str) -> bool:
+        """Whether ``table`` was made WITHOUT ROWID (hand-made: nsys never writes one)."""
+        rows = self.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        return any(isinstance(r[0], str) and "WITHOUT ROWID" in " ".join(r[0].upper().split()) for r in rows)
+
     def strings(self, ids: Sequence[int]) -> dict[int, str]:
         """Resolve StringIds ids, fetching each at most once."""
         missing = sorted({int(i) for i in ids if i is not None} - self._strings.keys())

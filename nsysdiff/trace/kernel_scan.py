@@ -93,7 +93,7 @@ def _key(cols: list[IntArray]) -> IntArray | None:
     return key
 
 
-def _reduce(
+def fold_rows(
     cols: list[IntArray], values: list[IntArray], *, runs: bool = False
 ) -> tuple[list[IntArray], list[IntArray]]:
     """Sum ``values`` over equal rows of ``cols``; the result sorted by the columns.
@@ -205,15 +205,15 @@ def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Ker
             raise BadRows
         # One sort of the chunk: its distinct (name, device, duration) rows and their
         # counts, from which the groups and the histogram take their parts.
-        (cn, cd, cu), (cc,) = _reduce([name, dev, dur], [np.ones(len(dur), dtype=np.int64)])
-        gk, gv = _reduce([cn, cd], [cc, cu * cc], runs=True)
-        g_keys, g_vals = _reduce(
+        (cn, cd, cu), (cc,) = fold_rows([name, dev, dur], [np.ones(len(dur), dtype=np.int64)])
+        gk, gv = fold_rows([cn, cd], [cc, cu * cc], runs=True)
+        g_keys, g_vals = fold_rows(
             [np.concatenate(p) for p in zip(g_keys, gk, strict=True)],
             [np.concatenate(p) for p in zip(g_vals, gv, strict=True)],
             runs=True,
         )
-        hk, hv = _reduce([cn, cu], [cc])
-        h_keys, h_vals = _reduce(
+        hk, hv = fold_rows([cn, cu], [cc])
+        h_keys, h_vals = fold_rows(
             [np.concatenate(p) for p in zip(h_keys, hk, strict=True)], [np.concatenate((h_vals[0], hv[0]))], runs=True
         )
         if len(h_keys[0]) > _HIST_LIMIT:

@@ -104,7 +104,7 @@ class KernelReader(TraceConnection):
         if shapes:
             shape = " || ',' || ".join(f'coalesce("{c}", 0)' if c in cols else "0" for c in SHAPE_COLS)
         busy_sql = self._busy_sql(source, where, name_col, short_col, rules)
-        if shapes or self._without_rowid():
+        if shapes or self.without_rowid(s.KERNEL):
             # A table without rowids (hand-made: nsys never writes one) has no order to
             # scan in chunks; the histogram reader needs none.
             configs_sql = self._configs_sql(name_col, where, source)
@@ -140,10 +140,6 @@ class KernelReader(TraceConnection):
             devices=tuple(DeviceRow(*(int(x) for x in r)) for r in busy_rows),  # type: ignore[call-overload]
             configs=configs,
         )
-
-    def _without_rowid(self) -> bool:
-        rows = self.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (s.KERNEL,))
-        return any(isinstance(r[0], str) and "WITHOUT ROWID" in " ".join(r[0].upper().split()) for r in rows)
 
     def _histogram(
         self,

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from nsysdiff.trace import schema as s
+from nsysdiff.trace.autosteps import AutoStepReader
 from nsysdiff.trace.connection import tune
 from nsysdiff.trace.kernels import KernelReader
 from nsysdiff.trace.nvtx import NvtxReader
@@ -18,7 +19,7 @@ from nsysdiff.trace.runtime import RuntimeReader
 from nsysdiff.trace.steps import StepReader
 
 
-class TraceReader(KernelReader, RuntimeReader, NvtxReader, StepReader):
+class TraceReader(KernelReader, RuntimeReader, NvtxReader, StepReader, AutoStepReader):
     """Read-only access to one export, through its probed schema."""
 
 

@@ -245,6 +245,24 @@ class ApiStats:
 
 
 @dataclass(frozen=True, slots=True)
+class HostApiStats:
+    """One host API name's calls (runtime table), as ``nsys stats --report cuda_api_sum``
+    gives them: the name as the trace spells it, version suffix and all; the median of an
+    even number of calls is the mean of the middle two."""
+
+    name: str
+    calls: int
+    total_ns: int
+    median_ns: float
+    min_ns: int
+    max_ns: int
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class RangeRow:
     name: str
     domain: str

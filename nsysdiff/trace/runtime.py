@@ -8,11 +8,23 @@ import re
 from typing import TYPE_CHECKING
 
 from nsysdiff.errors import TraceError
+from nsysdiff.trace import api_scan
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
+from nsysdiff.trace.kernel_scan import BadRows
 from nsysdiff.trace.names import name_text
-from nsysdiff.trace.records import WHOLE, ApiStats, CopyStats, GpuInfo, GraphMode, Metadata, Selection, Window
+from nsysdiff.trace.records import (
+    WHOLE,
+    ApiStats,
+    CopyStats,
+    GpuInfo,
+    GraphMode,
+    HostApiStats,
+    Metadata,
+    Selection,
+    Window,
+)
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
 _COPY_KINDS_BUILTIN = {
@@ -189,3 +201,54 @@ class RuntimeReader(TraceConnection):
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+    def api_census(self, window: Window | None = None) -> tuple[HostApiStats, ...]:
+        """Every host API name's calls in the runtime table (calls starting in ``window``),
+        equal to ``nsys stats --report cuda_api_sum``: one chunked pass in rowid order
+        (:mod:`nsysdiff.trace.api_scan`); one row per name reaches Python. Sorted by total
+        time, then name."""
+        if not self.schema.has(s.RUNTIME, "nameId", "start", "end"):
+            return ()
+        rules = RowRules(s.RUNTIME, ids=("nameId",))
+        where = "1" if window is None else f"start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
+        source = s.RUNTIME
+        if self.without_rowid(s.RUNTIME):
+            # A hand-made table without rowids has no order to page through: a copy has.
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
+            self.execute(f'CREATE TEMP TABLE nsysdiff_api_rows AS SELECT nameId, start, "end" FROM {s.RUNTIME}')
+            source = "temp.nsysdiff_api_rows"
+        try:
+            rows = api_scan.scan(self.con, source, where)
+        except BadRows:
+            raise self.diagnose(rules, where) from None
+        finally:
+            self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
+        out: dict[str, HostApiStats] = {}
+        names = self.strings([n for n, *_ in rows])
+        for n, calls, total, median, lo, hi in rows:
+            name = names[n]
+            row = HostApiStats(name, calls, total, median, lo, hi)
+            # Two ids with one text (never seen) are one name, as the name is the key.
+            prev = out.get(name)
+            out[name] = row if prev is None else _merged(prev, row)
+        return tuple(sorted(out.values(), key=lambda a: (-a.total_ns, a.name)))
+
+    def sync_of(self, census: tuple[HostApiStats, ...]) -> tuple[ApiStats, ...]:
+        """The synchronising calls of a whole-trace census (what :meth:`sync_calls` reads
+        by a scan of its own), so that a whole read scans the runtime table once."""
+        totals: dict[str, tuple[int, int]] = {}
+        for a in census:
+            if _SYNC_API.match(a.name):
+                name = _VERSION_SUFFIX.sub("", a.name)
+                c, t = totals.get(name, (0, 0))
+                totals[name] = (c + a.calls, t + a.total_ns)
+        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
+
+
+def _merged(a: HostApiStats, b: HostApiStats) -> HostApiStats:
+    # The exact median of the union is not recoverable from two medians; the larger set's
+    # stands (no real export has shown two ids with one text).
+    median = a.median_ns if a.calls >= b.calls else b.median_ns
+    return HostApiStats(
+        a.name, a.calls + b.calls, a.total_ns + b.total_ns, median, min(a.min_ns, b.min_ns), max(a.max_ns, b.max_ns)
+    )

@@ -118,6 +118,12 @@ class StepReader(TraceConnection):
         ).reshape(-1, 2)
         starts, ends = ranges[:, 0].copy(), ranges[:, 1].copy()
         del ranges
+        return self.scan_steps(starts, ends, pid, who if pp else None)
+
+    def scan_steps(self, starts: IntArray, ends: IntArray, pid: int, tid: int | None = None) -> StepRows:
+        """The scan of steps given by their boundaries (start order) in process ``pid``:
+        an NVTX range's instances, or steps found without a marker. ``tid``: the thread
+        whose launches count in a step's kernel time (None: every thread's)."""
         # A step's time inside its range stops at the next step's start (docs/steps.md).
         limits = np.concatenate((np.minimum(ends[:-1], starts[1:]), ends[-1:]))
         self._steps_table(starts, ends, limits)
@@ -127,7 +133,7 @@ class StepReader(TraceConnection):
         parts = self._sweep(n, pid, lo, hi, families)
         calls_end = int(ends[-1])  # the last step's period is its duration
         self._calls_table(pid, lo, calls_end, families)
-        kernel_ns = self._kernel_ns(n, pid, who if pp else None)
+        kernel_ns = self._kernel_ns(n, pid, tid)
         calls, times = self._call_sums(n)
         return StepRows(starts, ends, parts, kernel_ns, calls, times)
 

@@ -82,6 +82,7 @@ def test_cli_csv_on_stdout_and_one_file_per_table(tmp_path: Path) -> None:
     assert len(rows_of(res.stdout)) == 35
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == [
+        "api.csv",
         "categories.csv",
         "devices.csv",
         "findings.csv",

@@ -287,6 +287,7 @@ TOP_LEVEL = [
     "memcpy",
     "memset",
     "sync",
+    "api",
     "nvtx",
     "graphs",
     "variants",

@@ -69,7 +69,7 @@ def test_steps_reach_the_callback_in_order() -> None:
         "metadata",
         "memcpy",
         "memset",
-        "sync calls",
+        "host API calls",
         "NVTX ranges",
         "reducing to a fingerprint",
     ]
