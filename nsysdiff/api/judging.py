@@ -11,7 +11,17 @@ from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
-from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, RuleResult, undecided_reason
+from nsysdiff.rules.report import (
+    NO_RULES,
+    NOT_JUDGED,
+    WITHIN_NOISE,
+    Finding,
+    Level,
+    Outcome,
+    Report,
+    RuleResult,
+    undecided_reason,
+)
 
 
 def compare_run_sets(
@@ -60,6 +70,7 @@ def judge(
         # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
         # read in CI as "no regression" with any outlier on screen.
         reasons = (*reasons, f"{NO_RULES} ({', '.join(packs) or 'no rule file'}): nothing was judged")
+    notes = (*notes, *remark_notes(rules))
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
@@ -96,6 +107,21 @@ def judge(
         strict=strict,
         packs=tuple(packs),
     )
+
+
+def remark_notes(rules: Sequence[RuleResult]) -> tuple[str, ...]:
+    """The rules whose subject moved within its noise (with the smallest change one run per
+    side can detect) and those that judged nothing, rules with one reason grouped: a rule
+    with no finding must not read as passed when it saw nothing."""
+    out = []
+    for what, head in ((WITHIN_NOISE, "within run-to-run noise"), (NOT_JUDGED, "not judged")):
+        by_reason: dict[str, list[str]] = {}
+        for r in rules:
+            if r.remark == what:
+                by_reason.setdefault(r.remark_reason, []).append(r.rule_id)
+        if by_reason:
+            out.append(f"{head}: " + "; ".join(f"{', '.join(ids)}: {why}" for why, ids in by_reason.items()))
+    return tuple(out)
 
 
 def check_type(value: object, kind: type | tuple[type, ...], name: str, wanted: str) -> None:

@@ -12,6 +12,7 @@ from nsysdiff.api.judging import check_type, judge, rule_names
 from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Settings
+from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint
@@ -85,9 +86,11 @@ def diff(
         raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     history = history_spec(base)
     read_opts = _scope_for(o, ruleset)
-    b_runs, c_runs = _read_sides(base, candidate, history, read_opts, o, progress, notify)
+    b_runs, c_runs, one_sided = _read_sides(base, candidate, history, read_opts, o, progress, notify)
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
+    if one_sided is not None:
+        reasons = (one_sided, *reasons)
     d = rundiff.compare_sides(b_runs, c_runs, o.settings)
     day = today or date.today()
     findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
@@ -174,9 +177,11 @@ def _read_sides(
     o: DiffOptions,
     progress: Step,
     notify: Callable[[str], None],
-) -> tuple[runset.RunSet, runset.RunSet]:
+) -> tuple[runset.RunSet, runset.RunSet, str | None]:
     """Both sides per ``opts``; read again whole when the rule files' step range is not on
-    both sides (or no history run was read per it), the fallback of docs/steps.md."""
+    both sides (or no history run was read per it), the fallback of docs/steps.md. The
+    third item is the reason the comparison is not valid when only one side has the steps:
+    a renamed step range must never pass silently, its step rules having judged nothing."""
     from nsysdiff.errors import InconclusiveError
     from nsysdiff.trace import sides
 
@@ -200,6 +205,25 @@ def _read_sides(
         if history is None or opts.per is not None or not opts.step_ranges:
             raise
         b_runs, c_runs = read(whole)
+    one_sided = None
     if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
+        one_sided = _one_sided(b_runs, c_runs)
         b_runs, c_runs = read(whole)
-    return b_runs, c_runs
+    return b_runs, c_runs, one_sided
+
+
+def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:
+    """Why sides with the step range on one side only can't be compared per step; None when
+    neither side has it (both are read whole, as the fallback says) or the sides differ
+    otherwise (a history run or a profile read without steps)."""
+    b = {fp.scope.per for fp in b_runs.runs}
+    c = {fp.scope.per for fp in c_runs.runs}
+    if b == {None} or c == {None}:
+        has, lacks = ("base", "candidate") if c == {None} else ("candidate", "base")
+        name = next(p for p in b | c if p is not None)
+        return (
+            f"{ONE_SIDED}: the {has} has {name} ranges and the {lacks} has none (renamed or "
+            f"removed?); the step rules can't judge it. Name the candidate's step range with --per, or "
+            "restore the range"
+        )
+    return None

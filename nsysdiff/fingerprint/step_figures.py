@@ -33,7 +33,20 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
         CallTimes(HostFamily(t.family), t.calls, t.total_ns, t.bytes, t.p50_ns, t.p90_ns, t.p99_ns, t.max_ns)
         for t in rows.times
     )
-    return Steps(name, domain, series, times, skipped=skipped, last_period_is_duration=True)
+    return Steps(
+        name, domain, series, times, skipped=skipped, last_period_is_duration=True, gpu_period_ns=gpu_period(rows)
+    )
+
+
+def gpu_period(rows: StepRows) -> float | None:
+    """The GPU's time per step: the mean interval between the ends of consecutive steps'
+    GPU work (the last kernel each launched). A loop whose host runs ahead (CUDA graphs,
+    asynchronous scheduling) enqueues a step faster than the GPU finishes it: the user
+    waits for the GPU. None with fewer than two steps that launched kernels."""
+    done = rows.gpu_end_ns[rows.gpu_end_ns > 0]
+    if len(done) < 2:
+        return None
+    return float(done[-1] - done[0]) / (len(done) - 1)
 
 
 # --- figures across the steps ------------------------------------------------------------

@@ -230,6 +230,9 @@ class Steps:
     skipped: int = 0  # warm-up steps dropped before these (--skip-first)
     # Whether the last step's period is its range duration (no next step to measure to).
     last_period_is_duration: bool = True
+    # The mean interval between consecutive steps' GPU completions (docs/steps.md, "The
+    # GPU period"); None where too few steps launched kernels, or in older fingerprints.
+    gpu_period_ns: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepSeries):

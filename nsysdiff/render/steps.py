@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from nsysdiff import units as u
-from nsysdiff.compare.steps import TAIL_RATIO, FamilyChange, StepsDiff, StepSide
+from nsysdiff.compare.steps import TAIL_RATIO, Bound, FamilyChange, StepsDiff, StepSide
 from nsysdiff.fingerprint.model import to_data
 from nsysdiff.fingerprint.steps import HostFamily, StepPart
 
@@ -61,8 +61,11 @@ def family_word(family: HostFamily, n: float) -> str:
 
 def period_line(sd: StepsDiff) -> str:
     """``time per step 27.88 ms → 55.76 ms (2.00x): +27.88 ms between steps, kernels unchanged``."""
-    b, c = sd.base.period.mean, sd.candidate.period.mean
-    head = f"time per step {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.ratio())})"
+    b, c = sd.base.time_per_step, sd.candidate.time_per_step
+    head = f"time per step {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
+    if sd.base.gpu_ahead or sd.candidate.gpu_ahead:
+        # The parts split the host period; the GPU's period is what the user waits for.
+        head += f", GPU period (host period {u.ns(sd.base.period.mean)} → {u.ns(sd.candidate.period.mean)})"
     moved = [f"{u.signed_ns(p.delta_ns)} {PART_WORDS[p.part]}" for p in sd.material()[:3]]
     compute_moved = any(p.part is StepPart.COMPUTE for p in sd.material())
     if sd.kernels_unchanged and not compute_moved:
@@ -106,9 +109,31 @@ def call_time_phrase(sd: StepsDiff) -> str | None:
     )
 
 
+def loop_phrase(s: StepSide) -> str:
+    """``host-bound, GPU busy 8% of each step``."""
+    text = f"{s.bound.value}, GPU busy {100 * s.gpu_share:.0f}% of each step"
+    if s.gpu_ahead and s.gpu_period_ns is not None:
+        text += (
+            f" (the host enqueues a step in {u.ns(s.period.mean)}, the GPU finishes one every {u.ns(s.gpu_period_ns)})"
+        )
+    return text
+
+
+def loop_line(sd: StepsDiff) -> str:
+    """What each side's loop waits on and what follows for judging it."""
+    b, c = loop_phrase(sd.base), loop_phrase(sd.candidate)
+    sides = f"loop: {b}" if b == c else f"loop: base {b}; candidate {c}"
+    if sd.base.bound is Bound.GPU and sd.candidate.bound is Bound.GPU:
+        follows = "the GPU time per step is the time per step"
+    else:
+        follows = "GPU time per step is judged on its own"
+    gpu = f"GPU time per step {u.ns(sd.base.kernel_per_step)} → {u.ns(sd.candidate.kernel_per_step)}"
+    return f"{sides}: {follows} ({gpu}, {u.ratio(sd.kernel_ratio)})"
+
+
 def first_lines(sd: StepsDiff) -> list[str]:
     """The step lines of a report's first screen."""
-    lines = [period_line(sd)]
+    lines = [period_line(sd), loop_line(sd)]
     counts = counts_phrase(sd.count_changes()) or "host calls per step unchanged (" + _launches(sd) + ")"
     slower = call_time_phrase(sd)
     lines.append(counts + ("; " + slower if slower else ""))
@@ -125,7 +150,8 @@ def _launches(sd: StepsDiff) -> str:
 
 def verdict_phrase(sd: StepsDiff) -> str:
     """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms (2.00x)``."""
-    return f"time per {sd.name} {u.ns(sd.base.period.mean)} → {u.ns(sd.candidate.period.mean)} ({u.ratio(sd.ratio())})"
+    b, c = sd.base.time_per_step, sd.candidate.time_per_step
+    return f"time per {sd.name} {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
 
 
 def stat_rows(sd: StepsDiff) -> list[list[str]]:

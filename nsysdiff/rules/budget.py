@@ -17,7 +17,7 @@ from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
-from nsysdiff.rules.report import Finding
+from nsysdiff.rules.report import NOT_JUDGED, Finding, Level, remark
 from nsysdiff.safe.regex import Regex
 from nsysdiff.trace.records import QUANTILE_GRID
 
@@ -570,16 +570,30 @@ def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_li
 
 def _moves_the_step(diff: Diff, o: BudgetOptions, b: Group | None, c: Group) -> bool:
     """Whether the selection's change per step is at least ``min_step_share`` of the base
-    time per step (always, without the option or without steps on both sides)."""
+    GPU time per step (always, without the option or without steps on both sides). The
+    GPU time per step is steady between repeats; a host-dominated period is not, and a
+    floor on it would judge one change differently by which repeat is the base."""
     s = diff.steps
     if o.min_step_share is None or s is None or not s.base.steps or not s.candidate.steps:
         return True
     before = (b.total_ns if b else 0) / s.base.steps
     after = c.total_ns / s.candidate.steps
-    return abs(after - before) >= o.min_step_share * s.base.period.mean
+    return abs(after - before) >= o.min_step_share * s.base.kernel_per_step
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    """The budget's findings; with ``min_step_share`` (a rule about the time per token), an
+    error is a warning when the steps got faster clear of their noise: an improvement never
+    fails a build, and the kernels that got slower inside it are still named."""
+    o: BudgetOptions = rule.options
+    better = diff.steps.improvement() if o.min_step_share is not None and diff.steps is not None else None
+    for f in _check(diff, rule):
+        if better is not None and f.level is Level.ERROR and not f.remark:
+            f = dataclasses.replace(f, level=Level.WARNING, message=f"{f.message} ({better}: a warning)")
+        yield f
+
+
+def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: BudgetOptions = rule.options
     bg, cg = groups(diff.base, o), groups(diff.candidate, o)
     bs, cs = steps(diff.base, o.per), steps(diff.candidate, o.per)
@@ -591,14 +605,22 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         noise[o.metric] = _noise_of(o, o.metric, normalised)
         if o.max_share is not None:
             noise["share"] = _noise_of(o, "share", normalised)
+    skipped: list[str] = []  # why each subject went unjudged
     for subject in sorted(bg.keys() | cg.keys()):
         b, c = bg.get(subject), cg.get(subject)
         if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
+            skipped.append(f"{subject} under min_time {units.fmt_time(o.min_time_ns)}")
             continue
         if c is None:
+            skipped.append(f"{subject} gone from the candidate")
             continue  # gone from the candidate: nothing left to exceed a limit
         if not _moves_the_step(diff, o, b, c):
+            assert o.min_step_share is not None
+            skipped.append(
+                f"{subject} moved by less than {units.fmt_percent(o.min_step_share)} of the GPU time per step"
+            )
             continue
+        skipped.append("")
         bv = value(b, diff.base, o.metric, bs if normalised else None) if b else None
         cv = value(c, diff.candidate, o.metric, cs if normalised else None)
         if cv is None:
@@ -646,6 +668,16 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 yield dataclasses.replace(found, message=reason, inconclusive=True)
             elif lim.breached:
                 yield found
+
+    if all(skipped):
+        yield remark(rule.id, "budget", NOT_JUDGED, _unjudged(o, skipped))
+
+
+def _unjudged(o: BudgetOptions, skipped: list[str]) -> str:
+    """Why a budget judged no subject: nothing matched its selector, or each fell under a floor."""
+    if not skipped:
+        return "nothing matched its selector"
+    return "; ".join(skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3 else "")
 
 
 KIND = Kind(

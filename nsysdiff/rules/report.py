@@ -59,6 +59,20 @@ class Finding:
     # A line that stands for the findings of a rule beyond those listed (see
     # nsysdiff.rules.engine.MAX_FINDINGS_PER_RULE): counted nowhere, waived by nothing.
     summary: bool = False
+    # A rule's word on itself, not a finding: NOT_JUDGED (it judged nothing: no steps,
+    # nothing matched its selector, under its floor) or WITHIN_NOISE (what it judged moved
+    # within its noise). The engine moves it onto the rule's result (RuleResult.remark).
+    remark: str = ""
+
+
+# RuleResult.remark: the rule judged nothing, or found its subject within the noise.
+NOT_JUDGED = "not judged"
+WITHIN_NOISE = "within noise"
+
+
+def remark(rule_id: str, kind: str, what: str, reason: str) -> Finding:
+    """A rule's remark on itself (``what`` is NOT_JUDGED or WITHIN_NOISE), with the reason."""
+    return Finding(Level.INFO, rule_id, kind, what, "", "", "", message=reason, statistical=False, remark=what)
 
 
 def undecided_reason(f: Finding) -> str:
@@ -75,6 +89,10 @@ class RuleResult:
     level: Level
     description: str
     findings: int  # active (unwaived) findings
+    # NOT_JUDGED or WITHIN_NOISE with its reason (``remark_reason``); "" when the rule
+    # judged its subjects and they are within its limits or listed as findings.
+    remark: str = ""
+    remark_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
