@@ -334,9 +334,12 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
     )
     base = bv if bv is not None else 0.0
     cause = _cause(o, base, cv)
+    subject = f"{sd.name} {o.subject}"
     if o.metric in _GPU and cv > base:
+        # The kernel that moved it is what a reader looks for first.
         top = top_kernel(diff, sd)
         cause += f", most {top}" if top else ""
+        subject = f"{sd.name} GPU time per step" + (f": {top}" if top else "")
     message = rule.message or cause
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
@@ -367,7 +370,7 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
             level=rule.level,
             rule_id=rule.id,
             kind="step",
-            subject=f"{sd.name} {o.subject}",
+            subject=subject,
             observed=_observed(o, lim, base, shown),
             limit=lim.text,
             evidence=evidence,
