@@ -359,7 +359,7 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
                 continue
         elif cv <= lim.bound * (1 + 1e-9) + 1e-9:
             continue  # within the limit
-        reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged)
+        reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged, _counts(runs))
         if reason is not None:
             # Within its noise a time is no finding and no reason for an inconclusive
             # verdict: the report says so, with the smallest change it could have seen.
@@ -403,6 +403,7 @@ def _undecided(
     base: StepSide,
     interval: tuple[float, float, float] | None,
     judged: noise_limits.SubjectNoise | None,
+    counts: str = "one run per side",
 ) -> str | None:
     """Why a breach of a noisy metric can't be told from the noise, with the smallest
     change the runs could have detected; None when it can."""
@@ -430,7 +431,16 @@ def _undecided(
         if o.noise is not None
         else "more runs, a history baseline or a noise profile detect less"
     )
-    return f"one run per side detects {smallest} or more; {remedy}"
+    return f"{counts} can detect {smallest} or more; {remedy}"
+
+
+def _counts(runs: tuple[Sequence[StepSide], Sequence[StepSide]] | None) -> str:
+    """``one run per side``, or ``2 base runs and 1 candidate run`` where they differ: two
+    base runs are two, even when one side's single run leaves no interval to compute."""
+    if runs is None or (len(runs[0]) <= 1 and len(runs[1]) <= 1):
+        return "one run per side"
+    b, c = len(runs[0]), len(runs[1])
+    return f"{b} base run{'s' if b != 1 else ''} and {c} candidate run{'s' if c != 1 else ''}"
 
 
 KIND = Kind(
