@@ -608,19 +608,10 @@ def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     skipped: list[str] = []  # why each subject went unjudged
     for subject in sorted(bg.keys() | cg.keys()):
         b, c = bg.get(subject), cg.get(subject)
-        if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
-            skipped.append(f"{subject} under min_time {units.fmt_time(o.min_time_ns)}")
+        why = _skipped(diff, o, b, c)
+        skipped.append(why)
+        if why or c is None:
             continue
-        if c is None:
-            skipped.append(f"{subject} gone from the candidate")
-            continue  # gone from the candidate: nothing left to exceed a limit
-        if not _moves_the_step(diff, o, b, c):
-            assert o.min_step_share is not None
-            skipped.append(
-                f"{subject} moved by less than {units.fmt_percent(o.min_step_share)} of the GPU time per step"
-            )
-            continue
-        skipped.append("")
         bv = value(b, diff.base, o.metric, bs if normalised else None) if b else None
         cv = value(c, diff.candidate, o.metric, cs if normalised else None)
         if cv is None:
@@ -673,11 +664,24 @@ def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         yield remark(rule.id, "budget", NOT_JUDGED, _unjudged(o, skipped))
 
 
+def _skipped(diff: Diff, o: BudgetOptions, b: Group | None, c: Group | None) -> str:
+    """Why a subject is not judged ("" when it is): under the floor, gone from the
+    candidate (nothing left to exceed a limit), or too small a change per step."""
+    if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
+        return f"under its floor min_time {units.fmt_time(o.min_time_ns)}"
+    if c is None:
+        return "gone from the candidate"
+    if not _moves_the_step(diff, o, b, c):
+        share = units.fmt_percent(o.min_step_share or 0.0)
+        return f"moved by less than its floor ({share} of the GPU time per step)"
+    return ""
+
+
 def _unjudged(o: BudgetOptions, skipped: list[str]) -> str:
     """Why a budget judged no subject: nothing matched its selector, or each fell under a floor."""
     if not skipped:
         return "nothing matched its selector"
-    return "; ".join(skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3 else "")
+    return "; ".join(dict.fromkeys(skipped))
 
 
 KIND = Kind(

@@ -426,12 +426,9 @@ def _undecided(
         return None
     what = "the base time per step" if o.metric in PARTS else "the base value"
     smallest = f"+{100 * (o.assumed - 1.0):.0f}% of {what} ({_fmt(o)((o.assumed - 1.0) * scale)})"
-    remedy = (
-        "the noise profile has no steps to measure it: make one from runs with steps"
-        if o.noise is not None
-        else "more runs, a history baseline or a noise profile detect less"
-    )
-    return f"{counts} can detect {smallest} or more; {remedy}"
+    if o.noise is not None:
+        return f"{counts} can detect {smallest} or more (the noise profile has no steps)"
+    return f"{counts} can detect {smallest} or more"
 
 
 def _counts(runs: tuple[Sequence[StepSide], Sequence[StepSide]] | None) -> str:
