@@ -18,8 +18,8 @@ from pathlib import Path
 
 import planted_steps as ps
 import pytest
-from conftest import real_trace
-from test_planted_steps import first, nsysdiff, tpot
+from conftest import real_trace, run_cli
+from test_planted_steps import first, tpot
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "ci"
 
@@ -40,7 +40,7 @@ def failed_section(out: str) -> str:
 
 
 def test_fp32_lm_head_fails_on_gpu_time_per_step_named(bs16: Path, gpu_planted: dict[str, Path]) -> None:
-    code, out = tpot(bs16, gpu_planted["fp32_head"])
+    code, out, _ = tpot(bs16, gpu_planted["fp32_head"])
     assert code == 1, out
     failed = failed_section(out)
     assert "step-gpu-time" in failed and "sm80_xmma_gemm_f32f32" in failed, out
@@ -48,7 +48,7 @@ def test_fp32_lm_head_fails_on_gpu_time_per_step_named(bs16: Path, gpu_planted: 
 
 
 def test_slower_norm_fails_on_launch_and_d2d_counts(bs16: Path, gpu_planted: dict[str, Path]) -> None:
-    code, out = tpot(bs16, gpu_planted["slow_norm"])
+    code, out, _ = tpot(bs16, gpu_planted["slow_norm"])
     assert code == 1, out
     assert "+33 launches and +33 D2D copies per step" in first(out), out
     failed = failed_section(out)
@@ -58,7 +58,7 @@ def test_slower_norm_fails_on_launch_and_d2d_counts(bs16: Path, gpu_planted: dic
 
 @pytest.mark.parametrize("order", [("llm_bs16", "llm_bs16_r2"), ("llm_bs16_r2", "llm_bs16")])
 def test_repeats_pass_both_ways_with_the_noise_said(order: tuple[str, str]) -> None:
-    code, out = tpot(*(real_trace(f"h100/{n}") for n in order))
+    code, out, _ = tpot(*(real_trace(f"h100/{n}") for n in order))
     assert code == 0, out
     if order[0] == "llm_bs16_r2":  # the slower run as the candidate: +23% per step
         assert "within run-to-run noise" in first(out) and "one run per side can" in out, out
@@ -66,7 +66,7 @@ def test_repeats_pass_both_ways_with_the_noise_said(order: tuple[str, str]) -> N
 
 @pytest.mark.parametrize("order", [("main_r2", "main"), ("main", "main_r2")])
 def test_the_ci_examples_repeats_pass_both_ways(order: tuple[str, str]) -> None:
-    code, out = tpot(*(EXAMPLES / f"{n}.json" for n in order))
+    code, out, _ = tpot(*(EXAMPLES / f"{n}.json" for n in order))
     assert code == 0, out
 
 
@@ -82,13 +82,13 @@ def renamed(src: Path, dst: Path) -> Path:
 @pytest.mark.parametrize("side", ["base", "candidate"])
 def test_a_step_range_renamed_on_one_side_is_never_a_silent_pass(bs16: Path, tmp_path: Path, side: str) -> None:
     other = renamed(bs16, tmp_path / "renamed.sqlite")
-    code, out = tpot(other, bs16) if side == "base" else tpot(bs16, other)
+    code, out, _ = tpot(other, bs16) if side == "base" else tpot(bs16, other)
     assert code == 3, out
     assert "steps on one side only" in out.splitlines()[0], out
 
 
 def test_rules_that_judged_nothing_are_listed_in_json(bs16: Path) -> None:
-    _, out = nsysdiff(bs16, bs16, "--rules", "tpot", "--format", "json")
+    _, out, _ = run_cli(bs16, bs16, "--rules", "tpot", "--format", "json")
     rules = {r["rule_id"]: r for r in json.loads(out)["rules"]}
     assert rules["norm-per-call"]["judged"] is False
     assert "nothing matched" in rules["norm-per-call"]["not_judged"]
@@ -97,7 +97,7 @@ def test_rules_that_judged_nothing_are_listed_in_json(bs16: Path) -> None:
 
 def test_graph_replay_is_timed_by_its_gpu_and_gpu_bound() -> None:
     node = real_trace("h100/graph_node")
-    code, out = tpot(node, node)
+    code, out, _ = tpot(node, node)
     assert code == 0, out
     line = next(x for x in out.splitlines() if "time per step " in x and "time/step" in x)
     per_step_us = float(line.split("time per step ")[1].split(" us")[0])
@@ -107,7 +107,7 @@ def test_graph_replay_is_timed_by_its_gpu_and_gpu_bound() -> None:
 
 def test_the_eager_decoder_is_host_or_launch_bound() -> None:
     bs16 = real_trace("h100/llm_bs16")
-    _, out = tpot(bs16, bs16)
+    _, out, _ = tpot(bs16, bs16)
     assert "loop: host-bound" in first(out) or "loop: launch-bound" in first(out), out
 
 
