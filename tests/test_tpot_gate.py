@@ -64,6 +64,18 @@ def test_repeats_pass_both_ways_with_the_noise_said(order: tuple[str, str]) -> N
         assert "within run-to-run noise" in first(out) and "one run per side can" in out, out
 
 
+def test_two_base_runs_are_said_as_two_on_the_first_line() -> None:
+    r1, r2 = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
+    code, out, _ = tpot([r1, r2], [r1])
+    assert code == 0, out
+    head = " ".join(first(out).split())
+    # Each side's runs, and the ratio of their geometric means: not the median run's 1.23x.
+    assert "time per decode_step 26.52-32.59 ms (2 runs) → 32.59 ms (1 run), 1.11x geomean" in head, out
+    assert "(1.23x)" not in head.split("traces")[0], out
+    flat = " ".join(out.split())
+    assert "2 base runs and 1 candidate run can detect" in flat and "one run per side" not in flat, out
+
+
 @pytest.mark.parametrize("order", [("main_r2", "main"), ("main", "main_r2")])
 def test_the_ci_examples_repeats_pass_both_ways(order: tuple[str, str]) -> None:
     code, out, _ = tpot(*(EXAMPLES / f"{n}.json" for n in order))

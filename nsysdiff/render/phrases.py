@@ -269,7 +269,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
     if report.diff.steps is not None:
-        parts.append(step_lines.verdict_phrase(report.diff.steps))
+        per_run = report.diff.runs.steps if report.diff.runs is not None else None
+        parts.append(step_lines.verdict_phrase(report.diff.steps, per_run))
     parts.append(kernel_time_phrase(report.diff))
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))

@@ -11,6 +11,8 @@ The first lines (every format's first screen, whenever both sides have steps):
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from nsysdiff import units as u
@@ -149,10 +151,32 @@ def _launches(sd: StepsDiff) -> str:
     return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step" if f else "no launches"
 
 
-def verdict_phrase(sd: StepsDiff) -> str:
-    """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms (2.00x)``."""
+def verdict_phrase(sd: StepsDiff, per_run: tuple[Sequence[StepSide], Sequence[StepSide]] | None = None) -> str:
+    """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms
+    (2.00x)``; with several runs on a side (``per_run``, every run's steps), each side's
+    runs and the ratio of their geometric means, never one run's figure as the side's:
+    ``time per decode_step 26.52-32.59 ms (2 runs) → 32.59 ms (1 run), 1.11x geomean``."""
     b, c = sd.base.time_per_step, sd.candidate.time_per_step
-    return f"time per {sd.name} {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
+    if per_run is None or (len(per_run[0]) <= 1 and len(per_run[1]) <= 1):
+        return f"time per {sd.name} {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
+    bases = [s.time_per_step for s in per_run[0]]
+    cands = [s.time_per_step for s in per_run[1]]
+    text = f"time per {sd.name} {_over_runs(bases)} → {_over_runs(cands)}"
+    if min(bases + cands) > 0:
+        ratio = math.exp(statistics.fmean(map(math.log, cands)) - statistics.fmean(map(math.log, bases)))
+        text += f", {u.ratio(ratio)} geomean"
+    return text
+
+
+def _over_runs(times: Sequence[float]) -> str:
+    """``32.59 ms (1 run)``, ``26.52-32.59 ms (2 runs)``: a side's runs, low to high."""
+    if len(times) == 1:
+        return f"{u.ns(times[0])} (1 run)"
+    low, high = u.ns(min(times)), u.ns(max(times))
+    unit = high.split()[-1]
+    if low.endswith(" " + unit):
+        low = low.rsplit(" ", 1)[0]
+    return f"{low}-{high} ({len(times)} runs)"
 
 
 def stat_rows(sd: StepsDiff) -> list[list[str]]:
