@@ -107,6 +107,15 @@ def test_rules_that_judged_nothing_are_listed_in_json(bs16: Path) -> None:
     assert rules["step-launches"]["judged"] is True and rules["step-launches"]["not_judged"] is None
 
 
+def test_github_annotations_say_what_was_not_judged_and_what_moved_within_noise() -> None:
+    r1, r2 = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
+    code, out, _ = run_cli(r2, r1, "--rules", "tpot", "--format", "github")
+    assert code == 0, out
+    notices = [line for line in out.splitlines() if line.startswith("::notice title=nsysdiff%3A ")]
+    assert any("not judged::" in n and "norm-per-call" in n and "nothing matched" in n for n in notices), out
+    assert any("within run-to-run noise::step-time" in n and "can detect" in n for n in notices), out
+
+
 def test_graph_replay_is_timed_by_its_gpu_and_gpu_bound() -> None:
     node = real_trace("h100/graph_node")
     code, out, _ = tpot(node, node)

@@ -13,13 +13,12 @@ from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.rules.report import (
     NO_RULES,
-    NOT_JUDGED,
-    WITHIN_NOISE,
     Finding,
     Level,
     Outcome,
     Report,
     RuleResult,
+    remark_notes,
     undecided_reason,
 )
 
@@ -107,21 +106,6 @@ def judge(
         strict=strict,
         packs=tuple(packs),
     )
-
-
-def remark_notes(rules: Sequence[RuleResult]) -> tuple[str, ...]:
-    """The rules whose subject moved within its noise (with the smallest change one run per
-    side can detect) and those that judged nothing, rules with one reason grouped: a rule
-    with no finding must not read as passed when it saw nothing."""
-    out = []
-    for what, head in ((WITHIN_NOISE, "within run-to-run noise"), (NOT_JUDGED, "not judged")):
-        by_reason: dict[str, list[str]] = {}
-        for r in rules:
-            if r.remark == what:
-                by_reason.setdefault(r.remark_reason, []).append(r.rule_id)
-        if by_reason:
-            out.append(f"{head}: " + "; ".join(f"{', '.join(ids)}: {why}" for why, ids in by_reason.items()))
-    return tuple(out)
 
 
 def check_type(value: object, kind: type | tuple[type, ...], name: str, wanted: str) -> None:

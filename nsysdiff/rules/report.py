@@ -6,6 +6,7 @@ Every renderer takes a :class:`Report`; nothing downstream recomputes a verdict.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nsysdiff.compare.diff import Diff
@@ -122,3 +123,18 @@ class Report:
         """The findings too small to tell at a level that would decide a FAIL."""
         levels = {Level.ERROR, Level.WARNING} if self.strict else {Level.ERROR}
         return tuple(f for f in self.active if f.level in levels and f.inconclusive)
+
+
+def remark_notes(rules: Sequence[RuleResult]) -> tuple[str, ...]:
+    """The rules whose subject moved within its noise (with the smallest change one run per
+    side can detect) and those that judged nothing, rules with one reason grouped: a rule
+    with no finding must not read as passed when it saw nothing."""
+    out = []
+    for what, head in ((WITHIN_NOISE, "within run-to-run noise"), (NOT_JUDGED, "not judged")):
+        by_reason: dict[str, list[str]] = {}
+        for r in rules:
+            if r.remark == what:
+                by_reason.setdefault(r.remark_reason, []).append(r.rule_id)
+        if by_reason:
+            out.append(f"{head}: " + "; ".join(f"{', '.join(ids)}: {why}" for why, ids in by_reason.items()))
+    return tuple(out)
