@@ -19,6 +19,7 @@ from pathlib import Path
 import planted_steps as ps
 import pytest
 from conftest import real_trace, run_cli
+from test_planted import TRACES
 from test_planted_steps import first, tpot
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "ci"
@@ -151,3 +152,12 @@ def test_sqlite_of_plants_keeps_the_kernel_count(bs16: Path, gpu_planted: dict[s
 
     assert kernels(gpu_planted["fp32_head"]) == kernels(bs16)
     assert kernels(gpu_planted["slow_norm"]) == kernels(bs16) + 33 * 32
+
+
+@pytest.mark.skipif(not TRACES, reason="real traces not found (set NSYSDIFF_TRACES or add ../shared/traces)")
+@pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
+def test_every_trace_against_itself_passes_the_tpot_pack(path: Path) -> None:
+    # Through the CLI, so that the pack's step range applies where a trace has it; a
+    # graph-mode capture compared by its steps and ranges is valid on both sides.
+    code, out, _ = run_cli(path, path, "--rules", "tpot", "--width", "120")
+    assert code == 0, out
