@@ -144,6 +144,8 @@ class StepOptions:
             return f"{self.family.value} {self.metric.value.replace('_', ' ')}"
         if self.metric in _ACROSS_STEPS:
             return f"{self.metric.value} {self.stat}"
+        if self.metric is StepMetric.GPU:
+            return "GPU time"
         return str(self.metric.value)
 
 
@@ -294,7 +296,7 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
     o: StepOptions = rule.options
     fmt = o.quantity.fmt
     evidence = (
-        f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
+        f"{o.subject} per {sd.name} {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
         f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
         f"{u.ns(sd.base.time_per_step)} -> {u.ns(sd.candidate.time_per_step)}"
     )
