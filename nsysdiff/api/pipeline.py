@@ -221,6 +221,14 @@ def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:
     if b == {None} or c == {None}:
         has, lacks = ("base", "candidate") if c == {None} else ("candidate", "base")
         name = next(p for p in b | c if p is not None)
+        pattern = scope.parse_pattern(name, "--per")
+        lacking = c_runs if c == {None} else b_runs
+        if any(pattern.matches(r.name, r.domain) for fp in lacking.runs for r in fp.nvtx):
+            # The ranges are there, but the side was saved without them as steps.
+            return (
+                f"{ONE_SIDED}: the {lacks} has {name} ranges but was saved without steps (a fingerprint "
+                f"made without --per); fingerprint it again with --per {name}, or give its trace"
+            )
         return (
             f"{ONE_SIDED}: the {has} has {name} ranges and the {lacks} has none (renamed or "
             f"removed?); the step rules can't judge it. Name the candidate's step range with --per, or "
