@@ -11,6 +11,13 @@ the time is inserted inside them and move where it is inserted between them.
   ``cudaStreamSynchronize`` at the end of each step);
 - :func:`alloc_churn`: ``pairs`` ``cudaMalloc``/``cudaFree`` pairs per step;
 - :func:`slow_launches`: every launch call ``extra_ns`` slower.
+
+GPU-side regressions (their launches as the host made them):
+
+- :func:`fp32_head`: the lm_head GEMM under an fp32 FFMA kernel, 2.8x slower per call;
+  the later GPU work queues behind it (the host, far ahead of a 9%-busy GPU, doesn't wait);
+- :func:`slow_norm`: after each RMSNorm one more elementwise kernel and one more 2.16 MB
+  device-to-device copy, with their launch and copy calls.
 """
 
 from __future__ import annotations
@@ -183,6 +190,112 @@ def slow_launches(src: Path, dst: Path, extra_ns: int = 10_000) -> Path:
     con.execute(
         f'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = "end" + {extra_ns} WHERE rowid IN (SELECT r FROM launches)'
     )
+    con.commit()
+    con.close()
+    return dst
+
+
+# The lm_head GEMM of the llm_* decoder (bf16 nvjet, one call per step) and the fp32 FFMA
+# kernel cuBLAS picks when the head runs in fp32.
+HEAD = "nvjet_sm90_tst_256x16_64x6_2x1_v_bz_TNT"
+FP32_HEAD = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_execute_kernel"
+GPU_ROWS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def _requeue(con: sqlite3.Connection) -> None:
+    """Let the GPU work of one in-order stream queue again: a row starts no earlier than
+    it did and no earlier than the previous row's end (a slower kernel delays what follows
+    until the idle GPU has caught up)."""
+    rows = []
+    for t in GPU_ROWS:
+        rows += [(s, e, t, r) for r, s, e in con.execute(f'SELECT rowid, start, "end" FROM {t}')]
+    rows.sort()
+    busy_until, moved = 0, []
+    for s, e, t, r in rows:
+        new = max(s, busy_until)
+        busy_until = new + (e - s)
+        if new != s:
+            moved.append((new - s, t, r))
+    for d, t, r in moved:
+        con.execute(f'UPDATE {t} SET start = start + ?, "end" = "end" + ? WHERE rowid = ?', (d, d, r))
+
+
+def fp32_head(src: Path, dst: Path, slower: float = 2.8) -> Path:
+    """The lm_head GEMM forced to fp32: its rows renamed to an fp32 FFMA kernel and
+    ``slower`` times as long; the GPU work after it queues behind it. The host calls stay:
+    the host of this loop is far ahead of the GPU (a decode step's sync finds it idle)."""
+    con = _copy(src, dst)
+    old, new = _name_id(con, HEAD), _name_id(con, FP32_HEAD)
+    con.execute(
+        f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + CAST(("end" - start) * {slower} AS INTEGER), '
+        "shortName = ?, demangledName = ?, mangledName = ? WHERE shortName = ?",
+        (new, new, new, old),
+    )
+    _requeue(con)
+    con.commit()
+    con.close()
+    return dst
+
+
+def _template(con: sqlite3.Connection, table: str, where: str) -> tuple[list[str], dict[str, object]]:
+    cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+    row = con.execute(f"SELECT * FROM {table} WHERE {where} LIMIT 1").fetchone()
+    return cols, dict(zip(cols, row, strict=True))
+
+
+def _insert(con: sqlite3.Connection, table: str, cols: list[str], rows: list[dict[str, object]]) -> None:
+    names = ", ".join(f'"{c}"' for c in cols)
+    marks = ", ".join("?" for _ in cols)
+    con.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", [[r[c] for c in cols] for r in rows])
+
+
+# A norm's mean: the one reduce kernel of each RMSNorm (33 per step: 32 layers and the final).
+NORM_MEAN = "reduce_kernel"
+
+
+def slow_norm(src: Path, dst: Path, nbytes: int = 2_162_688, copy_ns: int = 2_700) -> Path:
+    """A slower RMSNorm: after each norm's mean kernel is launched, one more elementwise
+    kernel (1.3 us) and one more D2D copy of ``nbytes`` (``copy_ns``), issued by a
+    ``cudaLaunchKernel`` and a ``cudaMemcpyAsync`` call in 25 us of added host time."""
+    con = _copy(src, dst)
+    means = con.execute(
+        'SELECT r."end", r.globalTid, k.correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL k '
+        "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+        'WHERE k.shortName = ? AND k.gridX = 1 ORDER BY r."end"',
+        (_name_id(con, NORM_MEAN),),
+    ).fetchall()
+    room = 25_000
+    _shift(con, [(end, room) for end, _, _ in means])
+    calls = _Calls(con)
+    kcols, kernel = _template(
+        con, "CUPTI_ACTIVITY_KIND_KERNEL", f"shortName = {_name_id(con, 'vectorized_elementwise_kernel')}"
+    )
+    ccols, copy = _template(con, "CUPTI_ACTIVITY_KIND_MEMCPY", "1")
+    kernels, copies = [], []
+    for i, (end, tid, corr) in enumerate(means):
+        at = end + i * room  # where this norm's room lies once the earlier ones are in
+        (mean_end,) = con.execute(
+            'SELECT "end" FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = ?', (corr,)
+        ).fetchone()
+        k_corr = calls.api("cudaLaunchKernel_v7000", at + 1_000, at + 9_000, tid)
+        k_start = max(at + 8_000, mean_end + 1_000)
+        kernels.append({**kernel, "start": k_start, "end": k_start + 1_300, "correlationId": k_corr})
+        c_corr = calls.api("cudaMemcpyAsync_v3020", at + 11_000, at + 21_000, tid)
+        c_start = max(at + 13_000, k_start + 1_800)
+        copies.append(
+            {
+                **copy,
+                "start": c_start,
+                "end": c_start + copy_ns,
+                "correlationId": c_corr,
+                "bytes": nbytes,
+                "copyKind": 8,
+                "srcKind": 2,
+                "dstKind": 2,
+            }
+        )
+    _insert(con, "CUPTI_ACTIVITY_KIND_KERNEL", kcols, kernels)
+    _insert(con, "CUPTI_ACTIVITY_KIND_MEMCPY", ccols, copies)
     con.commit()
     con.close()
     return dst

@@ -25,7 +25,7 @@ import planted_steps as ps
 import pytest
 from conftest import Result, real_trace, run_cli
 
-FIRST_LINES = 14  # the lines a reader sees before scrolling: the verdict and the headline
+FIRST_LINES = 18  # the lines a reader sees before scrolling: the verdict and the headline
 STEP_NS = 28_760_000  # llm_bs1's mean time per step
 
 
@@ -101,12 +101,13 @@ def test_gap_between_steps_is_never_a_silent_pass(bs1: Path, planted: dict[str, 
     assert "between steps" in first(out) and "kernels unchanged" in first(out), out
 
 
-def test_a_smaller_gap_within_a_repeats_noise_is_inconclusive_not_a_pass(bs1: Path, tmp_path: Path) -> None:
+def test_a_smaller_gap_within_a_repeats_noise_is_said_to_be_within_it(bs1: Path, tmp_path: Path) -> None:
     # +30% per step: inside what two runs of one build differ by (1.23x on llm_bs16), so
-    # one run per side can't tell it; the verdict says so instead of passing.
+    # one run per side can't tell it: no finding and no exit 3 (a repeat would be red),
+    # and the first screen says so, with the smallest change one run per side detects.
     code, out, _ = tpot(bs1, ps.gap(bs1, tmp_path / "gap30.sqlite", [int(0.3 * STEP_NS)]))
-    assert code == 3, out
-    assert "inconclusive: rule 'step-time'" in first(out) and "between steps" in out, out
+    assert code == 0, out
+    assert "within run-to-run noise: step-time" in first(out) and "between steps" in out, out
 
 
 def test_gap_between_steps_fails_with_three_runs(bs1: Path, tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_jittered_runs_of_one_build_do_not_fail(bs1: Path, tmp_path: Path) -> No
 def test_eager_against_compile_passes_with_the_step_time_halved(size: str) -> None:
     code, out, _ = tpot(real_trace(f"h100/llm_{size}"), real_trace(f"h100/llm_{size}_compile"))
     assert code == 0, out
-    line = next(x for x in out.splitlines() if "time per step" in x)
+    line = next(x for x in out.splitlines() if x.startswith("time/step"))
     ratio = float(line.split("(")[1].split("x")[0])
     assert 0.35 <= ratio <= 0.6, line
     assert "launch-bound" in first(out) or "other host time" in first(out)
@@ -138,7 +139,7 @@ def test_eager_against_compile_passes_with_the_step_time_halved(size: str) -> No
 def test_repeats_of_one_build_never_fail_with_one_run_per_side(order: tuple[str, str]) -> None:
     a, b = (real_trace(f"h100/{n}") for n in order)
     code, out, _ = tpot(a, b)
-    assert code in (0, 3), out
+    assert code == 0, out
 
 
 def test_repeats_of_one_build_never_fail_with_two_runs_per_side() -> None:
@@ -196,7 +197,7 @@ def test_the_first_lines_docs_show_are_what_the_planted_copies_print(bs1: Path, 
     import json
 
     docs = (Path(__file__).parents[1] / "docs" / "diff.md").read_text(encoding="utf-8")
-    for name, line in (("gap", 0), ("item", 1), ("slow_launches", 1)):
+    for name, line in (("gap", 0), ("item", 2), ("slow_launches", 2)):
         _, out, _ = run_cli(bs1, planted[name], "--rules", "tpot", "--format", "json")
         shown = json.loads(out)["steps"]["first_lines"][line]
         assert shown in docs, shown

@@ -11,7 +11,16 @@ from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
-from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, RuleResult, undecided_reason
+from nsysdiff.rules.report import (
+    NO_RULES,
+    Finding,
+    Level,
+    Outcome,
+    Report,
+    RuleResult,
+    remark_notes,
+    undecided_reason,
+)
 
 
 def compare_run_sets(
@@ -60,6 +69,7 @@ def judge(
         # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
         # read in CI as "no regression" with any outlier on screen.
         reasons = (*reasons, f"{NO_RULES} ({', '.join(packs) or 'no rule file'}): nothing was judged")
+    notes = (*notes, *remark_notes(rules))
     order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
     ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
     provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)

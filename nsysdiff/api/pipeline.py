@@ -12,6 +12,7 @@ from nsysdiff.api.judging import check_type, judge, rule_names
 from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Settings
+from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import runset, scope
 from nsysdiff.fingerprint.model import Fingerprint
@@ -85,9 +86,14 @@ def diff(
         raise UsageError("--noise-profile judges rules; --no-rules judges none: give one of them")
     history = history_spec(base)
     read_opts = _scope_for(o, ruleset)
-    b_runs, c_runs = _read_sides(base, candidate, history, read_opts, o, progress, notify)
+    b_runs, c_runs, one_sided = _read_sides(base, candidate, history, read_opts, o, progress, notify)
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
+    if one_sided is not None and b.scope.per == scope.AUTO and c.scope.per == scope.AUTO:
+        # Judged on one step definition for both sides: said, and valid.
+        notes = (f"{one_sided.split(';')[0]}: both sides are judged per step found without a marker", *notes)
+    elif one_sided is not None:
+        reasons = (one_sided, *reasons)
     d = rundiff.compare_sides(b_runs, c_runs, o.settings)
     day = today or date.today()
     findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
@@ -174,11 +180,13 @@ def _read_sides(
     o: DiffOptions,
     progress: Step,
     notify: Callable[[str], None],
-) -> tuple[runset.RunSet, runset.RunSet]:
-    """Both sides per ``opts``; when the rule files' step range is not on both sides, read
-    again per steps found without a marker on both (never a marker's steps against auto
+) -> tuple[runset.RunSet, runset.RunSet, str | None]:
+    """Both sides per ``opts``. When the rule files' step range is not on both sides, both
+    are read again per steps found without a marker (never a marker's steps against auto
     steps), and whole when those are not found either or a history run was not read per
-    the range: the fallbacks of docs/steps.md."""
+    the range: the fallbacks of docs/steps.md. The third item is why the comparison is not
+    valid when only one side has the range and no auto steps stand in on both: a renamed
+    step range must never pass silently, its step rules having judged nothing."""
     from nsysdiff.errors import InconclusiveError
     from nsysdiff.trace import sides
     from nsysdiff.trace.autosteps import NoStepsError
@@ -206,9 +214,13 @@ def _read_sides(
     except NoStepsError as e:
         raise InconclusiveError(str(e)) from None  # --per auto found no steps on a side: exit 3
     runs = [*b_runs.runs, *c_runs.runs]
+    one_sided = None
     if opts.per is None and opts.step_ranges and not (scope.same_steps(runs) and runs[0].scope.per):
+        # The range on one side only: invalid, unless auto steps stand in on both sides
+        # (one step definition for both, said on the first line).
+        one_sided = None if scope.same_steps(runs) else _one_sided(b_runs, c_runs)
         b_runs, c_runs = _auto_or_whole(read, opts, whole, history)
-    return b_runs, c_runs
+    return b_runs, c_runs, one_sided
 
 
 def _auto_or_whole(
@@ -228,3 +240,28 @@ def _auto_or_whole(
         except (NoStepsError, InconclusiveError, UsageError):
             pass
     return read(whole)
+
+
+def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:
+    """Why sides with the step range on one side only can't be compared per step; None when
+    neither side has it (both are read whole, as the fallback says) or the sides differ
+    otherwise (a history run or a profile read without steps)."""
+    b = {fp.scope.per for fp in b_runs.runs}
+    c = {fp.scope.per for fp in c_runs.runs}
+    if b == {None} or c == {None}:
+        has, lacks = ("base", "candidate") if c == {None} else ("candidate", "base")
+        name = next(p for p in b | c if p is not None)
+        pattern = scope.parse_pattern(name, "--per")
+        lacking = c_runs if c == {None} else b_runs
+        if any(pattern.matches(r.name, r.domain) for fp in lacking.runs for r in fp.nvtx):
+            # The ranges are there, but the side was saved without them as steps.
+            return (
+                f"{ONE_SIDED}: the {lacks} has {name} ranges but was saved without steps (a fingerprint "
+                f"made without --per); fingerprint it again with --per {name}, or give its trace"
+            )
+        return (
+            f"{ONE_SIDED}: the {has} has {name} ranges and the {lacks} has none (renamed or "
+            f"removed?); the step rules can't judge it. Name the candidate's step range with --per, or "
+            "restore the range"
+        )
+    return None

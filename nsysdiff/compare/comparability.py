@@ -170,6 +170,15 @@ def _data(base: Fingerprint, cand: Fingerprint, reasons: list[str], notes: list[
             f"(capture with `{NODE_FLAG}` to see them)"
         )
     graph = None if basis == "graphs" else _graph_reason(base, cand)
+    if graph and basis == "nvtx" and base.meta.graph_mode is cand.meta.graph_mode is GraphMode.GRAPH:
+        # Both sides replay graphs the same way and neither has a kernel row (a scope inside
+        # NVTX ranges or steps): their ranges and steps describe the same work, so this is
+        # what the comparison can't see, not a reason it is invalid.
+        notes.append(
+            "graph-mode captures on both sides: compared by their NVTX ranges and steps; the "
+            f"kernels inside the graphs are not visible (capture with `{NODE_FLAG}` to see them)"
+        )
+        graph = None
     if basis not in ("nvtx", "graphs"):
         for side, fp in (("base", base), ("candidate", cand)):
             # A graph-mode side has its work in graph launches, not no data: the graph

@@ -30,7 +30,27 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0, found: str =
             f"step {i}: parts add up to {int(parts[i].sum())} ns, not the period {int(period[i])} ns"
         )
     series = StepSeries.from_columns(start - start[0], duration, period, rows.kernel_ns, parts, rows.calls)
-    return Steps(name, domain, series, rows.times, skipped=skipped, last_period_is_duration=True, found=found)
+    return Steps(
+        name,
+        domain,
+        series,
+        rows.times,
+        skipped=skipped,
+        last_period_is_duration=True,
+        found=found,
+        gpu_period_ns=gpu_period(rows),
+    )
+
+
+def gpu_period(rows: StepRows) -> float | None:
+    """The GPU's time per step: the mean interval between the ends of consecutive steps'
+    GPU work (the last kernel each launched). A loop whose host runs ahead (CUDA graphs,
+    asynchronous scheduling) enqueues a step faster than the GPU finishes it: the user
+    waits for the GPU. None with fewer than two steps that launched kernels."""
+    done = rows.gpu_end_ns[rows.gpu_end_ns > 0]
+    if len(done) < 2:
+        return None
+    return float(done[-1] - done[0]) / (len(done) - 1)
 
 
 # --- figures across the steps ------------------------------------------------------------

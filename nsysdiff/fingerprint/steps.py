@@ -205,6 +205,9 @@ class Steps:
     # Steps found without a marker (--per auto, name "auto"): how they were found, in one
     # phrase; "" for a range's instances.
     found: str = ""
+    # The mean interval between consecutive steps' GPU completions (docs/steps.md, "The
+    # GPU period"); None where too few steps launched kernels, or in older fingerprints.
+    gpu_period_ns: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepSeries):

@@ -2,8 +2,9 @@
 
 :func:`render` prints one ``::error`` / ``::warning`` / ``::notice`` command per active
 finding (a finding that decides a FAIL, e.g. a warning under ``--strict``, is an
-``::error``), one ``::warning`` per reason the traces can't be compared, and a final
-``::notice`` carrying the verdict line.
+``::error``), one ``::warning`` per reason the traces can't be compared, one ``::notice``
+for the rules that judged nothing and one for those whose subject moved within its
+noise (each with the reasons), and a final ``::notice`` carrying the verdict line.
 
 Everything interpolated into a command is escaped the way GitHub's toolkit
 (``@actions/core``, ``command.ts``) does: in the message ``%``, ``\\r``, ``\\n`` become
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.render import markdown, phrases
-from nsysdiff.rules.report import Finding, Level, Report
+from nsysdiff.rules.report import Finding, Level, Report, remark_notes
 from nsysdiff.safe import neutral
 
 _COMMAND = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "notice"}
@@ -61,6 +62,10 @@ def render(report: Report) -> str:
     failing = set(report.failed)
     lines = [annotation(f, f in failing) for f in report.active]
     lines += [command("warning", reason, title="nsysdiff: inconclusive") for reason in report.reasons]
+    # Rules that judged nothing, or saw a change within its noise: never a silent pass.
+    for note in remark_notes(report.rules):
+        head, _, body = note.partition(": ")
+        lines.append(command("notice", body, title=f"nsysdiff: {head}"))
     lines.append(command("notice", phrases.verdict_line(report), title="nsysdiff"))
     return "\n".join(lines) + "\n"
 

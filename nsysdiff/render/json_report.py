@@ -22,7 +22,7 @@ from nsysdiff.compare.runstats import KeyComparison
 from nsysdiff.fingerprint.model import Fingerprint, TraceMeta, to_data
 from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import finite
-from nsysdiff.rules.report import Finding, Report, RuleResult
+from nsysdiff.rules.report import NOT_JUDGED, WITHIN_NOISE, Finding, Report, RuleResult
 from nsysdiff.safe import neutral
 from nsysdiff.trace.records import CopyStats
 
@@ -156,6 +156,10 @@ def rule_row(r: RuleResult, failed: set[str]) -> dict[str, Any]:
         "description": r.description,
         "findings": r.findings,
         "failed": r.rule_id in failed,
+        # Whether the rule judged anything; a rule that saw nothing is no pass.
+        "judged": r.remark != NOT_JUDGED,
+        "not_judged": r.remark_reason if r.remark == NOT_JUDGED else None,
+        "within_noise": r.remark_reason if r.remark == WITHIN_NOISE else None,
     }
 
 

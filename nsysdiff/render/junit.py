@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 
 from nsysdiff.render import phrases
-from nsysdiff.rules.report import Finding, Outcome, Report
+from nsysdiff.rules.report import NOT_JUDGED, Finding, Outcome, Report
 from nsysdiff.safe import neutral
 
 
@@ -90,6 +90,9 @@ def render(report: Report) -> str:
                 type=rule.level.value,
             )
             fail.text = _x(rule.description)
+        elif rule.remark == NOT_JUDGED:
+            # A test runner shows a skipped case as such, never as passed.
+            ET.SubElement(case, "skipped", message=_x(f"not judged: {rule.remark_reason}"))
         else:
             out = ET.SubElement(case, "system-out")
             out.text = _x(f"{rule.description} ({phrases.plural(rule.findings, 'active finding')})")

@@ -12,6 +12,7 @@ from nsysdiff import units as u
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
+from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.render import runs
 from nsysdiff.render import steps as step_lines
 from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, undecided_reason
@@ -256,6 +257,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
             what = "nothing judged"
         else:
             what = "too small to tell" if too_small(report) else "can't compare"
+        one_sided = next((r for r in report.reasons if r.startswith(ONE_SIDED)), None)
+        if one_sided is not None:
+            what += ": " + one_sided.split(";")[0]
         if reasons_below:
             n = len(report.reasons)
             parts.append(f"{what} ({'the reason' if n == 1 else f'{n} reasons'} below)")
@@ -265,7 +269,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         parts.append(plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
     if report.diff.steps is not None:
-        parts.append(step_lines.verdict_phrase(report.diff.steps))
+        per_run = report.diff.runs.steps if report.diff.runs is not None else None
+        parts.append(step_lines.verdict_phrase(report.diff.steps, per_run))
     parts.append(kernel_time_phrase(report.diff))
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))

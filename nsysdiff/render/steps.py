@@ -11,10 +11,12 @@ The first lines (every format's first screen, whenever both sides have steps):
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from nsysdiff import units as u
-from nsysdiff.compare.steps import TAIL_RATIO, FamilyChange, StepsDiff, StepSide
+from nsysdiff.compare.steps import TAIL_RATIO, Bound, FamilyChange, StepsDiff, StepSide
 from nsysdiff.fingerprint.model import to_data
 from nsysdiff.fingerprint.steps import StepPart
 from nsysdiff.trace.records import HostFamily
@@ -62,8 +64,11 @@ def family_word(family: HostFamily, n: float) -> str:
 
 def period_line(sd: StepsDiff) -> str:
     """``time per step 27.88 ms → 55.76 ms (2.00x): +27.88 ms between steps, kernels unchanged``."""
-    b, c = sd.base.period.mean, sd.candidate.period.mean
-    head = f"time per step {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.ratio())})"
+    b, c = sd.base.time_per_step, sd.candidate.time_per_step
+    head = f"time per step {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
+    if sd.base.gpu_ahead or sd.candidate.gpu_ahead:
+        # The parts split the host period; the GPU's period is what the user waits for.
+        head += f", GPU period (host period {u.ns(sd.base.period.mean)} → {u.ns(sd.candidate.period.mean)})"
     moved = [f"{u.signed_ns(p.delta_ns)} {PART_WORDS[p.part]}" for p in sd.material()[:3]]
     compute_moved = any(p.part is StepPart.COMPUTE for p in sd.material())
     if sd.kernels_unchanged and not compute_moved:
@@ -107,9 +112,31 @@ def call_time_phrase(sd: StepsDiff) -> str | None:
     )
 
 
+def loop_phrase(s: StepSide) -> str:
+    """``host-bound, GPU busy 8% of each step``."""
+    text = f"{s.bound.value}, GPU busy {100 * s.gpu_share:.0f}% of each step"
+    if s.gpu_ahead and s.gpu_period_ns is not None:
+        text += (
+            f" (the host enqueues a step in {u.ns(s.period.mean)}, the GPU finishes one every {u.ns(s.gpu_period_ns)})"
+        )
+    return text
+
+
+def loop_line(sd: StepsDiff) -> str:
+    """What each side's loop waits on and what follows for judging it."""
+    b, c = loop_phrase(sd.base), loop_phrase(sd.candidate)
+    sides = f"loop: {b}" if b == c else f"loop: base {b}; candidate {c}"
+    if sd.base.bound is Bound.GPU and sd.candidate.bound is Bound.GPU:
+        follows = "the GPU time per step is the time per step"
+    else:
+        follows = "GPU time per step is judged on its own"
+    gpu = f"GPU time per step {u.ns(sd.base.kernel_per_step)} → {u.ns(sd.candidate.kernel_per_step)}"
+    return f"{sides}: {follows} ({gpu}, {u.ratio(sd.kernel_ratio)})"
+
+
 def first_lines(sd: StepsDiff) -> list[str]:
     """The step lines of a report's first screen."""
-    lines = [period_line(sd)]
+    lines = [period_line(sd), loop_line(sd)]
     counts = counts_phrase(sd.count_changes()) or "host calls per step unchanged (" + _launches(sd) + ")"
     slower = call_time_phrase(sd)
     lines.append(counts + ("; " + slower if slower else ""))
@@ -129,10 +156,32 @@ def step_word(per: str) -> str:
     return "step (found without a marker)" if per == "auto" else per
 
 
-def verdict_phrase(sd: StepsDiff) -> str:
-    """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms (2.00x)``."""
-    base, cand = u.ns(sd.base.period.mean), u.ns(sd.candidate.period.mean)
-    return f"time per {step_word(sd.name)} {base} → {cand} ({u.ratio(sd.ratio())})"
+def verdict_phrase(sd: StepsDiff, per_run: tuple[Sequence[StepSide], Sequence[StepSide]] | None = None) -> str:
+    """What the verdict line says of the steps: ``time per decode_step 27.88 ms → 55.76 ms
+    (2.00x)``; with several runs on a side (``per_run``, every run's steps), each side's
+    runs and the ratio of their geometric means, never one run's figure as the side's:
+    ``time per decode_step 26.52-32.59 ms (2 runs) → 32.59 ms (1 run), 1.11x geomean``."""
+    b, c = sd.base.time_per_step, sd.candidate.time_per_step
+    if per_run is None or (len(per_run[0]) <= 1 and len(per_run[1]) <= 1):
+        return f"time per {step_word(sd.name)} {u.ns(b)} → {u.ns(c)} ({u.ratio(sd.time_ratio)})"
+    bases = [s.time_per_step for s in per_run[0]]
+    cands = [s.time_per_step for s in per_run[1]]
+    text = f"time per {step_word(sd.name)} {_over_runs(bases)} → {_over_runs(cands)}"
+    if min(bases + cands) > 0:
+        ratio = math.exp(statistics.fmean(map(math.log, cands)) - statistics.fmean(map(math.log, bases)))
+        text += f", {u.ratio(ratio)} geomean"
+    return text
+
+
+def _over_runs(times: Sequence[float]) -> str:
+    """``32.59 ms (1 run)``, ``26.52-32.59 ms (2 runs)``: a side's runs, low to high."""
+    if len(times) == 1:
+        return f"{u.ns(times[0])} (1 run)"
+    low, high = u.ns(min(times)), u.ns(max(times))
+    unit = high.split()[-1]
+    if low.endswith(" " + unit):
+        low = low.rsplit(" ", 1)[0]
+    return f"{low}-{high} ({len(times)} runs)"
 
 
 def stat_rows(sd: StepsDiff) -> list[list[str]]:

@@ -19,7 +19,7 @@ from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.limits import Limit, LimitKind, Quantity, exceeds
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
-from nsysdiff.rules.report import Finding
+from nsysdiff.rules.report import NOT_JUDGED, Finding, Level, remark
 from nsysdiff.safe.regex import Regex
 from nsysdiff.trace.records import QUANTILE_GRID
 
@@ -517,13 +517,15 @@ def _widths_reading(
 
 def _moves_the_step(diff: Diff, o: BudgetOptions, b: Group | None, c: Group) -> bool:
     """Whether the selection's change per step is at least ``min_step_share`` of the base
-    time per step (always, without the option or without steps on both sides)."""
+    GPU time per step (always, without the option or without steps on both sides). The
+    GPU time per step is steady between repeats; a host-dominated period is not, and a
+    floor on it would judge one change differently by which repeat is the base."""
     s = diff.steps
     if o.min_step_share is None or s is None or not s.base.steps or not s.candidate.steps:
         return True
     before = (b.total_ns if b else 0) / s.base.steps
     after = c.total_ns / s.candidate.steps
-    return abs(after - before) >= o.min_step_share * s.base.period.mean
+    return abs(after - before) >= o.min_step_share * s.base.kernel_per_step
 
 
 @dataclass(frozen=True, slots=True)
@@ -591,15 +593,26 @@ def _judged(found: Finding, reading: _Reading, judged: noise_limits.SubjectNoise
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    """The budget's findings; with ``min_step_share`` (a rule about the time per token), an
+    error is a warning when the steps got faster clear of their noise: an improvement never
+    fails a build, and the kernels that got slower inside it are still named."""
+    o: BudgetOptions = rule.options
+    better = diff.steps.improvement() if o.min_step_share is not None and diff.steps is not None else None
+    for f in _check(diff, rule):
+        if better is not None and f.level is Level.ERROR and not f.remark:
+            f = dataclasses.replace(f, level=Level.WARNING, message=f"{f.message} ({better}: a warning)")
+        yield f
+
+
+def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: BudgetOptions = rule.options
     sides = _sides(diff, o)
+    skipped: list[str] = []  # why each subject went unjudged
     for subject in sorted(sides.base.keys() | sides.candidate.keys()):
         b, c = sides.base.get(subject), sides.candidate.get(subject)
-        if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
-            continue
-        if c is None:
-            continue  # gone from the candidate: nothing left to exceed a limit
-        if not _moves_the_step(diff, o, b, c):
+        why = _skipped(diff, o, b, c)
+        skipped.append(why)
+        if why or c is None:
             continue
         bv = value(b, diff.base, o.metric, sides.base_steps if sides.normalised else None) if b else None
         cv = value(c, diff.candidate, o.metric, sides.candidate_steps if sides.normalised else None)
@@ -608,14 +621,14 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         evidence = _evidence(o, sides, b, c, bv, cv, subject)
         # A kernel judged on its own is named as every output names it (its label).
         shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
-        why = f"{o.metric.value} of {shown} is over budget"
+        message = f"{o.metric.value} of {shown} is over budget"
         for reading in _readings(o, b, c, bv, cv, diff, sides.noise.get(o.metric, {}).get(subject)):
             found = rule.finding(
                 shown,
                 reading.observed,
                 reading.limit,
                 evidence,
-                why,
+                message,
                 observed_value=reading.observed_value,
                 limit_value=reading.limit_value,
                 unit=reading.unit,
@@ -623,6 +636,29 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             judged = _judged(found, reading, sides.noise.get(reading.metric, {}).get(subject))
             if judged is not None:
                 yield judged
+
+    if all(skipped):
+        yield remark(rule.id, "budget", NOT_JUDGED, _unjudged(o, skipped))
+
+
+def _skipped(diff: Diff, o: BudgetOptions, b: Group | None, c: Group | None) -> str:
+    """Why a subject is not judged ("" when it is): under the floor, gone from the
+    candidate (nothing left to exceed a limit), or too small a change per step."""
+    if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
+        return f"under its floor min_time {units.fmt_time(o.min_time_ns)}"
+    if c is None:
+        return "gone from the candidate"
+    if not _moves_the_step(diff, o, b, c):
+        share = units.fmt_percent(o.min_step_share or 0.0)
+        return f"moved by less than its floor ({share} of the GPU time per step)"
+    return ""
+
+
+def _unjudged(o: BudgetOptions, skipped: list[str]) -> str:
+    """Why a budget judged no subject: nothing matched its selector, or each fell under a floor."""
+    if not skipped:
+        return "nothing matched its selector"
+    return "; ".join(dict.fromkeys(skipped))
 
 
 KIND = Kind(

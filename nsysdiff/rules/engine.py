@@ -25,9 +25,13 @@ def evaluate(diff: Diff, ruleset: RuleSet, *, today: date) -> tuple[tuple[Findin
     results: list[RuleResult] = []
     for rule in ruleset.rules:
         kind = KINDS[rule.kind]
-        found = waivers.apply(list(kind.check(diff, rule)), ruleset.waivers, today)
+        checked = list(kind.check(diff, rule))
+        remarks = [f for f in checked if f.remark]
+        found = waivers.apply([f for f in checked if not f.remark], ruleset.waivers, today)
         active = sum(1 for f in found if not f.waived)
         findings.extend(_bounded(found, rule.id, rule.kind))
+        # A rule with findings judged something: its remark is moot.
+        said = remarks[0] if remarks and not found else None
         results.append(
             RuleResult(
                 rule_id=rule.id,
@@ -35,6 +39,8 @@ def evaluate(diff: Diff, ruleset: RuleSet, *, today: date) -> tuple[tuple[Findin
                 level=rule.level,
                 description=rule.description or kind.summary,
                 findings=active,
+                remark=said.remark if said else "",
+                remark_reason=said.message if said else "",
             )
         )
     if any(f.covers for f in findings):

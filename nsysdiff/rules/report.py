@@ -6,6 +6,7 @@ Every renderer takes a :class:`Report`; nothing downstream recomputes a verdict.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nsysdiff.compare.diff import Diff
@@ -59,6 +60,20 @@ class Finding:
     # A line that stands for the findings of a rule beyond those listed (see
     # nsysdiff.rules.engine.MAX_FINDINGS_PER_RULE): counted nowhere, waived by nothing.
     summary: bool = False
+    # A rule's word on itself, not a finding: NOT_JUDGED (it judged nothing: no steps,
+    # nothing matched its selector, under its floor) or WITHIN_NOISE (what it judged moved
+    # within its noise). The engine moves it onto the rule's result (RuleResult.remark).
+    remark: str = ""
+
+
+# RuleResult.remark: the rule judged nothing, or found its subject within the noise.
+NOT_JUDGED = "not judged"
+WITHIN_NOISE = "within noise"
+
+
+def remark(rule_id: str, kind: str, what: str, reason: str) -> Finding:
+    """A rule's remark on itself (``what`` is NOT_JUDGED or WITHIN_NOISE), with the reason."""
+    return Finding(Level.INFO, rule_id, kind, what, "", "", "", message=reason, statistical=False, remark=what)
 
 
 def undecided_reason(f: Finding) -> str:
@@ -75,6 +90,10 @@ class RuleResult:
     level: Level
     description: str
     findings: int  # active (unwaived) findings
+    # NOT_JUDGED or WITHIN_NOISE with its reason (``remark_reason``); "" when the rule
+    # judged its subjects and they are within its limits or listed as findings.
+    remark: str = ""
+    remark_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +123,18 @@ class Report:
         """The findings too small to tell at a level that would decide a FAIL."""
         levels = {Level.ERROR, Level.WARNING} if self.strict else {Level.ERROR}
         return tuple(f for f in self.active if f.level in levels and f.inconclusive)
+
+
+def remark_notes(rules: Sequence[RuleResult]) -> tuple[str, ...]:
+    """The rules whose subject moved within its noise (with the smallest change one run per
+    side can detect) and those that judged nothing, rules with one reason grouped: a rule
+    with no finding must not read as passed when it saw nothing."""
+    out = []
+    for what, head in ((WITHIN_NOISE, "within run-to-run noise"), (NOT_JUDGED, "not judged")):
+        by_reason: dict[str, list[str]] = {}
+        for r in rules:
+            if r.remark == what:
+                by_reason.setdefault(r.remark_reason, []).append(r.rule_id)
+        if by_reason:
+            out.append(f"{head}: " + "; ".join(f"{', '.join(ids)}: {why}" for why, ids in by_reason.items()))
+    return tuple(out)

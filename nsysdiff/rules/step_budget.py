@@ -26,21 +26,23 @@ import numpy as np
 from nsysdiff import units as u
 from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff
-from nsysdiff.compare.steps import STATS, StepSide, side
+from nsysdiff.compare.steps import STATS, StepsDiff, StepSide, side
 from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
 from nsysdiff.fingerprint.steps import StepPart
 from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
 from nsysdiff.rules.limits import Limit, LimitKind, Quantity
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
-from nsysdiff.rules.report import Finding
+from nsysdiff.rules.report import NOT_JUDGED, WITHIN_NOISE, Finding, Level, remark
 from nsysdiff.trace.records import HostFamily
 
 
 class StepMetric(str, enum.Enum):
     """What a step rule measures per step, besides a part of the period (a StepPart)."""
 
-    PERIOD = "period"  # start to the next start: the time per step
+    TIME = "time"  # the steady-state time per step: the longer of the host and GPU periods
+    GPU = "gpu"  # the GPU time per step: the kernels each step launched
+    PERIOD = "period"  # start to the next start: the host period
     DURATION = "duration"  # the range's own
     TAIL = "tail"  # p99 / p50 of the periods
     CALLS = "calls"  # of a host family, per step (exact)
@@ -49,11 +51,17 @@ class StepMetric(str, enum.Enum):
 
 
 _ACROSS_STEPS = (StepMetric.PERIOD, StepMetric.DURATION)  # distributions: a statistic picks one figure
+_PER_STEP = (StepMetric.TIME, StepMetric.GPU)  # one figure per side
 _OF_FAMILY = (StepMetric.CALLS, StepMetric.BYTES, StepMetric.CALL_TIME)
 PARTS = tuple(p.value for p in StepPart)
 FAMILIES = tuple(f.value for f in HostFamily)
 # In the order the docs list them: the step's times, its tail, its parts, its host calls.
-METRICS = (*(m.value for m in _ACROSS_STEPS), StepMetric.TAIL.value, *PARTS, *(m.value for m in _OF_FAMILY))
+METRICS = (
+    *(m.value for m in (*_PER_STEP, *_ACROSS_STEPS)),
+    StepMetric.TAIL.value,
+    *PARTS,
+    *(m.value for m in _OF_FAMILY),
+)
 LIMITS = (LimitKind.MAX_RATIO, LimitKind.MAX_INCREASE, LimitKind.MAX_VALUE, LimitKind.MAX_INCREASE_OF_STEP)
 
 
@@ -62,7 +70,9 @@ OPTIONS = (
         "metric",
         "choice",
         opt.choice(METRICS),
-        "What to measure per step: `period` (start to the next start: the time per step), "
+        "What to measure per step: `time` (the steady-state time per step: the longer of the "
+        "host period and the GPU period), `gpu` (the GPU time per step: the kernels each step "
+        "launched), `period` (start to the next start: the host period), "
         "`duration` (the range's own), `tail` (p99 / p50 of the periods), a part of the "
         f"period ({', '.join(PARTS)}: its mean per step), `calls` or `bytes` per step of a "
         "host `family`, or `call_time` (the mean time per call of a `family`).",
@@ -134,6 +144,8 @@ class StepOptions:
             return f"{self.family.value} {self.metric.value.replace('_', ' ')}"
         if self.metric in _ACROSS_STEPS:
             return f"{self.metric.value} {self.stat}"
+        if self.metric is StepMetric.GPU:
+            return "GPU time"
         return str(self.metric.value)
 
 
@@ -156,7 +168,9 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
         raise OptionError("family", f"a family goes with calls, bytes or call_time, not {name!r}")
     if "stat" in given and metric not in _ACROSS_STEPS:
         raise OptionError("stat", f"a statistic across steps goes with period or duration, not {name!r}")
-    if "max_increase_of_step" in given and not (isinstance(metric, StepPart) or metric in _ACROSS_STEPS):
+    if "max_increase_of_step" in given and not (
+        isinstance(metric, StepPart) or metric in _ACROSS_STEPS or metric in _PER_STEP
+    ):
         raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {name!r}")
     return StepOptions(
         metric=metric,
@@ -174,6 +188,10 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
 def value(s: StepSide, o: StepOptions) -> float | None:
     """The metric on one side's steps; None where it has no value (no calls of the family)."""
     m = o.metric
+    if m is StepMetric.TIME:
+        return s.time_per_step
+    if m is StepMetric.GPU:
+        return s.kernel_per_step if s.kernel_total_ns else None
     if isinstance(m, StepPart):
         return s.part(m)
     if m is StepMetric.PERIOD:
@@ -235,27 +253,61 @@ def _cause(o: StepOptions, bv: float, cv: float) -> str:
         return f"{delta} {_CALL_WORDS[o.family]} call{'' if abs(cv - bv) == 1 else 's'} per step"
     if isinstance(o.metric, StepPart):
         return f"{u.signed_ns(cv - bv)} {o.metric.value.replace('_', ' ')} per step"
+    if o.metric is StepMetric.GPU:
+        return f"GPU time per step {o.quantity.fmt(bv)} -> {o.quantity.fmt(cv)} ({u.signed_ns(cv - bv)})"
     return f"{o.subject} {o.quantity.fmt(bv)} -> {o.quantity.fmt(cv)}"
+
+
+def top_kernel(diff: Diff, sd: StepsDiff) -> str | None:
+    """The kernel whose time per step grew the most (a kernel new in the candidate counts
+    from zero), as ``+91.44 us per step in sm80_xmma_gemm_f32f32… (new)``."""
+    base = {k.name: k.total_ns / sd.base.steps for k in diff.base.kernels}
+    cand = {k.name: k.total_ns / sd.candidate.steps for k in diff.candidate.kernels}
+    if not cand:
+        return None
+    name = max(cand, key=lambda n: cand[n] - base.get(n, 0.0))
+    delta = cand[name] - base.get(name, 0.0)
+    if delta <= 0:
+        return None
+    new = " (new)" if name not in base else ""
+    return f"{u.signed_ns(delta)} per step in {diff.labels.get(name, name)}{new}"
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: StepOptions = rule.options
     sd = diff.steps
     if sd is None:
+        yield remark(rule.id, "step", NOT_JUDGED, "no steps on both sides (a step range: --per or the pack's steps)")
         return
     bv, cv = value(sd.base, o), value(sd.candidate, o)
     if cv is None:
+        what = f"no {o.family.value} calls" if o.family is not None else "no kernel launched from the steps"
+        yield remark(rule.id, "step", NOT_JUDGED, f"{what} in the candidate's steps")
         return
     if o.quantity is Quantity.TIME and max(bv or 0.0, cv) < o.min_time_ns:
+        yield remark(
+            rule.id, "step", NOT_JUDGED, f"under its floor min_time {units.fmt_time(o.min_time_ns)} on both sides"
+        )
         return
+    yield from _judge(diff, rule, sd, bv, cv)
+
+
+def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -> Iterator[Finding]:
+    o: StepOptions = rule.options
     fmt = o.quantity.fmt
     evidence = (
-        f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
+        f"{o.subject} per {sd.name} {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
         f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
-        f"{u.ns(sd.base.period.mean)} -> {u.ns(sd.candidate.period.mean)}"
+        f"{u.ns(sd.base.time_per_step)} -> {u.ns(sd.candidate.time_per_step)}"
     )
     base = bv if bv is not None else 0.0
     cause = _cause(o, base, cv)
+    subject = f"{sd.name} {o.subject}"
+    if o.metric is StepMetric.GPU and cv > base:
+        # The kernel that moved it is what a reader looks for first.
+        top = top_kernel(diff, sd)
+        cause += f", most {top}" if top else ""
+        subject = f"{sd.name} GPU time per step" + (f": {top}" if top else "")
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
     if interval is not None:
@@ -266,14 +318,21 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     judged = _profile_noise(o) if not o.counted else None
     if judged is not None and judged.width is not None:
         evidence += "; " + noise_limits.evidence(judged)
+    better = sd.improvement() if o.metric is StepMetric.GPU else None
     # Across runs the point is the runs' geometric-mean ratio, not the median runs'.
     shown = interval[0] * base if interval is not None and base > 0 else cv
-    step_ns = sd.base.period.mean
+    step_ns = sd.base.time_per_step
     for lim in o.limits:
         if not lim.breached(base, shown, step_ns):
             continue  # within the limit
+        reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged, _counts(runs))
+        if reason is not None:
+            # Within its noise a time is no finding and no reason for an inconclusive
+            # verdict: the report says so, with the smallest change it could have seen.
+            yield remark(rule.id, "step", WITHIN_NOISE, f"{cause}: {reason}")
+            continue
         found = rule.finding(
-            f"{sd.name} {o.subject}",
+            subject,
             lim.observed(base, shown, fmt),
             lim.text(fmt, step_ns),
             evidence,
@@ -282,8 +341,11 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             limit_value=lim.amount,
             unit=o.quantity.unit,
         )
-        reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged)
-        yield found if reason is None else dataclasses.replace(found, message=f"{cause}: {reason}", inconclusive=True)
+        if better is not None and rule.level is Level.ERROR:
+            # An improvement never fails a build: GPU time the user doesn't wait for
+            # (the steps got faster clear of the noise) is named, as a warning.
+            found = dataclasses.replace(found, level=Level.WARNING, message=f"{found.message} ({better}: a warning)")
+        yield found
 
 
 def _undecided(
@@ -294,9 +356,11 @@ def _undecided(
     base: StepSide,
     interval: tuple[float, float, float] | None,
     judged: noise_limits.SubjectNoise | None,
+    counts: str = "one run per side",
 ) -> str | None:
-    """Why a breach of a noisy metric can't be told from the noise; None when it can."""
-    step_ns = base.period.mean
+    """Why a breach of a noisy metric can't be told from the noise, with the smallest
+    change the runs could have detected; None when it can."""
+    step_ns = base.time_per_step
     if interval is not None:
         _, low, _ = interval
         # The whole interval must clear the limit (as a ratio of the base value).
@@ -316,14 +380,19 @@ def _undecided(
     if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
         return None
     what = "the base time per step" if part else "the base value"
-    remedy = (
-        "the noise profile has no steps to measure it: make one from runs with steps"
-        if o.noise is not None
-        else "give several runs per side or a noise profile to decide"
-    )
-    return (
-        f"within the assumed run-to-run noise of one run per side (+{100 * (o.assumed - 1.0):.0f}% of {what}); {remedy}"
-    )
+    smallest = f"+{100 * (o.assumed - 1.0):.0f}% of {what} ({o.quantity.fmt((o.assumed - 1.0) * scale)})"
+    if o.noise is not None:
+        return f"{counts} can detect {smallest} or more (the noise profile has no steps)"
+    return f"{counts} can detect {smallest} or more"
+
+
+def _counts(runs: tuple[Sequence[StepSide], Sequence[StepSide]] | None) -> str:
+    """``one run per side``, or ``2 base runs and 1 candidate run`` where they differ: two
+    base runs are two, even when one side's single run leaves no interval to compute."""
+    if runs is None or (len(runs[0]) <= 1 and len(runs[1]) <= 1):
+        return "one run per side"
+    b, c = len(runs[0]), len(runs[1])
+    return f"{b} base run{'s' if b != 1 else ''} and {c} candidate run{'s' if c != 1 else ''}"
 
 
 KIND = Kind(

@@ -81,6 +81,9 @@ class StepRows:
     # in-range time [start, min(end, next start)).
     parts: IntArray
     kernel_ns: IntArray
+    # The end of the last kernel each step launched (absolute; 0 where it launched none):
+    # when the GPU finished the step, which an asynchronous loop's range doesn't show.
+    gpu_end_ns: IntArray
     # (n, families, 3): calls, total ns and bytes of each family (HostFamily order).
     calls: IntArray
     times: tuple[CallTimes, ...]
@@ -133,9 +136,9 @@ class StepReader(TraceConnection):
         parts = self._sweep(n, pid, lo, hi, families)
         calls_end = int(ends[-1])  # the last step's period is its duration
         self._calls_table(pid, lo, calls_end, families)
-        kernel_ns = self._kernel_ns(n, pid, tid)
+        kernel_ns, gpu_end = self._kernel_ns(n, pid, tid)
         calls, times = self._call_sums(n)
-        return StepRows(starts, ends, parts, kernel_ns, calls, times)
+        return StepRows(starts, ends, parts, kernel_ns, gpu_end, calls, times)
 
     # -- tables -------------------------------------------------------------------------
 
@@ -345,10 +348,12 @@ class StepReader(TraceConnection):
             )
         self.execute(f"DELETE FROM temp.nsysdiff_step_calls WHERE fam IS NULL OR fam = {_COPY}")
 
-    def _kernel_ns(self, n: int, pid: int, tid: int | None) -> IntArray:
+    def _kernel_ns(self, n: int, pid: int, tid: int | None) -> tuple[IntArray, IntArray]:
         """Per step, the GPU time of the kernels (and whole-graph launches) launched from
-        inside its range: the attribution of ``--nvtx`` (docs/scopes.md)."""
+        inside its range (the attribution of ``--nvtx``, docs/scopes.md) and the end of the
+        last of them."""
         out = np.zeros(n, dtype=np.int64)
+        last = np.zeros(n, dtype=np.int64)
         inside = (
             "SELECT c.step, c.corr FROM temp.nsysdiff_step_calls c JOIN temp.nsysdiff_steps x ON x.i = c.step "
             f'WHERE c.fam = {_LAUNCH} AND c."end" <= x."end"' + ("" if tid is None else f" AND c.tid = {tid}")
@@ -360,13 +365,14 @@ class StepReader(TraceConnection):
             if not self.schema.has(table, "start", "end", "correlationId"):
                 continue
             rows = self.query(
-                f'SELECT l.step, sum(k."end" - k.start) FROM {table} k JOIN temp.nsysdiff_step_launch l '
+                f'SELECT l.step, sum(k."end" - k.start), max(k."end") FROM {table} k JOIN temp.nsysdiff_step_launch l '
                 f"ON l.corr = k.correlationId WHERE 1{self._and_pid(table, pid).replace('globalPid', 'k.globalPid')} "
                 "GROUP BY l.step"
             )
-            for step, total in rows:
+            for step, total, end in rows:
                 out[int(step)] += int(total)  # type: ignore[call-overload]
-        return out
+                last[int(step)] = max(int(last[int(step)]), int(end))  # type: ignore[call-overload]
+        return out, last
 
     def _call_sums(self, n: int) -> tuple[IntArray, tuple[CallTimes, ...]]:
         per_step = np.zeros((n, len(_FAMILIES), 3), dtype=np.int64)

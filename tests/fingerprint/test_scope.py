@@ -357,7 +357,9 @@ def test_done_when_tpot(tmp_path: Path) -> None:
     assert overall["base_per_step_ns"] == 90 * US
     assert overall["candidate_per_step_ns"] == 94 * US
     failed = [f for f in doc["findings"] if f["level"] == "error" and not f["waived"]]
-    assert failed and {f["rule_id"] for f in failed} == {"attention-per-call"}
+    # The slower attention kernel, per call and as GPU time per step (named there).
+    assert {f["rule_id"] for f in failed} == {"attention-per-call", "step-gpu-time"}
+    assert all(ATTN in f["subject"] for f in failed if f["rule_id"] == "step-gpu-time")
     kernels = {r["name"]: r for r in doc["kernels"]}
     slowed = [n for n, r in kernels.items() if r["verdict"] != "unchanged"]
     assert slowed == [ATTN]
@@ -463,14 +465,17 @@ def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
     assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
 
 
-def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) -> None:
+def test_the_tpot_pack_never_judges_steps_on_one_side(tmp_path: Path) -> None:
+    # A side without the step range is no step comparison: inconclusive with the reason on
+    # the first line, never a silent whole-trace pass (a fingerprint saved without --per
+    # is told apart from a trace whose range is gone).
     a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 10)
     saved = tmp_path / "a.json"
     saved.write_text(fingerprint_to_json(api.load(a)), encoding="utf-8")  # saved without --per
-    result = run_cli("diff", str(saved), str(b), "--rules", "tpot", "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    doc = json.loads(result.stdout)
-    assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
+    result = run_cli("diff", str(saved), str(b), "--rules", "tpot")
+    assert result.exit_code == 3, result.stderr
+    first = " ".join(result.stdout.split("\n\n")[0].split())
+    assert "steps on one side only: the base has decode_step ranges but was saved without steps" in first
 
 
 def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ Every file in ``cases/`` holds ``cases:``, a list of::
     expect:                     # every finding, in any order
       - {rule: ID, subject: S, level: error, waived: false, kind: budget, observed: "1.50x",
          inconclusive: false}
+    remarks:                    # optional: a rule that judged nothing, or found its subject
+      - {rule: ID, remark: within noise, reason_has: "..."}   # within its noise
 
 Kernels: ``{name, calls, total, demangled, family, category, grid, block, median}``, times with
 units (``median``: the median call, below the mean for a collective that waited).
@@ -161,6 +163,11 @@ def test_rule_case(case: dict[str, Any], tmp_path: Path) -> None:
             assert any(exp["evidence_has"] in f.evidence for f in match), [f.evidence for f in match]
         if "message_has" in exp:
             assert any(exp["message_has"] in f.message for f in match), [f.message for f in match]
+    remarks = {r.rule_id: r for r in results}
+    for want_remark in case.get("remarks", ()):
+        r = remarks[want_remark["rule"]]
+        assert r.remark == want_remark["remark"], (r.remark, r.remark_reason)
+        assert want_remark.get("reason_has", "") in r.remark_reason, r.remark_reason
 
 
 def test_every_kind_has_pass_and_fail_cases() -> None:
