@@ -173,7 +173,7 @@ def diff(
     outliers, categories, copies, variant drift, top changes."""
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
-    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
+    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs, rules or ())
     history = api.history_spec(base_paths)
     # A history store is an input too: no -o may write over it.
     store = [api.history_store_path(history)] if history is not None else []
@@ -249,7 +249,11 @@ def _check_outputs(paths: Sequence[Path], inputs: Sequence[Path | str | None]) -
 
 
 def _sides(
-    base: Path | None, candidate: Path | None, base_runs: list[Path] | None, candidate_runs: list[Path] | None
+    base: Path | None,
+    candidate: Path | None,
+    base_runs: list[Path] | None,
+    candidate_runs: list[Path] | None,
+    rules: Sequence[str],
 ) -> tuple[list[Path], list[Path]]:
     """The runs of each side: --base/--candidate where given, else BASE and CANDIDATE in order."""
     positional = [p for p in (base, candidate) if p is not None]
@@ -264,6 +268,7 @@ def _sides(
         )
     for name, runs in zip(("BASE", "CANDIDATE"), sides, strict=True):
         if not runs:
+            _check_no_trace_in(rules)
             # Several runs: name the option; else the usage line, as click words it.
             option = f" or --{name.lower()} RUN..." if base_runs or candidate_runs else ""
             raise UsageError(
@@ -271,3 +276,13 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _check_no_trace_in(rules: Sequence[str]) -> None:
+    """A side is missing because ``--rules`` took a trace: say that, not "missing CANDIDATE"."""
+    from nsysdiff.rules.config import trace_given_as_rules
+
+    for spec in rules:
+        reason = trace_given_as_rules(spec)
+        if reason is not None:
+            raise UsageError(f"--rules {spec}: {reason}")

@@ -137,7 +137,7 @@ def _step_row(s: Step) -> list[str]:
         f"{u.ns(s.before_ns)} → {u.ns(s.after_ns)}",
         _pct(s.ratio),
         interval,
-        f"{s.p_value:.1e}",
+        u.pvalue(s.p_value),
     ]
 
 
@@ -166,7 +166,7 @@ def _drift_row(d: Drift) -> list[str]:
         _pct(d.per_commit, 3),
         f"{_pct(d.ci_low, 3)}..{_pct(d.ci_high, 3)}",
         _pct(d.overall),
-        f"{d.p_value:.1e}",
+        u.pvalue(d.p_value),
     ]
 
 

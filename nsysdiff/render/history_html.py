@@ -87,7 +87,7 @@ def _index(d: Dashboard) -> str:
                 num(s.before_ns, u.ns(s.before_ns)),
                 num(s.after_ns, u.ns(s.after_ns)),
                 num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
-                num(s.p_value, f"{s.p_value:.2g}"),
+                num(s.p_value, u.pvalue(s.p_value)),
                 td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
             ],
         )
@@ -173,7 +173,9 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
     parts = [f"{len(t.points):,} commits on {d.ref}"]
     if t.missing:
         parts.append(f"{t.missing:,} without this key")
-    parts += [f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {s.p_value:.2g})" for s in steps]
+    parts += [
+        f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {u.pvalue(s.p_value)})" for s in steps
+    ]
     parts += [
         f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall" for x in drifts
     ]

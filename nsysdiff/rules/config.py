@@ -29,6 +29,7 @@ from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import Kind, OptionError, Rule, RuleSet, Waiver
 from nsysdiff.rules.report import Level
 from nsysdiff.safe import yamldoc
+from nsysdiff.trace.inputs import NSYS_REPORT_MAGIC, REPORT_SUFFIXES, SQLITE_MAGIC
 
 VERSION = 1
 if TYPE_CHECKING:
@@ -126,6 +127,9 @@ def resolve(spec: str, directory: Path | None) -> Source | None:
     path = Path(spec) if directory is None else under(spec, directory)
     if not _exists(path):
         return None
+    trace = trace_given_as_rules(str(path))
+    if trace is not None:
+        raise ValueError(trace)
     text = yamldoc.read_text(path, str(path), RuleError)
     try:
         identity = str(path.resolve())
@@ -591,3 +595,23 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
         steps=loader.steps,
     )
     return noise_limits.attach(ruleset, loader.noise) if loader.noise is not None else ruleset
+
+
+def trace_given_as_rules(spec: str) -> str | None:
+    """Why ``spec``, given to ``--rules``, is no rule file: it is a trace or an nsys report
+    (a pack name forgotten after ``--rules``, so the option took the first trace). None
+    for anything else, which the loader judges as a rule file."""
+    path = Path(spec)
+    if is_pack(spec) or not path.is_file():  # never open a FIFO or a device here
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(NSYS_REPORT_MAGIC))
+    except OSError:
+        return None
+    if not (head.startswith((SQLITE_MAGIC, NSYS_REPORT_MAGIC)) or path.suffix.lower() in REPORT_SUFFIXES):
+        return None
+    return (
+        "a trace, not a rule file or pack: --rules takes a pack name "
+        f"({', '.join(pack_names())}) or a YAML rule file, then BASE CANDIDATE"
+    )
