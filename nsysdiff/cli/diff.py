@@ -105,7 +105,7 @@ def diff(
             "--output",
             "-o",
             metavar="FILE",
-            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv .html), "
             "or one CSV per table into an existing DIR; repeatable.",
         ),
     ] = None,
