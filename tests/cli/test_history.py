@@ -9,7 +9,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from conftest import real_trace, run_cli
+from conftest import otava_test, real_trace, run_cli
 
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.history import store as st
@@ -180,6 +180,7 @@ def test_pr_diff_against_history_built_from_the_real_repeats(tmp_path: Path) -> 
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 2
 
 
+@otava_test
 def test_names_from_a_store_reach_the_terminal_inert(tmp_path: Path) -> None:
     """A kernel name (from a trace) and a ref (from a tampered store) carrying escape
     sequences and workflow commands print neutralised in every history output."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from conftest import run_cli
+from conftest import otava_test, run_cli
 from render.htmlcheck import svg_texts, svgs
 
 from nsysdiff.fingerprint.reduce import group_by
@@ -52,6 +52,7 @@ def site(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@otava_test
 def test_index_names_the_planted_changes(site: Path) -> None:
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "<h1>nsysdiff history: main</h1>" in index
@@ -63,6 +64,7 @@ def test_index_names_the_planted_changes(site: Path) -> None:
         assert (site / href).is_file(), href
 
 
+@otava_test
 def test_key_page_draws_the_series_and_the_step(site: Path) -> None:
     page = (site / key_file("kernel", STEP)).read_text(encoding="utf-8")
     (chart,) = svgs(page)
@@ -72,6 +74,7 @@ def test_key_page_draws_the_series_and_the_step(site: Path) -> None:
     assert 'href="index.html"' in page
 
 
+@otava_test
 def test_names_are_escaped_and_files_named_safely(site: Path) -> None:
     assert "&lt;/code&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in (site / "index.html").read_text(encoding="utf-8")
     # Pages are named after the key as the site shows it: one inert line.
