@@ -376,14 +376,14 @@ def test_real_trace_summary_json(trace: Path) -> None:
 def test_a_trace_given_to_rules_is_named_as_one(good: Path, tmp_path: Path) -> None:
     # `--rules A.sqlite B.sqlite`: the option took the first trace, which used to read as
     # "missing CANDIDATE".
-    code, out, err = invoke("--rules", good, good)
+    code, out, err = run_cli("--rules", good, good)
     assert (code, out) == (BAD_INPUT, "")
     assert err.startswith(f"nsysdiff: error: --rules {good}: a trace, not a rule file or pack: --rules takes a pack")
     assert err.count("\n") == 1
 
 
 def test_a_trace_among_rule_files_is_named_as_one(good: Path) -> None:
-    code, _, err = invoke("diff", good, good, "--rules", good)
+    code, _, err = run_cli("diff", good, good, "--rules", good)
     assert code == BAD_INPUT
     assert err == (
         f"nsysdiff: error: {good}: a trace, not a rule file or pack: --rules takes a pack name "
