@@ -141,9 +141,11 @@ def load_runs(
     by: Grouping = Grouping.name,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = quiet,
+    mixed: bool = False,
 ) -> runset.RunSet:
     """The runs of one side from any mix of traces, reports, saved fingerprints and saved
-    run sets (a run set contributes all its runs), checked alike with each other.
+    run sets (a run set contributes all its runs), checked alike with each other and, unless
+    ``mixed``, checked to be repeats of one build (their exact counts agree).
     A side of one trace or one fingerprint reads exactly as :func:`load` reads it."""
     from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
@@ -178,6 +180,8 @@ def load_runs(
         # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
         inputs.check_distinct_files([Path(p) for p in paths])
         runset.check_distinct(runs, sources)
+        if not mixed:
+            runset.check_repeats(runs, sources)
     return checked
 
 

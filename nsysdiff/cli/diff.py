@@ -159,6 +159,14 @@ def diff(
             help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
         ),
     ] = False,
+    mixed_runs: Annotated[
+        bool,
+        typer.Option(
+            "--mixed-runs",
+            help="Compare the median runs of sides whose runs are not repeats of one build (their "
+            "exact counts differ) instead of refusing them.",
+        ),
+    ] = False,
     noise_profile: Annotated[
         Path | None,
         typer.Option(
@@ -191,6 +199,7 @@ def diff(
         require_same_gpu=require_same_gpu,
         noise_profile=noise_profile,
         keep_export=keep_export,
+        mixed_runs=mixed_runs,
     )
     with progress.reading(quiet) as report_progress:
         report = api.diff(

@@ -50,8 +50,11 @@ def test_add_list_show(tmp_path: Path) -> None:
     b.kernel("gemm_kernel", 1_000, 50_000)
     b.kernel("softmax_kernel", 60_000, 5_000)
     trace = b.write(tmp_path / "run.sqlite")
-    b.kernel("gemm_kernel", 60_000, 51_000)  # a second run, not a copy of the first
-    again = b.write(tmp_path / "run2.sqlite")
+    # A second run of the same build: the same calls, other times.
+    b2 = TraceBuilder()
+    b2.kernel("gemm_kernel", 1_000, 51_000)
+    b2.kernel("softmax_kernel", 60_000, 5_100)
+    again = b2.write(tmp_path / "run2.sqlite")
     store = tmp_path / "ci" / "perf.sqlite"
     code, out, err = run_cli("history", "add", store, trace, again, "--ref", "main", "--commit", "abc123")
     assert (code, out) == (0, "")
