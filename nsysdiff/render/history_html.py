@@ -51,8 +51,10 @@ def _sha(commit: str) -> str:
     return commit[:SHA]
 
 
-def _link(kind: str, key: str, known: set[tuple[str, str]]) -> Cell:
-    return link(key_file(kind, key), key) if (kind, key) in known else code(key)
+def _link(kind: str, key: str, known: set[tuple[str, str]], label: str = "") -> Cell:
+    """A key by its label (a kernel's short label), linking to its page where it has one."""
+    text = label or key
+    return link(key_file(kind, key), text, key) if (kind, key) in known else code(text, key)
 
 
 def _interval(ratio: float, low: float | None, high: float | None) -> str:
@@ -82,7 +84,7 @@ def _index(d: Dashboard) -> str:
             "",
             [
                 td(s.kind),
-                _link(s.kind, s.key, known),
+                _link(s.kind, s.key, known, s.label),
                 code(_sha(s.commit), s.commit, "nowrap"),
                 num(s.before_ns, u.ns(s.before_ns)),
                 num(s.after_ns, u.ns(s.after_ns)),
@@ -98,7 +100,7 @@ def _index(d: Dashboard) -> str:
             "",
             [
                 td(x.kind),
-                _link(x.kind, x.key, known),
+                _link(x.kind, x.key, known, x.label),
                 td(f"{_sha(x.first_commit)} … {_sha(x.last_commit)}", "nowrap"),
                 num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
                 num(x.overall, u.ratio(x.overall)),
@@ -113,7 +115,7 @@ def _index(d: Dashboard) -> str:
         drifting = any((x.kind, x.key) == (t.kind, t.key) for x in c.drifts)
         cells = [
             td(t.kind),
-            _link(t.kind, t.key, known),
+            _link(t.kind, t.key, known, t.label),
             num(first.total_ns, u.ns(first.total_ns)),
             num(newest.total_ns, u.ns(newest.total_ns)),
             num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
@@ -197,9 +199,10 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
     ]
     return page.render(
         "history_key.html",
-        title=f"nsysdiff history: {d.ref}: {u.shorten(t.key)}",
+        title=f"nsysdiff history: {d.ref}: {u.shorten(t.label or t.key)}",
         kind=t.kind,
-        key=t.key,
+        key=t.label or t.key,
+        signature=t.key if t.label and t.label != t.key else "",
         summary="; ".join(parts),
         chart=_trend_chart(t, steps, drifts),
         commits=Table("commits", _COMMIT_COLUMNS, rows, "commits"),
@@ -250,7 +253,7 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
         ax.set_xlabel(f"commit on {charts.label(t.ref, 30)}, oldest first")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38), ncol=2, frameon=False, fontsize=8)
         ax.grid(axis="y", color="#dddddd", lw=0.5)
-        svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.key)}")
+        svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.label or t.key)}")
     moved = f"; dashed: the {len(steps)} change point{'s' if len(steps) != 1 else ''}" if steps else ""
     drift = "; the series drifts" if drifts else ""
     return charts.Chart(
