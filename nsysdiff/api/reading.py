@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -238,10 +239,13 @@ def load_job(
             idents.append((src.path.name, JobIdentity(None, tuple(sorted({g.name for g in fp.meta.gpus})), ())))
     reasons = ranks.not_one_job(idents)
     if reasons and not force:
+        names = [shlex.quote(str(p)) for p in paths]
+        compare = f"to compare them: nsysdiff {names[0]} {names[1]}; " if len(names) == 2 else ""
         raise UsageError(
             "these traces do not look like the ranks of one job: "
             + "; ".join(reasons)
-            + "; give --ranks to show them side by side anyway"
+            + f"; {compare}to read each: nsysdiff summary {names[0]}; "
+            "or give --ranks to show them side by side anyway"
         )
     if reasons:
         notify("shown as ranks of one job (--ranks), although: " + "; ".join(reasons))
