@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff.errors import UsageError
@@ -55,6 +56,20 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
     order = list(st.KINDS)
     found.sort(key=lambda k: order.index(k[0]))
     (k_kind, k_key), values = found[0], series[found[0]]
+    also = tuple(k for k, _ in found[1:])
+    return of_series(store, ref, entries, (k_kind, k_key), values, also)
+
+
+def of_series(
+    store: st.Store,
+    ref: str,
+    entries: Sequence[st.Entry],
+    key: tuple[str, str],
+    values: Mapping[int, tuple[int, int]],
+    also: tuple[str, ...] = (),
+) -> Trend:
+    """The trend of ``key`` (kind, name) from its figures per entry id (``Store.series``):
+    for a caller that has read every key's figures at once (the dashboard)."""
     groups: dict[str, list[st.Entry]] = {}
     for e in entries:
         groups.setdefault(e.provenance.commit, []).append(e)
@@ -71,9 +86,9 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         per_call = math.exp(sum(math.log(t / c) for c, t in got if c > 0) / max(1, sum(c > 0 for c, _ in got)))
         failed = sum(e.provenance.failed for e in runs)
         points.append(Point(commit, len(got), geo, totals[0], totals[-1], calls, failed, per_call))
-    also = tuple(k for k, _ in found[1:])
-    label = labels.get(k_key, k_key) if k_kind == st.KERNEL else k_key
-    return Trend(str(store.path), ref, k_kind, k_key, tuple(points), missing, also, label)
+    kind, name = key
+    label = store.kernel_labels().get(name, name) if kind == st.KERNEL else name
+    return Trend(str(store.path), ref, kind, name, tuple(points), missing, also, label)
 
 
 def _containing(store: st.Store, key: str, labels: dict[str, str]) -> list[str]:
