@@ -6,6 +6,8 @@ runs it, as a subprocess (interpreter start-up and imports count), best of ``--r
 
 - ``nsysdiff history add STORE FP --ref main --commit SHA`` on the full store (target < 1 s);
 - ``nsysdiff history changes STORE --ref main`` over all 1,000 commits (target < 10 s);
+- ``nsysdiff history report STORE -o DIR`` over all 1,000 commits: the dashboard site, a
+  page per changed or largest key (target < 0.1 s of CPU per page, the scan included);
 - a history baseline: ``api.history_baseline('history:STORE@main~5', FP)`` in-process
   (target < 2 s), and the whole ``nsysdiff --base history:STORE@main~5 --candidate FP
   --no-rules --format json`` beside it;
@@ -123,6 +125,14 @@ def main() -> None:
     print(
         f"history changes ({a.commits:,} commits): {wall:.2f} s wall, {cpu:.2f} s CPU  "
         f"[{'PASS' if wall < 10 else 'MISS'} < 10 s]"
+    )
+
+    site = folder / "site"
+    wall, cpu = timed([*py, "history", "report", str(store), "--ref", "main", "-o", str(site)], a.repeat)
+    pages = sum(1 for _ in site.glob("*.html"))
+    print(
+        f"history report ({a.commits:,} commits, {pages} pages): {wall:.2f} s wall, {cpu:.2f} s CPU, "
+        f"{cpu / pages * 1e3:.0f} ms CPU per page  [{'PASS' if cpu / pages < 0.1 else 'MISS'} < 100 ms per page]"
     )
 
     best = float("inf")

@@ -20,6 +20,11 @@ class NsysdiffError(Exception):
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The message as the lines to show: one, unless the error gathers several."""
+        return (str(self),)
+
 
 class TraceError(NsysdiffError):
     """The input trace is missing, unreadable, or not an Nsight Systems export."""
@@ -31,6 +36,19 @@ class FingerprintError(NsysdiffError):
 
 class RuleError(NsysdiffError):
     """A rule file is invalid; raised before any trace is read."""
+
+
+class RuleErrors(RuleError):
+    """Every problem found in the rule files, each one line (``FILE:LINE: ...``): a file
+    is fixed in one pass, not one error per run."""
+
+    def __init__(self, errors: tuple[str, ...]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return self.errors
 
 
 class UsageError(NsysdiffError):

@@ -31,7 +31,18 @@ def nbytes(value: float | None) -> str:
 def ratio(value: float | None) -> str:
     if value is None:
         return "-"
+    if 0 < value < 0.005:
+        # Two decimals would print a shrink to 0.4% as 0.00x, which reads as "gone".
+        return "<0.01x"
     return f"{value:.2f}x"
+
+
+def pvalue(value: float) -> str:
+    """A p-value in two significant digits; one that underflowed is below the smallest
+    double a test reports, never a printed zero."""
+    if value <= 0:
+        return "<1e-300"
+    return f"{value:.1e}"
 
 
 def pct(value: float | None) -> str:

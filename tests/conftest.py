@@ -129,3 +129,27 @@ def run_process(
         check=False,
     )
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def _otava_installed() -> bool:
+    try:
+        import otava  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# Change points need Apache Otava (the `history` extra), which pulls in database clients
+# and pins numpy, so the `test` extra leaves it out: these tests skip without it, and
+# .ci/run runs them again (`-m otava`) in an environment with `.[test,history]`, where
+# NSYSDIFF_REQUIRE_OTAVA makes a missing Otava a failure instead of a skip.
+needs_otava = pytest.mark.skipif(
+    not _otava_installed() and not os.environ.get("NSYSDIFF_REQUIRE_OTAVA"),
+    reason="Apache Otava not installed (pip install '.[history]'); .ci/run runs these with it",
+)
+otava = pytest.mark.otava
+
+
+def otava_test(f: object) -> object:
+    """Mark a test as one that needs the change-point engine (see ``needs_otava``)."""
+    return otava(needs_otava(f))

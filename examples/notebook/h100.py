@@ -25,7 +25,10 @@ import nsysdiff.api as nd
 pd.options.display.width = 100
 pd.options.display.max_columns = 12
 pd.options.display.max_colwidth = 40
-HERE = Path(os.environ.get("NSYSDIFF_EXAMPLES", "examples")) / "h100"
+# The examples beside this file, wherever it runs from: a script knows its own place, and
+# Jupyter runs a notebook in the notebook's directory.
+WHERE = Path(globals().get("__file__", "h100.ipynb")).resolve().parent
+HERE = Path(os.environ.get("NSYSDIFF_EXAMPLES", WHERE.parent)) / "h100"
 OUT = Path(os.environ.get("NSYSDIFF_NOTEBOOK_OUT", "."))
 
 # %% [markdown]
@@ -133,5 +136,5 @@ print(
         index=False
     )
 )
-print("ms per step, mean:")
-print((steps[parts].mean() / 1e6).round(3).to_string())
+print("mean per step:")
+print((steps[parts].mean() / 1e6).round(3).rename(lambda part: part.replace("(ns)", "(ms)")).to_string())

@@ -38,6 +38,8 @@ class DiffOptions:
     require_same_gpu: bool = False
     noise_profile: Path | None = None  # overrides the rule files' noise_profile:
     keep_export: Path | None = None
+    # Runs of one side whose exact counts disagree are compared anyway (their median run).
+    mixed_runs: bool = False
 
 
 # One side of a diff: a path (a trace, a report, a saved fingerprint or run set, or for the
@@ -195,7 +197,16 @@ def _read_sides(
         paths = _paths(given, name)
         if paths is None:
             return given if isinstance(given, runset.RunSet) else runset.RunSet((given,), (name,))  # type: ignore[arg-type]
-        return load_runs(paths, s, progress=progress, side=name, by=o.by, keep_export=o.keep_export, notify=notify)
+        return load_runs(
+            paths,
+            s,
+            progress=progress,
+            side=name,
+            by=o.by,
+            keep_export=o.keep_export,
+            notify=notify,
+            mixed=o.mixed_runs,
+        )
 
     def read(s: ScopeOptions) -> tuple[runset.RunSet, runset.RunSet]:
         if history is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -142,9 +143,11 @@ def load_runs(
     by: Grouping = Grouping.name,
     keep_export: Path | None = None,
     notify: Callable[[str], None] = quiet,
+    mixed: bool = False,
 ) -> runset.RunSet:
     """The runs of one side from any mix of traces, reports, saved fingerprints and saved
-    run sets (a run set contributes all its runs), checked alike with each other.
+    run sets (a run set contributes all its runs), checked alike with each other and, unless
+    ``mixed``, checked to be repeats of one build (their exact counts agree).
     A side of one trace or one fingerprint reads exactly as :func:`load` reads it."""
     from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
@@ -179,6 +182,8 @@ def load_runs(
         # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
         inputs.check_distinct_files([Path(p) for p in paths])
         runset.check_distinct(runs, sources)
+        if not mixed:
+            runset.check_repeats(runs, sources)
     return checked
 
 
@@ -235,10 +240,13 @@ def load_job(
             idents.append((src.path.name, JobIdentity(None, tuple(sorted({g.name for g in fp.meta.gpus})), ())))
     reasons = ranks.not_one_job(idents)
     if reasons and not force:
+        names = [shlex.quote(str(p)) for p in paths]
+        compare = f"to compare them: nsysdiff {names[0]} {names[1]}; " if len(names) == 2 else ""
         raise UsageError(
             "these traces do not look like the ranks of one job: "
             + "; ".join(reasons)
-            + "; give --ranks to show them side by side anyway"
+            + f"; {compare}to read each: nsysdiff summary {names[0]}; "
+            "or give --ranks to show them side by side anyway"
         )
     if reasons:
         notify("shown as ranks of one job (--ranks), although: " + "; ".join(reasons))

@@ -122,7 +122,7 @@ def _runs(side: str, help: str) -> Callable[[F], F]:
 @options.fmt(Format, "Format printed to stdout.")
 @options.output(
     "FILE",
-    "Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+    "Also write the report to FILE, format from the extension (.txt .md .json .xml .csv .html), "
     "or one CSV per table into an existing DIR; repeatable.",
     multiple=True,
     callback=options.listed,
@@ -140,6 +140,12 @@ def _runs(side: str, help: str) -> Callable[[F], F]:
     "--require-same-gpu",
     is_flag=True,
     help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
+)
+@click.option(
+    "--mixed-runs",
+    is_flag=True,
+    help="Compare the median runs of sides whose runs are not repeats of one build (their "
+    "exact counts differ) instead of refusing them.",
 )
 @click.option(
     "--noise-profile",
@@ -168,13 +174,14 @@ def diff(
     phases: Path | None,
     keep_export: Path | None,
     require_same_gpu: bool,
+    mixed_runs: bool,
     noise_profile: Path | None,
 ) -> None:
     """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
     outliers, categories, copies, variant drift, top changes."""
     if rules and no_rules:
         raise UsageError("--rules and --no-rules contradict each other: give one of them")
-    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs)
+    base_paths, candidate_paths = _sides(base, candidate, base_runs, candidate_runs, rules or ())
     history = api.history_spec(base_paths)
     # A history store is an input too: no -o may write over it.
     store = [api.history_store_path(history)] if history is not None else []
@@ -192,6 +199,7 @@ def diff(
         require_same_gpu=require_same_gpu,
         noise_profile=noise_profile,
         keep_export=keep_export,
+        mixed_runs=mixed_runs,
     )
     with progress.reading(quiet) as report_progress:
         report = api.diff(
@@ -250,7 +258,11 @@ def _check_outputs(paths: Sequence[Path], inputs: Sequence[Path | str | None]) -
 
 
 def _sides(
-    base: Path | None, candidate: Path | None, base_runs: list[Path] | None, candidate_runs: list[Path] | None
+    base: Path | None,
+    candidate: Path | None,
+    base_runs: list[Path] | None,
+    candidate_runs: list[Path] | None,
+    rules: Sequence[str],
 ) -> tuple[list[Path], list[Path]]:
     """The runs of each side: --base/--candidate where given, else BASE and CANDIDATE in order."""
     positional = [p for p in (base, candidate) if p is not None]
@@ -265,6 +277,7 @@ def _sides(
         )
     for name, runs in zip(("BASE", "CANDIDATE"), sides, strict=True):
         if not runs:
+            _check_no_trace_in(rules)
             # Several runs: name the option; else the usage line, as click words it.
             option = f" or --{name.lower()} RUN..." if base_runs or candidate_runs else ""
             raise UsageError(
@@ -272,3 +285,13 @@ def _sides(
                 "(see 'nsysdiff diff --help')"
             )
     return sides[0], sides[1]
+
+
+def _check_no_trace_in(rules: Sequence[str]) -> None:
+    """A side is missing because ``--rules`` took a trace: say that, not "missing CANDIDATE"."""
+    from nsysdiff.rules.config import trace_given_as_rules
+
+    for spec in rules:
+        reason = trace_given_as_rules(spec)
+        if reason is not None:
+            raise UsageError(f"--rules {spec}: {reason}")

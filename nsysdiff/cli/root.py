@@ -74,7 +74,8 @@ def handled(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except NsysdiffError as e:
-            stderr(str(e))
+            for line in e.lines:
+                stderr(line)
             raise click.exceptions.Exit(int(e.exit_code)) from None
 
     return wrapper  # type: ignore[return-value]

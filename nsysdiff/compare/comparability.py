@@ -297,3 +297,14 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
 def fact_lines(d: Diff) -> tuple[tuple[str, str], ...]:
     """(label, text) lines of the comparability section."""
     return tuple((f.label, f.base if f.joint else _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))
+
+
+def compared_lines(d: Diff) -> tuple[tuple[str, str], ...]:
+    """The headline's scope lines and the comparability facts as one list, each label
+    once, for a report that shows them together (HTML, Markdown): the scope and coverage
+    first, as the headline puts them; the CUDA graphs by their fact, which holds the
+    headline's launch totals and adds the trace modes."""
+    listed = fact_lines(d)
+    first = [(k, v) for k, v in scope_lines(d) if k in ("scope", "coverage")]
+    said = {k for k, _ in first}
+    return (*first, *((k, v) for k, v in listed if k not in said))

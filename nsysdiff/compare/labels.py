@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from nsysdiff import units as u
+from nsysdiff.fingerprint.families import strip_templates
 from nsysdiff.trace.launches import LAUNCH_SUFFIX
 
 HINT_WIDTH = 48  # characters of the distinguishing part shown beside a short name
@@ -139,6 +140,16 @@ def _argument_hint(key: str, others: list[str], name: str) -> str:
         chosen.add(best)
         left = [t for t in left if best < len(t) and t[best] == mine[best]]
     return ", ".join(a for i, a in enumerate(mine) if i in chosen)
+
+
+def short_name(demangled: str) -> str:
+    """The short name nsys gives the kernel of a demangled signature: its function name
+    without return type, namespaces, template arguments or parameters
+    (``void at::native::elementwise_kernel<128, 4, ...>(int, ...)`` is ``elementwise_kernel``).
+
+    For where only the signature was kept (a history store's keys): labels made from it
+    are the diff's labels."""
+    return strip_templates(demangled).rsplit("::", 1)[-1] or demangled
 
 
 def short_labels(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -212,12 +212,17 @@ def compare(base: Sequence[RankStats], candidate: Sequence[RankStats]) -> RankDi
 # Ranks of one job start their nsys sessions together (one launcher starts them all);
 # sessions this far apart were separate runs.
 SESSION_TOLERANCE_NS = 10 * 60 * 1_000_000_000
+# Ranks of one job run together, whatever their sessions' start: their kernels overlap in
+# time (a collective waits for every rank). Kernels this far apart ran in separate runs;
+# the margin covers the clocks of several hosts.
+KERNEL_GAP_NS = 5 * 1_000_000_000
 
 
 def not_one_job(parts: Sequence[tuple[str, JobIdentity]]) -> tuple[str, ...]:
     """Why traces do not look like the ranks of one job: GPUs of different models,
-    sessions started more than ``SESSION_TOLERANCE_NS`` apart, or no kernel-running process
-    name common to all (each check only over the traces that record it)."""
+    sessions started more than ``SESSION_TOLERANCE_NS`` apart, kernels run more than
+    ``KERNEL_GAP_NS`` apart (one trace's all before another's), or no kernel-running
+    process name common to all (each check only over the traces that record it)."""
     reasons = []
     gpus = {name: ident.gpus for name, ident in parts if ident.gpus}
     if len({g for names in gpus.values() for g in names}) > 1:
@@ -229,6 +234,16 @@ def not_one_job(parts: Sequence[tuple[str, JobIdentity]]) -> tuple[str, ...]:
             f"nsys sessions started {_duration(apart)} apart (ranks of one job start within "
             f"{SESSION_TOLERANCE_NS // 60_000_000_000} minutes)"
         )
+    spans = {name: ident.kernels_ns for name, ident in parts if ident.kernels_ns is not None}
+    if len(spans) > 1:
+        ended = min(spans, key=lambda n: spans[n][1])
+        began = max(spans, key=lambda n: spans[n][0])
+        gap = spans[began][0] - spans[ended][1]
+        if gap > KERNEL_GAP_NS:
+            reasons.append(
+                f"their kernels ran at different times ({began}'s began {_duration(gap / 1e9)} after "
+                f"{ended}'s ended; the ranks of one job run together)"
+            )
     procs = {name: set(ident.processes) for name, ident in parts if ident.processes}
     if len(procs) > 1 and not set.intersection(*procs.values()):
         reasons.append(

@@ -305,6 +305,8 @@ _OTHER_DOCUMENTS = {
     "nsysdiff-noise-profile": "a noise profile (nsysdiff noise): give it with --noise-profile FILE",
     "nsysdiff-diff": "a diff report (nsysdiff -o report.json): give the traces or fingerprints it compared",
     "nsysdiff-summary": "a summary (nsysdiff summary --format json): give the trace it summarises",
+    "nsysdiff-run-set": "a run set of several runs (nsysdiff fingerprint --run-set): give one run's trace or "
+    "fingerprint here, or the run set to nsysdiff diff as a side (--base FILE or --candidate FILE)",
 }
 
 

@@ -15,6 +15,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
@@ -109,6 +110,39 @@ def check_distinct(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
                 "side must be a capture of its own, or the statistics count one run twice"
             )
         seen[key] = source
+
+
+def exact_counts(fp: Fingerprint) -> dict[str, Fraction]:
+    """What a repeat of one build reproduces exactly: calls per kernel, copies and bytes
+    per kind, memsets, synchronising calls, each per step when the run was read per step
+    (two captures of one loop may hold another number of steps)."""
+    steps = fp.scope.steps or 1
+    counts = {f"calls of {k.name}": k.calls for k in fp.kernels}
+    counts |= {f"{c.kind} copies": c.ops for c in fp.memcpy} | {f"{c.kind} bytes": c.bytes for c in fp.memcpy}
+    counts |= {"memsets": sum(c.ops for c in fp.memset)} | {f"{s.name} calls": s.calls for s in fp.sync}
+    return {key: Fraction(n, steps) for key, n in counts.items() if n}
+
+
+def check_repeats(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
+    """Raise naming the first run whose exact counts differ from the first run's: such
+    runs are not repeats of one build (batch 1 beside batch 16, one run with an extra
+    ``.item()``), and a median across them would vote a fact away."""
+    first = exact_counts(runs[0])
+    for fp, source in zip(runs[1:], sources[1:], strict=True):
+        counts = exact_counts(fp)
+        for key in sorted(first.keys() | counts.keys()):
+            a, b = first.get(key, Fraction(0)), counts.get(key, Fraction(0))
+            if a != b:
+                unit = " per step" if fp.scope.steps else ""
+                raise UsageError(
+                    f"{source}: not a repeat of {sources[0]}: {key}{unit} {_count(b)} against {_count(a)}; "
+                    "the runs of one side must be one build, whose exact counts agree (give --mixed-runs "
+                    "to compare their median runs anyway)"
+                )
+
+
+def _count(value: Fraction) -> str:
+    return f"{int(value):,}" if value.denominator == 1 else f"{float(value):,.2f}"
 
 
 def run_set(runs: Sequence[Fingerprint], sources: Sequence[str]) -> RunSet:

@@ -68,6 +68,7 @@ class Step:
     after_runs: int
     returns_to: str | None  # the step undoes an earlier one: the level before that commit
     drifting: str | None = None  # a family or category holding a drifting kernel: that kernel
+    label: str = ""  # the key as a report shows it: a kernel's short label (the key is its signature)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,7 @@ class Drift:
     ci_high: float
     p_value: float
     overall: float  # the fitted line's last value over its first
+    label: str = ""  # the key as a report shows it: a kernel's short label (the key is its signature)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,9 @@ def scan(
             drifts.extend(d)
     if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category", "nvtx") for s in steps):
         steps = _mark_drifting(store, chosen[-1], steps, drifts)
+    labels = store.kernel_labels()
+    steps = [dataclasses.replace(s, label=_label(s.kind, s.key, labels)) for s in steps]
+    drifts = [dataclasses.replace(d, label=_label(d.kind, d.key, labels)) for d in drifts]
     return Changes(
         store=str(store.path),
         ref=ref,
@@ -185,6 +190,10 @@ def scan(
         max_pvalue=max_pvalue,
         window=window,
     )
+
+
+def _label(kind: str, key: str, labels: dict[str, str]) -> str:
+    return labels.get(key, key) if kind == st.KERNEL else key
 
 
 def key_changes(

@@ -41,5 +41,22 @@ def build(store: st.Store, ref: str, *, top: int, max_pvalue: float, window: int
         )
         for _, key in sized[:top]:
             wanted.setdefault((kind, key))
-    trends = tuple(tr.trend(store, ref, key, kind) for kind, key in wanted)
+    # One read of every key's figures serves every page (a read per key re-read the
+    # entries each time: seconds on a long history).
+    kinds: dict[str, list[str]] = {}
+    for kind, key in series:
+        kinds.setdefault(key, []).append(kind)
+    order = list(st.KINDS)
+    trends = tuple(
+        tr.of_series(
+            store,
+            ref,
+            entries,
+            (kind, key),
+            series[(kind, key)],
+            tuple(sorted((k for k in kinds[key] if k != kind), key=order.index)),
+        )
+        for kind, key in wanted
+        if (kind, key) in series
+    )
     return Dashboard(str(store.path), ref, changes, trends)

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from nsysdiff.compare import labels
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
@@ -105,6 +106,7 @@ _NAME = re.compile(r"[A-Za-z0-9._/+@-]{1,200}")
 # ``period``, ``duration`` and ``part:NAME`` with the steps as their calls, and
 # ``calls:FAMILY`` with the family's host calls (nsysdiff.fingerprint.runset).
 STEP = runset.KeyKind.STEP.value
+KERNEL = runset.KeyKind.KERNEL.value
 KINDS = tuple(k.value for k in runset.KeyKind)
 # Kinds whose series is total / calls, not the total: for a step figure, the time per step
 # (the number of steps may differ between runs, as --skip-first leaves them); for a host
@@ -183,6 +185,7 @@ class Store:
     def __init__(self, path: Path, con: sqlite3.Connection) -> None:
         self.path = path
         self.con = con
+        self._labels: dict[str, str] | None = None
 
     def __enter__(self) -> Store:
         return self
@@ -253,6 +256,17 @@ class Store:
         except UnicodeDecodeError:
             raise StoreError(f"{where}: fingerprint is not UTF-8 text") from None
         return fingerprint_from_json(text, where)
+
+    def kernel_labels(self) -> dict[str, str]:
+        """Each kernel key (a demangled signature) mapped to the label a diff gives it: its
+        short name, told apart from the store's other kernels of that name
+        (:mod:`nsysdiff.compare.labels`). Made over every kernel of the store, so that a
+        label names one kernel on every ref and in every report of the store."""
+        if self._labels is None:
+            rows = self.query("SELECT name FROM keys WHERE kind = ? AND length(name) <= ?", (KERNEL, MAX_TEXT))
+            names = [str(r[0]) for r in rows]
+            self._labels = labels.short_labels((n, labels.short_name(n)) for n in names)
+        return self._labels
 
     def series(
         self, entries: Sequence[Entry], name: str | None = None

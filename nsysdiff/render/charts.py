@@ -106,6 +106,16 @@ def svg_text(fig: Figure, title: str) -> str:
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 
 
+def legend_below(fig: Figure, ax: Axes, columns: int) -> None:
+    """The axes' legend under the figure, centred on the figure, with the room it needs.
+
+    A legend placed under the axes is centred on the axes: beside long y labels the axes
+    sit on the right, and a wide legend ran out of the figure and was cut off. At the
+    figure level, constrained layout makes room for it."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=columns, frameon=False, fontsize=8)
+
+
 @dataclass(frozen=True, slots=True)
 class Chart:
     """One chart: its SVG and a sentence saying what it shows (the figure caption)."""
@@ -187,7 +197,7 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         left = min(sum(min(getattr(p.effects, f), 0) for f in _EFFECT_FIELDS) for p in parts) / 1e6
         pad = 0.06 * (right - left or 1.0)
         ax.set_xlim(left - pad, right + pad)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(parts) - 0.12), ncol=4, frameon=False, fontsize=8)
+        legend_below(fig, ax, 4)
         svg = svg_text(fig, "The kernels that moved the most")
     return Chart(
         "contributors",
@@ -232,10 +242,12 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     drawn = {r.name: r for r in fams}
     # An outlier kernel gets a row of its own unless its family is that kernel alone.
     outliers = [r for r in diff.outliers if kernels and r.ratio and not _same(drawn.get(r.family or ""), r)]
-    rows: list[tuple[str, Row, bool]] = [
-        (label(r.name), r, _same(r, *diff.outliers) if kernels else r.is_outlier) for r in fams
+    # Each row's mark: an outlier (a kernel, or an NVTX range or graph of the basis), a
+    # family flagged as a whole (its change spread over light variants), or none.
+    rows: list[tuple[str, Row, str]] = [
+        (label(r.name), r, _mark(r, diff.outliers) if kernels else ("outlier" if r.is_outlier else "")) for r in fams
     ]
-    rows += [(label(named.get(r.key, r.name)) + "  (kernel)", r, True) for r in outliers]
+    rows += [(label(named.get(r.key, r.name)) + "  (kernel)", r, "outlier") for r in outliers]
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
@@ -253,32 +265,38 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
             )
             or 1
         )
-        for y, (_, r, is_kernel) in enumerate(rows):
+        for y, (_, r, mark) in enumerate(rows):
             weight = max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) / total
-            if is_kernel:
+            if mark == "outlier":
                 ax.scatter([r.ratio or 1.0], [y], s=70, marker="D", color=WORSE, zorder=3)
+            elif mark == "family":
+                ax.scatter(
+                    [r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), facecolors="none", edgecolors=WORSE, lw=1.5
+                )
+            else:
+                ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
+            if mark:
                 ax.annotate(
-                    f"outlier {u.ratio(r.ratio)}",
+                    f"{'outlier' if mark == 'outlier' else 'outlier family'} {u.ratio(r.ratio)}",
                     (r.ratio or 1.0, y),
                     xytext=(6, -3),
                     textcoords="offset points",
                     color=WORSE,
                     fontsize=8,
                 )
-            else:
-                ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
         ax.set_yticks(range(len(rows)), [name for name, _, _ in rows])
-        for tick, (_, _row, is_kernel) in zip(ax.get_yticklabels(), rows, strict=True):
-            if is_kernel:
+        for tick, (_, _row, mark) in zip(ax.get_yticklabels(), rows, strict=True):
+            if mark:
                 tick.set_color(WORSE)
         low, high = min(ratios) / 1.3, max(ratios) * 1.6
         ax.set_xlim(low, high)
         _ratio_ticks(ax, low, high)
         ax.set_xlabel("ratio candidate / base (log scale)")
         ax.plot([], [], color=WORSE, lw=0.8, ls="--", label=f"outlier thresholds ÷/× {s.min_deviation:g}")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=3, frameon=False, fontsize=8)
+        legend_below(fig, ax, 3)
         ax.grid(axis="x", which="both", color="#dddddd", lw=0.5)
         svg = svg_text(fig, f"Every {one} against the scale")
+    flagged = "; red rings: families flagged as a whole" if any(m == "family" for _, _, m in rows) else ""
     shown = (
         f"the {len(fams)} largest of {len(pool)} {many}"
         if len(fams) < len(pool)
@@ -291,8 +309,16 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line is "
         f"the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
         f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
-        f"{what}.",
+        f"{what}{flagged}.",
     )
+
+
+def _mark(family: Row, outliers: Sequence[Row]) -> str:
+    """How the scale chart marks a family: as the outlier kernel it is alone, as a family
+    flagged as a whole, or not at all."""
+    if _same(family, *outliers):
+        return "outlier"
+    return "family" if family.is_outlier else ""
 
 
 def _article(word: str) -> str:
@@ -424,7 +450,7 @@ def step_parts(diff: Diff) -> Chart | None:
         ax.set_yticks([1, 0], [f"base ({side_steps(s.base.steps)})", f"candidate ({side_steps(s.candidate.steps)})"])
         ax.set_xlim(0, max(left) * 1.18)
         ax.set_xlabel(f"mean time per step of {label(s.name, 30)} ({unit})")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False, fontsize=8)
+        legend_below(fig, ax, 4)
         svg = svg_text(fig, "Where each step's time goes")
     return Chart(
         "steps",

@@ -76,7 +76,9 @@ def render_trend(t: Trend, width: int, last: int) -> str:
     # A step figure trends by its time per step; every other key by its total time.
     by_step = t.kind in PER_STEP
     values = [p.per_call_ns if by_step else p.total_ns for p in t.points]
-    wrap(console, f"nsysdiff history: {t.kind} {t.key}", width, hang="  ", bold=True)
+    wrap(console, f"nsysdiff history: {t.kind} {t.label or t.key}", width, hang="  ", bold=True)
+    if t.label and t.label != t.key:
+        wrap(console, f"signature: {t.key}", width, indent="  ", hang="    ")
     first = values[0] if values else None
     summary = f"{len(t.points):,} commits of {t.ref} in {t.store}"
     if first:
@@ -131,27 +133,30 @@ def _bar(v: float, lo: float, hi: float, cells: int = 10) -> str:
 def _step_row(s: Step) -> list[str]:
     interval = "-" if s.ci_low is None or s.ci_high is None else f"{_pct(s.ci_low)}..{_pct(s.ci_high)}"
     return [
-        s.key,
+        s.label or s.key,
         s.kind,
         s.commit[:12],
         f"{u.ns(s.before_ns)} → {u.ns(s.after_ns)}",
         _pct(s.ratio),
         interval,
-        f"{s.p_value:.1e}",
+        u.pvalue(s.p_value),
     ]
 
 
-def _step_notes(steps: Sequence[Step]) -> list[str]:
+def _step_notes(steps: Sequence[Step], drifts: Sequence[Drift]) -> list[str]:
     """What the rows can't say: a step undoes an earlier one; a sum's steps may be a drift's."""
     notes = [
-        f"{s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
+        f"{s.label or s.key} ({s.kind}) at {s.commit[:12]}: back to the level before {s.returns_to[:12]}"
         for s in steps
         if s.returns_to
     ]
+    # The drifting kernel is named as its drift's row names it.
+    label = {d.key: d.label or d.key for d in drifts if d.kind == "kernel"}
     holding: dict[tuple[str, bool], dict[str, None]] = {}
     for s in steps:
         if s.drifting:
-            holding.setdefault((s.drifting, s.kind == "nvtx"), {})[f"{s.key} ({s.kind})"] = None
+            drifting = label.get(s.drifting, s.drifting)
+            holding.setdefault((drifting, s.kind == "nvtx"), {})[f"{s.label or s.key} ({s.kind})"] = None
     for (kernel, ranges), sums in holding.items():
         verb = "may hold (an NVTX range holds what ran inside it)" if ranges else "hold"
         notes.append(f"{', '.join(sums)} {verb} the drifting kernel {kernel}: their steps may be part of that drift")
@@ -160,13 +165,13 @@ def _step_notes(steps: Sequence[Step]) -> list[str]:
 
 def _drift_row(d: Drift) -> list[str]:
     return [
-        d.key,
+        d.label or d.key,
         d.kind,
         f"{d.first_commit[:7]}..{d.last_commit[:7]}",
         _pct(d.per_commit, 3),
         f"{_pct(d.ci_low, 3)}..{_pct(d.ci_high, 3)}",
         _pct(d.overall),
-        f"{d.p_value:.1e}",
+        u.pvalue(d.p_value),
     ]
 
 
@@ -221,7 +226,7 @@ def render_changes(c: Changes, width: int) -> str:
                 optional=(3, 1),
             )
         )
-        for note in _step_notes(ordered):
+        for note in _step_notes(ordered, c.drifts):
             wrap(console, note, width, indent="  ", hang="    ")
     if c.drifts:
         console.print()

@@ -19,12 +19,13 @@ from nsysdiff import units as u
 from nsysdiff.history.changes import FALSE_ALARM, Drift, Step
 from nsysdiff.history.dashboard import Dashboard
 from nsysdiff.history.trend import Trend
-from nsysdiff.render import charts, page
+from nsysdiff.render import charts, page, series_svg
 from nsysdiff.render.page import Cell, Column, Table, code, link, num, td
 from nsysdiff.safe import neutral
 
 SHA = 10  # characters of a commit shown
 TICKS = 12  # commit labels on a chart's axis at most
+COMMIT_ROWS = 100  # commits listed on a key's page, the newest (the chart shows every one)
 
 
 def key_file(kind: str, key: str) -> str:
@@ -51,8 +52,10 @@ def _sha(commit: str) -> str:
     return commit[:SHA]
 
 
-def _link(kind: str, key: str, known: set[tuple[str, str]]) -> Cell:
-    return link(key_file(kind, key), key) if (kind, key) in known else code(key)
+def _link(kind: str, key: str, known: set[tuple[str, str]], label: str = "") -> Cell:
+    """A key by its label (a kernel's short label), linking to its page where it has one."""
+    text = label or key
+    return link(key_file(kind, key), text, key) if (kind, key) in known else code(text, key)
 
 
 def _interval(ratio: float, low: float | None, high: float | None) -> str:
@@ -82,12 +85,12 @@ def _index(d: Dashboard) -> str:
             "",
             [
                 td(s.kind),
-                _link(s.kind, s.key, known),
+                _link(s.kind, s.key, known, s.label),
                 code(_sha(s.commit), s.commit, "nowrap"),
                 num(s.before_ns, u.ns(s.before_ns)),
                 num(s.after_ns, u.ns(s.after_ns)),
                 num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
-                num(s.p_value, f"{s.p_value:.2g}"),
+                num(s.p_value, u.pvalue(s.p_value)),
                 td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
             ],
         )
@@ -98,7 +101,7 @@ def _index(d: Dashboard) -> str:
             "",
             [
                 td(x.kind),
-                _link(x.kind, x.key, known),
+                _link(x.kind, x.key, known, x.label),
                 td(f"{_sha(x.first_commit)} … {_sha(x.last_commit)}", "nowrap"),
                 num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
                 num(x.overall, u.ratio(x.overall)),
@@ -113,7 +116,7 @@ def _index(d: Dashboard) -> str:
         drifting = any((x.kind, x.key) == (t.kind, t.key) for x in c.drifts)
         cells = [
             td(t.kind),
-            _link(t.kind, t.key, known),
+            _link(t.kind, t.key, known, t.label),
             num(first.total_ns, u.ns(first.total_ns)),
             num(newest.total_ns, u.ns(newest.total_ns)),
             num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
@@ -173,11 +176,20 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
     parts = [f"{len(t.points):,} commits on {d.ref}"]
     if t.missing:
         parts.append(f"{t.missing:,} without this key")
-    parts += [f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {s.p_value:.2g})" for s in steps]
+    parts += [
+        f"step at {_sha(s.commit)}: {_interval(s.ratio, s.ci_low, s.ci_high)} (p {u.pvalue(s.p_value)})" for s in steps
+    ]
     parts += [
         f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall" for x in drifts
     ]
     stepped = {s.commit for s in steps}
+    # A table row costs more than the chart's point: a long history's page lists its newest
+    # commits and each change point's, and the chart draws them all.
+    newest = {p.commit for p in t.points[-COMMIT_ROWS:]}
+    listed = [p for p in reversed(t.points) if p.commit in newest or p.commit in stepped]
+    heading = "Commits, newest first"
+    if len(listed) < len(t.points):
+        heading = f"The newest {len(newest):,} of {len(t.points):,} commits and the change points, newest first"
     rows = [
         (
             "outlier" if p.commit in stepped else "",
@@ -191,16 +203,18 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
                 td(f"{p.failed} failed" if p.failed else ""),
             ],
         )
-        for p in reversed(t.points)
+        for p in listed
     ]
     return page.render(
         "history_key.html",
-        title=f"nsysdiff history: {d.ref}: {u.shorten(t.key)}",
+        title=f"nsysdiff history: {d.ref}: {u.shorten(t.label or t.key)}",
         kind=t.kind,
-        key=t.key,
+        key=t.label or t.key,
+        signature=t.key if t.label and t.label != t.key else "",
         summary="; ".join(parts),
         chart=_trend_chart(t, steps, drifts),
         commits=Table("commits", _COMMIT_COLUMNS, rows, "commits"),
+        commits_heading=heading,
     )
 
 
@@ -208,47 +222,31 @@ def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> ch
     pts = t.points
     largest = max(p.high_ns for p in pts)
     unit, div = ("ms", 1e6) if largest >= 1e6 else ("us", 1e3) if largest >= 1e3 else ("ns", 1.0)
-    xs = list(range(len(pts)))
     index = {p.commit: i for i, p in enumerate(pts)}
-    with charts.plot("trend", 7.5, 3.3) as (fig, ax):
-        ax.fill_between(
-            xs,
-            [p.low_ns / div for p in pts],
-            [p.high_ns / div for p in pts],
-            color=charts.BASE,
-            alpha=0.18,
-            lw=0,
-            label="fastest to slowest run",
-        )
-        ax.plot(
-            xs,
-            [p.total_ns / div for p in pts],
-            color=charts.BASE,
-            marker="o",
-            ms=2.5,
-            lw=1.2,
-            label="geometric mean of the runs",
-        )
-        for s in steps:
-            if s.commit in index:
-                x = index[s.commit] - 0.5
-                ax.axvline(x, color=charts.WORSE if s.ratio > 1 else charts.BETTER, lw=1.0, ls="--")
-                ax.annotate(
+    every = max(1, -(-len(pts) // TICKS))
+    svg = series_svg.render(
+        series_svg.Series(
+            title=f"{t.kind} {charts.label(t.label or t.key)}",
+            low=[p.low_ns / div for p in pts],
+            mid=[p.total_ns / div for p in pts],
+            high=[p.high_ns / div for p in pts],
+            ticks=[(i, charts.label(p.commit[:7], 10)) for i, p in enumerate(pts)][::every],
+            marks=[
+                series_svg.Mark(
+                    index[s.commit],
+                    charts.WORSE if s.ratio > 1 else charts.BETTER,
                     f"{u.ratio(s.ratio)} at {_sha(s.commit)[:7]}",
-                    (x, 1.0),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(3, -10),
-                    textcoords="offset points",
-                    fontsize=8,
                 )
-        every = max(1, -(-len(pts) // TICKS))
-        ax.set_xticks(xs[::every], [charts.label(p.commit[:7], 10) for p in pts[::every]], rotation=45, ha="right")
-        ax.set_xlim(-0.8, len(pts) - 0.2)
-        ax.set_ylabel(f"total time ({unit})")
-        ax.set_xlabel(f"commit on {charts.label(t.ref, 30)}, oldest first")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38), ncol=2, frameon=False, fontsize=8)
-        ax.grid(axis="y", color="#dddddd", lw=0.5)
-        svg = charts.svg_text(fig, f"{t.kind} {charts.label(t.key)}")
+                for s in steps
+                if s.commit in index
+            ],
+            y_label=f"total time ({unit})",
+            x_label=f"commit on {charts.label(t.ref, 30)}, oldest first",
+            band_label="fastest to slowest run",
+            line_label="geometric mean of the runs",
+            colour=charts.BASE,
+        )
+    )
     moved = f"; dashed: the {len(steps)} change point{'s' if len(steps) != 1 else ''}" if steps else ""
     drift = "; the series drifts" if drifts else ""
     return charts.Chart(

@@ -97,7 +97,7 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
     status = status_word(report)
     failed = report.failed
     others = [f for f in report.findings if f not in failed]
-    compared = (*comparability.scope_lines(d), *comparability.fact_lines(d))
+    compared = comparability.compared_lines(d)
     return {
         "title": f"nsysdiff: {status} · {d.base_meta.source} → {d.candidate_meta.source}",
         "base": d.base_meta.source,
@@ -105,7 +105,7 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
         "status": status,
         "verdict_class": _STATUS_CLASS[report.outcome],
         "exit_code": int(report.exit_code),
-        "details": verdict_details(report, lambda r: u.shorten(label(r))),
+        "details": verdict_details(report, lambda r: u.shorten(label(r)), reasons_below=True),
         "reasons": report.reasons,
         "headline": _facts(report, named),
         "compared": compared,

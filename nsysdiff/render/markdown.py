@@ -402,7 +402,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
-    lines = (*comparability.scope_lines(d), *comparability.fact_lines(d))
+    lines = comparability.compared_lines(d)
     out += ["<sub>" + " · ".join(f"{k}: {cell(v)}" for k, v in lines) + "</sub>", ""]
     out += _judged(report, kcode)
     out += _folded(report, kcode)

@@ -72,9 +72,9 @@ def num(value: float | None, text: str) -> Cell:
     return Cell(text, "n", sort="" if value is None or not math.isfinite(value) else f"{value:.6g}")
 
 
-def link(href: str, text: str) -> Cell:
-    """A name linking to another page of the same site."""
-    return Cell(text, code=True, href=href)
+def link(href: str, text: str, title: str | None = None) -> Cell:
+    """A name linking to another page of the same site; ``title`` as for :func:`code`."""
+    return Cell(text, code=True, title=title if title and title != text else "", href=href)
 
 
 def columns(*titles: str) -> list[Column]:

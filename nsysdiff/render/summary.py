@@ -127,7 +127,9 @@ def gpu_line(fp: Fingerprint) -> str:
 def header_lines(fp: Fingerprint) -> list[str]:
     """What the trace is, where it ran, and the totals."""
     m = fp.meta
-    devices = ", ".join(str(d.device) for d in fp.devices) or "none"
+    # Device ids, not a count: "#0" is the first GPU, and the count comes first.
+    ids = ", ".join(f"#{d.device}" for d in fp.devices)
+    devices = f"{len(fp.devices)} ({ids})" if fp.devices else "none"
     out = [
         m.source,
         f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "

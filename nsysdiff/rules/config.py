@@ -1,7 +1,10 @@
 """Load and validate rule files and shipped packs into a :class:`RuleSet`.
 
-Everything is checked here, before any trace is read, and every problem is one
-:class:`~nsysdiff.errors.RuleError` line: ``FILE:LINE: rule 'ID': key 'KEY': what``.
+Everything is checked here, before any trace is read, and every problem is one line:
+``FILE:LINE: rule 'ID': key 'KEY': what``. A file is checked to its end: every rule,
+waiver, phase and top-level key with a problem gets its line, gathered in one
+:class:`~nsysdiff.errors.RuleErrors`; only a file that is no rule file at all (not YAML,
+not a mapping, no or another ``version``) stops at its first.
 Files are composed with PyYAML's safe loader and every tag is checked against the safe
 constructors first, so a rule file can't build Python objects or run code.
 """
@@ -12,7 +15,8 @@ import difflib
 import importlib.resources
 import re
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from nsysdiff.errors import RuleError, UsageError
+from nsysdiff.errors import RuleError, RuleErrors, UsageError
 from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import noise_limits
 from nsysdiff.rules import options as opt
@@ -29,6 +33,7 @@ from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import Kind, OptionError, Rule, RuleSet, Waiver
 from nsysdiff.rules.report import Level
 from nsysdiff.safe import yamldoc
+from nsysdiff.trace.inputs import NSYS_REPORT_MAGIC, REPORT_SUFFIXES, SQLITE_MAGIC
 
 VERSION = 1
 if TYPE_CHECKING:
@@ -126,6 +131,9 @@ def resolve(spec: str, directory: Path | None) -> Source | None:
     path = Path(spec) if directory is None else under(spec, directory)
     if not _exists(path):
         return None
+    trace = trace_given_as_rules(str(path))
+    if trace is not None:
+        raise ValueError(trace)
     text = yamldoc.read_text(path, str(path), RuleError)
     try:
         identity = str(path.resolve())
@@ -168,6 +176,15 @@ class _File:
             raise RuleError(f"{self.label}:1: the file is empty (a rule file is a mapping with 'version: {VERSION}')")
         self._scan(node, set())
         self.root: Node = node
+        self.errors: list[str] = []
+
+    @contextmanager
+    def collecting(self) -> Iterator[None]:
+        """Note the problem of one part (a rule, a waiver, a key) and go on to the next."""
+        try:
+            yield
+        except RuleError as e:
+            self.errors.extend(e.lines)
 
     def fail(self, at: Node | int, where: str | None, key: str | None, what: str) -> NoReturn:
         parts = [f"{self.label}:{at if isinstance(at, int) else _line(at)}"]
@@ -234,6 +251,7 @@ class _Loader:
         self.files: list[str] = []
         self.noise: NoiseProfile | None = None
         self.steps: tuple[str, ...] = ()
+        self.broken: set[str] = set()  # ids of rules with problems
 
     def load(self, src: Source, stack: tuple[Source, ...] = ()) -> None:
         if src.identity in self.loaded:
@@ -241,22 +259,32 @@ class _Loader:
         f = _File(src)
         top = self._top(f)
         if "description" in top:
-            self._string(f, top["description"][1], None, "description")
+            with f.collecting():
+                self._string(f, top["description"][1], None, "description")
         if "extends" in top:
-            for spec, node in self._extends(f, top["extends"][1]):
-                self.load(self._extended(f, src, stack, spec, node), (*stack, src))
+            with f.collecting():
+                for spec, node in self._extends(f, top["extends"][1]):
+                    with f.collecting():
+                        self.load(self._extended(f, src, stack, spec, node), (*stack, src))
         if "rules" in top:
-            self._rules(f, top["rules"][1])
+            with f.collecting():
+                self._rules(f, top["rules"][1])
         if "waivers" in top:
-            self._waivers(f, top["waivers"][1])
+            with f.collecting():
+                self._waivers(f, top["waivers"][1])
         if "phases" in top:
-            self._phases(f, top["phases"][1])
+            with f.collecting():
+                self._phases(f, top["phases"][1])
         if "noise_profile" in top:
-            self.noise = self._noise_profile(f, src, top["noise_profile"][1])
+            with f.collecting():
+                self.noise = self._noise_profile(f, src, top["noise_profile"][1])
         if "steps" in top:
-            self.steps = self._steps(f, top["steps"][1])
+            with f.collecting():
+                self.steps = self._steps(f, top["steps"][1])
         self.loaded.add(src.identity)
         self.files.append(src.label)
+        if f.errors:
+            raise RuleErrors(tuple(f.errors))
 
     def _top(self, f: _File) -> dict[str, tuple[Node, Node]]:
         """The top-level keys of a rule file, checked: a mapping of known keys and a
@@ -276,7 +304,8 @@ class _Loader:
             f.fail(f.root, None, "version", f"missing required key (add 'version: {VERSION}')")
         for k, (kn, _) in top.items():
             if k not in TOP_KEYS:
-                f.fail(kn, None, k, f"unknown top-level key ({_hint(k, TOP_KEYS)})")
+                with f.collecting():  # the known keys are still checked
+                    f.fail(kn, None, k, f"unknown top-level key ({_hint(k, TOP_KEYS)})")
         vnode = top["version"][1]
         version = f.value(vnode, None, "version")
         if version != VERSION or isinstance(version, bool):
@@ -386,10 +415,13 @@ class _Loader:
     def _rules(self, f: _File, node: Node) -> None:
         seen: dict[str, int] = {}
         for index, rnode in enumerate(self._items(f, node, "rules", len(self.rules)), 1):
-            rule = self._rule(f, rnode, index, seen)
-            self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
+            with f.collecting():
+                rule = self._rule(f, rnode, index, seen)
+                if rule is not None:
+                    self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
 
-    def _rule(self, f: _File, node: Node, index: int, seen: dict[str, int]) -> Rule:
+    def _rule(self, f: _File, node: Node, index: int, seen: dict[str, int]) -> Rule | None:
+        """The rule, or None when its problems were noted (``f.errors``)."""
         where = f"rule #{index}"
         node = f.mapping(node, where, "a rule", "id, kind, ...")
         pairs = f.pairs(node, where)
@@ -409,6 +441,8 @@ class _Loader:
         if rid in seen:
             f.fail(idnode, where, "id", f"duplicate id (first defined on line {seen[rid]})")
         seen[rid] = _line(idnode)
+        # A waiver of a rule with problems is not reported as naming no rule.
+        self.broken.add(rid)
         if "kind" not in by:
             f.fail(node, where, "kind", "missing required key")
         knode = by["kind"][1]
@@ -417,16 +451,25 @@ class _Loader:
             shown = repr(kname) if isinstance(kname, str) else opt.type_name(kname)
             f.fail(knode, where, "kind", f"unknown kind {shown} (kinds: {', '.join(sorted(KINDS))})")
         kind = KINDS[kname]
+        before = len(f.errors)
         level = Level.ERROR
         if "level" in by:
             lnode = by["level"][1]
-            try:
-                level = Level(opt.choice(LEVELS)(f.value(lnode, where, "level")))
-            except ValueError as e:
-                f.fail(lnode, where, "level", str(e))
-        message = self._string(f, by["message"][1], where, "message") if "message" in by else ""
-        description = self._string(f, by["description"][1], where, "description") if "description" in by else ""
-        options, settings = self._options(f, node, where, kind, pairs)
+            with f.collecting():
+                try:
+                    level = Level(opt.choice(LEVELS)(f.value(lnode, where, "level")))
+                except ValueError as e:
+                    f.fail(lnode, where, "level", str(e))
+        message = description = ""
+        with f.collecting():
+            message = self._string(f, by["message"][1], where, "message") if "message" in by else ""
+        with f.collecting():
+            description = self._string(f, by["description"][1], where, "description") if "description" in by else ""
+        built = self._options(f, node, where, kind, pairs)
+        if built is None or len(f.errors) > before:
+            return None
+        options, settings = built
+        self.broken.discard(rid)
         return Rule(
             id=rid,
             kind=kind.name,
@@ -441,25 +484,33 @@ class _Loader:
 
     def _options(
         self, f: _File, node: MappingNode, where: str, kind: Kind, pairs: list[tuple[str, Node, Node]]
-    ) -> tuple[Any, tuple[tuple[str, str], ...]]:
-        """A rule's options built by its kind, and its settings as written."""
+    ) -> tuple[Any, tuple[tuple[str, str], ...]] | None:
+        """A rule's options built by its kind, and its settings as written; None when the
+        problems of its options were noted (``f.errors``)."""
         parsed: dict[str, Any] = {}
         settings: list[tuple[str, str]] = []
         known = (*RULE_KEYS, *(o.name for o in kind.options))
+        before = len(f.errors)
+        given = {k for k, _, _ in pairs}
         for k, kn, vn in pairs:
             if k in RULE_KEYS:
                 continue
-            option = kind.option(k)
-            if option is None:
-                f.fail(kn, where, k, f"unknown option for kind {kind.name!r} ({_hint(k, known)})")
-            try:
-                parsed[k] = option.parse(f.value(vn, where, k))
-            except ValueError as e:
-                f.fail(vn, where, k, str(e))
-            settings.append((k, _as_written(vn)))
+            with f.collecting():
+                option = kind.option(k)
+                if option is None:
+                    f.fail(kn, where, k, f"unknown option for kind {kind.name!r} ({_hint(k, known)})")
+                try:
+                    parsed[k] = option.parse(f.value(vn, where, k))
+                except ValueError as e:
+                    f.fail(vn, where, k, str(e))
+                settings.append((k, _as_written(vn)))
         for option in kind.options:
-            if option.required and option.name not in parsed:
-                f.fail(node, where, option.name, "missing required option")
+            # An option given with a bad value has its line already, not "missing".
+            if option.required and option.name not in given:
+                with f.collecting():
+                    f.fail(node, where, option.name, "missing required option")
+        if len(f.errors) > before:
+            return None
         values = {o.name: parsed.get(o.name, o.default) for o in kind.options}
         try:
             return kind.build(values, frozenset(parsed)), tuple(settings)
@@ -469,10 +520,17 @@ class _Loader:
 
     def _waivers(self, f: _File, node: Node) -> None:
         for index, wnode in enumerate(self._items(f, node, "waivers", len(self.waivers)), 1):
-            where = f"waiver #{index}"
-            wnode = f.mapping(wnode, where, "a waiver", "rule, subject, reason, expires")
-            values: dict[str, Any] = {}
-            for k, kn, vn in f.pairs(wnode, where):
+            with f.collecting():
+                self._waiver(f, wnode, f"waiver #{index}")
+
+    def _waiver(self, f: _File, wnode: Node, where: str) -> None:
+        wnode = f.mapping(wnode, where, "a waiver", "rule, subject, reason, expires")
+        values: dict[str, Any] = {}
+        given = set()
+        before = len(f.errors)
+        for k, kn, vn in f.pairs(wnode, where):
+            given.add(k)
+            with f.collecting():
                 option = next((o for o in waiver_section.OPTIONS if o.name == k), None)
                 if option is None:
                     f.fail(
@@ -485,27 +543,30 @@ class _Loader:
                     values[k] = option.parse(f.value(vn, where, k))
                 except ValueError as e:
                     f.fail(vn, where, k, str(e))
-            for option in waiver_section.OPTIONS:
-                if option.required and option.name not in values:
+        for option in waiver_section.OPTIONS:
+            if option.required and option.name not in given:
+                with f.collecting():
                     f.fail(wnode, where, option.name, "missing required key")
-            if ("subject" in values) == ("subject_regex" in values):
-                f.fail(
-                    wnode,
-                    where,
-                    "subject",
-                    "give exactly one of 'subject' (exact) or 'subject_regex'",
-                )
-            self.waivers.append(
-                Waiver(
-                    rule=values["rule"],
-                    subject=values.get("subject"),
-                    subject_regex=values.get("subject_regex"),
-                    reason=values["reason"],
-                    expires=values["expires"],
-                    source=f.label,
-                    line=_line(wnode),
-                )
+        if len(f.errors) > before:
+            return
+        if ("subject" in values) == ("subject_regex" in values):
+            f.fail(
+                wnode,
+                where,
+                "subject",
+                "give exactly one of 'subject' (exact) or 'subject_regex'",
             )
+        self.waivers.append(
+            Waiver(
+                rule=values["rule"],
+                subject=values.get("subject"),
+                subject_regex=values.get("subject_regex"),
+                reason=values["reason"],
+                expires=values["expires"],
+                source=f.label,
+                line=_line(wnode),
+            )
+        )
 
     def _phases(self, f: _File, node: Node) -> None:
         if not isinstance(node, MappingNode):
@@ -519,18 +580,19 @@ class _Loader:
                 f"expected a mapping of phase name to NVTX regexes, got {opt.type_name(v)}",
             )
         for name, _, vn in f.pairs(node, "phases"):
-            v = f.value(vn, "phases", name)
-            if not isinstance(v, list) or not v:
-                f.fail(
-                    vn,
-                    "phases",
-                    name,
-                    f"expected a non-empty list of NVTX regexes, got {opt.type_name(v)}",
-                )
-            try:
-                self.phases[name] = tuple(p.pattern for p in opt.regex_list(v))
-            except ValueError as e:
-                f.fail(vn, "phases", name, str(e))
+            with f.collecting():
+                v = f.value(vn, "phases", name)
+                if not isinstance(v, list) or not v:
+                    f.fail(
+                        vn,
+                        "phases",
+                        name,
+                        f"expected a non-empty list of NVTX regexes, got {opt.type_name(v)}",
+                    )
+                try:
+                    self.phases[name] = tuple(p.pattern for p in opt.regex_list(v))
+                except ValueError as e:
+                    f.fail(vn, "phases", name, str(e))
 
     def _steps(self, f: _File, node: Node) -> tuple[str, ...]:
         """``steps: {range: NAME or [NAME, ...]}``: the step range, in the ``--per`` syntax
@@ -567,6 +629,7 @@ class _Loader:
 def load_rules(specs: Sequence[str]) -> RuleSet:
     """Load shipped packs (by name) and rule files (by path), later ones overriding."""
     loader = _Loader()
+    errors: list[str] = []
     for spec in specs:
         try:
             src = resolve(spec, None)
@@ -576,12 +639,17 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
             close = difflib.get_close_matches(spec, pack_names(), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise RuleError(f"{spec}: no such rule file, and not a shipped pack{hint} ({', '.join(pack_names())})")
-        loader.load(src)
-    for w in loader.waivers:
-        if w.rule not in loader.rules:
-            raise RuleError(
-                f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this id is loaded"
-            )
+        try:
+            loader.load(src)
+        except RuleError as e:  # the next file is checked too
+            errors.extend(e.lines)
+    errors += [
+        f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this id is loaded"
+        for w in loader.waivers
+        if w.rule not in loader.rules and w.rule not in loader.broken
+    ]
+    if errors:
+        raise RuleErrors(tuple(errors))
     ruleset = RuleSet(
         sources=tuple(specs),
         rules=tuple(loader.rules.values()),
@@ -591,3 +659,23 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
         steps=loader.steps,
     )
     return noise_limits.attach(ruleset, loader.noise) if loader.noise is not None else ruleset
+
+
+def trace_given_as_rules(spec: str) -> str | None:
+    """Why ``spec``, given to ``--rules``, is no rule file: it is a trace or an nsys report
+    (a pack name forgotten after ``--rules``, so the option took the first trace). None
+    for anything else, which the loader judges as a rule file."""
+    path = Path(spec)
+    if is_pack(spec) or not path.is_file():  # never open a FIFO or a device here
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(NSYS_REPORT_MAGIC))
+    except OSError:
+        return None
+    if not (head.startswith((SQLITE_MAGIC, NSYS_REPORT_MAGIC)) or path.suffix.lower() in REPORT_SUFFIXES):
+        return None
+    return (
+        "a trace, not a rule file or pack: --rules takes a pack name "
+        f"({', '.join(pack_names())}) or a YAML rule file, then BASE CANDIDATE"
+    )

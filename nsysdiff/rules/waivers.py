@@ -77,8 +77,9 @@ def expired(waivers: Sequence[Waiver], today: date) -> list[Finding]:
             rule_id=w.rule,
             kind="waiver",
             subject=w.subject_text,
-            observed=f"expired {w.expires.isoformat()}",
-            limit=f"expires {w.expires.isoformat()} (today {today.isoformat()})",
+            # Today against the date it was valid until: the date twice said nothing.
+            observed=f"today {today.isoformat()}, {_days((today - w.expires).days)} past",
+            limit=f"valid until {w.expires.isoformat()}",
             evidence=f"{w.source}:{w.line}: reason: {w.reason}",
             message="this waiver has expired and no longer waives; renew its date or remove it",
             statistical=False,
@@ -91,3 +92,7 @@ def expired(waivers: Sequence[Waiver], today: date) -> list[Finding]:
 def unmatched(findings: Sequence[Finding], waivers: Sequence[Waiver], today: date) -> list[Waiver]:
     """Active waivers that match no finding: a typo in a subject, or a fixed problem."""
     return [w for w in waivers if not w.expired(today) and not any(w.matches(f) for f in findings)]
+
+
+def _days(n: int) -> str:
+    return f"{n:,} day" if n == 1 else f"{n:,} days"

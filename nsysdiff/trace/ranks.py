@@ -146,4 +146,14 @@ def identity(r: TraceReader) -> JobIdentity:
             f"(SELECT DISTINCT (globalPid >> 24) & 16777215 FROM {s.KERNEL}) ORDER BY name LIMIT 16"
         )
         processes = tuple(name_text(n) for (n,) in rows if n is not None)
-    return JobIdentity(start, tuple(sorted({g.name for g in r.gpus()})), processes)
+    kernels = None
+    if start is not None and r.schema.has(s.KERNEL, "start", "end"):
+        # Kernel times count from the session start: with it, they are times of day.
+        rows = r.query(
+            f"SELECT min(start), max([end]) FROM {s.KERNEL} "
+            "WHERE typeof(start) = 'integer' AND typeof([end]) = 'integer' AND [end] >= start"
+        )
+        first, last = rows[0] if rows else (None, None)
+        if isinstance(first, int) and isinstance(last, int):
+            kernels = (start + first, start + last)
+    return JobIdentity(start, tuple(sorted({g.name for g in r.gpus()})), processes, kernels)

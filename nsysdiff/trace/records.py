@@ -122,11 +122,13 @@ class CollectiveShare:
 @dataclass(frozen=True, slots=True)
 class JobIdentity:
     """What tells whether traces are ranks of one job: when the nsys session started (UTC
-    epoch ns), the GPUs, and the names of the processes that ran kernels."""
+    epoch ns), the GPUs, the names of the processes that ran kernels, and when the first
+    kernel started and the last ended (UTC epoch ns; None without a session start)."""
 
     session_start_ns: int | None
     gpus: tuple[str, ...]
     processes: tuple[str, ...]
+    kernels_ns: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

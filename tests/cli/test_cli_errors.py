@@ -19,6 +19,7 @@ from nsysdiff import api
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint.model import fingerprint_to_json
+from nsysdiff.rules import pack_names
 from nsysdiff.synth.builder import Generation, TraceBuilder
 
 BAD_INPUT = int(ExitCode.BAD_INPUT)
@@ -367,3 +368,24 @@ def test_real_trace_summary_json(trace: Path) -> None:
     assert data["totals"]["kernel_ns"] == sum(k["total_ns"] for k in data["kernels"])
     for c in data["memcpy"]:
         assert {"kind", "ops", "bytes", "total_ns"} <= c.keys()
+
+
+# --- a pack name forgotten after --rules -------------------------------------------------
+
+
+def test_a_trace_given_to_rules_is_named_as_one(good: Path, tmp_path: Path) -> None:
+    # `--rules A.sqlite B.sqlite`: the option took the first trace, which used to read as
+    # "missing CANDIDATE".
+    code, out, err = run_cli("--rules", good, good)
+    assert (code, out) == (BAD_INPUT, "")
+    assert err.startswith(f"nsysdiff: error: --rules {good}: a trace, not a rule file or pack: --rules takes a pack")
+    assert err.count("\n") == 1
+
+
+def test_a_trace_among_rule_files_is_named_as_one(good: Path) -> None:
+    code, _, err = run_cli("diff", good, good, "--rules", good)
+    assert code == BAD_INPUT
+    assert err == (
+        f"nsysdiff: error: {good}: a trace, not a rule file or pack: --rules takes a pack name "
+        f"({', '.join(pack_names())}) or a YAML rule file, then BASE CANDIDATE\n"
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from conftest import real_trace, run_cli
+from conftest import otava_test, real_trace, run_cli
 
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.history import store as st
@@ -50,8 +50,11 @@ def test_add_list_show(tmp_path: Path) -> None:
     b.kernel("gemm_kernel", 1_000, 50_000)
     b.kernel("softmax_kernel", 60_000, 5_000)
     trace = b.write(tmp_path / "run.sqlite")
-    b.kernel("gemm_kernel", 60_000, 51_000)  # a second run, not a copy of the first
-    again = b.write(tmp_path / "run2.sqlite")
+    # A second run of the same build: the same calls, other times.
+    b2 = TraceBuilder()
+    b2.kernel("gemm_kernel", 1_000, 51_000)
+    b2.kernel("softmax_kernel", 60_000, 5_100)
+    again = b2.write(tmp_path / "run2.sqlite")
     store = tmp_path / "ci" / "perf.sqlite"
     code, out, err = run_cli("history", "add", store, trace, again, "--ref", "main", "--commit", "abc123")
     assert (code, out) == (0, "")
@@ -180,6 +183,7 @@ def test_pr_diff_against_history_built_from_the_real_repeats(tmp_path: Path) -> 
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 2
 
 
+@otava_test
 def test_names_from_a_store_reach_the_terminal_inert(tmp_path: Path) -> None:
     """A kernel name (from a trace) and a ref (from a tampered store) carrying escape
     sequences and workflow commands print neutralised in every history output."""

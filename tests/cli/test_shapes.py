@@ -108,6 +108,15 @@ def test_a_noise_profile_as_a_side_names_the_option(fps: tuple[Path, Path], tmp_
     assert "it is a noise profile (nsysdiff noise): give it with --noise-profile FILE" in err
 
 
+def test_a_run_set_given_to_summary_is_named_as_one(fps: tuple[Path, Path], tmp_path: Path) -> None:
+    runs = tmp_path / "runs.json"
+    assert run_cli("fingerprint", "--run-set", *fps, "-o", runs).exit_code == 0
+    code, out, err = run_cli("summary", runs)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert "it is a run set of several runs (nsysdiff fingerprint --run-set)" in err
+
+
 def test_progress_says_reading_only_of_tables() -> None:
     assert progress.describe("base", "kernels") == "reading base: kernels"
     assert progress.describe("base", "reducing to a fingerprint") == "base: reducing to a fingerprint"

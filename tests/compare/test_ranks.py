@@ -23,6 +23,8 @@ from nsysdiff.synth.writer import Gpu
 from nsysdiff.trace import collectives
 from nsysdiff.trace.records import CollectiveShare, JobIdentity, RankStats
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "h100"
+
 
 @pytest.mark.parametrize(
     ("name", "op"),
@@ -212,9 +214,10 @@ def test_a_trace_without_kernels_is_a_rank_that_ran_nothing(tmp_path: Path) -> N
 START = 1_700_000_000_000_000_000
 
 
-def _trace(path: Path, gpu: str = "NVIDIA H200", start: int = START, process: str = "python") -> Path:
+def _trace(path: Path, gpu: str = "NVIDIA H200", start: int = START, process: str = "python", at: int = 2_000) -> Path:
+    """A trace whose one kernel runs ``at`` ns after its session ``start``."""
     b = TraceBuilder(gpus=(Gpu(name=gpu),), session_start_ns=start, process_name=process)
-    b.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1_000, 2_000, 5_000)
+    b.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", at - 1_000, at, 5_000)
     return b.write(path)
 
 
@@ -234,11 +237,32 @@ def test_traces_of_other_jobs_are_refused_as_ranks_unless_forced(tmp_path: Path)
 
 
 def test_ranks_of_one_job_pass_the_check(tmp_path: Path) -> None:
-    # Same program, same GPU model, sessions 30 s apart: one job.
-    a = _trace(tmp_path / "rank0.sqlite")
+    # Same program, same GPU model, sessions 30 s apart, kernels at one time: one job.
+    a = _trace(tmp_path / "rank0.sqlite", at=30 * 10**9 + 2_000)
     b = _trace(tmp_path / "rank1.sqlite", start=START + 30 * 10**9)
     r = run_cli("summary", str(a), str(b))
     assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_separate_captures_of_one_program_are_not_ranks(tmp_path: Path) -> None:
+    # Two single-GPU captures of one program on one GPU model, 25 s apart: batch 1, then
+    # batch 16. Each ran its kernels before the other began: no job's ranks run so.
+    a = _trace(tmp_path / "bs1.sqlite")
+    b = _trace(tmp_path / "bs16.sqlite", start=START + 25 * 10**9)
+    r = run_cli("summary", str(a), str(b))
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith(
+        "nsysdiff: error: these traces do not look like the ranks of one job: their kernels ran at different "
+        "times (bs16.sqlite's began 25 s after bs1.sqlite's ended; the ranks of one job run together); "
+        f"to compare them: nsysdiff {a} {b}; to read each: nsysdiff summary {a}; or give --ranks"
+    )
+    assert run_cli("summary", str(a), str(b), "--ranks").exit_code == 0
+
+
+@pytest.mark.skipif(not (EXAMPLES / "bs1.sqlite").exists(), reason="the example captures are not here")
+def test_the_example_captures_are_not_one_job() -> None:
+    r = run_cli("summary", str(EXAMPLES / "bs1.sqlite"), str(EXAMPLES / "bs16.sqlite"))
+    assert r.exit_code == 2 and "slowest rank" not in r.stdout and "kernels ran at different times" in r.stderr
 
 
 def test_one_job_check_on_what_each_trace_records() -> None:

@@ -413,7 +413,8 @@ def test_kernels_across_runs_are_named_as_in_the_other_tables() -> None:
     # kernel by the same label as the headline and the kernel table.
     h100 = Path(__file__).resolve().parents[2] / "examples" / "h100"
     bs1, bs16 = h100 / "bs1.sqlite", h100 / "bs16.sqlite"
-    runs_args = ("--base", bs1, bs16, "--candidate", bs16, bs1, "--no-rules")
+    # Not repeats of one build: --mixed-runs takes them anyway, for their names.
+    runs_args = ("--base", bs1, bs16, "--candidate", bs16, bs1, "--no-rules", "--mixed-runs")
     _, text, _ = run_cli(*runs_args, "--details", "--width", "200")
     section = text[text.index("Across runs (2 vs 2 runs)") :].split("\n\n")[0]
     kernels = [line.strip() for line in section.splitlines() if line.startswith("  kernel ")]

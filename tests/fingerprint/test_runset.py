@@ -262,3 +262,33 @@ def test_one_capture_is_never_several_runs(tmp_path: Path) -> None:
             code, out, err = run_cli(*argv)
             assert (code, out) == (2, ""), (argv, err)
             assert why in err and err.count("\n") == 1, err
+
+
+# --- repeats of one build ------------------------------------------------------------------
+
+
+def test_runs_whose_exact_counts_differ_are_not_repeats() -> None:
+    from conftest import real_trace
+
+    from nsysdiff import api
+    from nsysdiff.errors import UsageError
+    from nsysdiff.fingerprint import runset
+
+    bs16, r2, bs1 = (api.load(real_trace(f"h100/{n}")) for n in ("llm_bs16", "llm_bs16_r2", "llm_bs1"))
+    runset.check_repeats([bs16, r2], ["bs16", "r2"])  # a real repeat: every count agrees
+    with pytest.raises(UsageError, match=r"^bs1: not a repeat of bs16: calls of .* against .*--mixed-runs"):
+        runset.check_repeats([bs16, bs1], ["bs16", "bs1"])
+
+
+def test_a_planted_item_in_one_candidate_run_is_not_voted_away() -> None:
+    from pathlib import Path
+
+    from conftest import run_cli
+
+    ci = Path(__file__).resolve().parents[2] / "examples" / "ci"
+    argv = ["--base", ci / "main.json", ci / "main_r2.json", "--candidate", ci / "pr_item.json", ci / "pr.json"]
+    code, out, err = run_cli(*argv, "--rules", "tpot")
+    assert (code, out) == (2, "")
+    assert "pr.json: not a repeat of" in err and "--mixed-runs" in err
+    code, _, _ = run_cli(*argv, "--rules", "tpot", "--mixed-runs")
+    assert code != 2

@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import otava_test
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
@@ -218,8 +219,8 @@ def test_steps_frames_split_every_period_exactly(tmp_path: Path) -> None:
     assert nd.steps_frame(nd.load(_trace(tmp_path))).empty  # no --per: no steps, same columns
 
 
+@otava_test
 def test_history_frames_show_the_series_and_its_change_point(tmp_path: Path) -> None:
-    pytest.importorskip("otava")
     import histories
 
     from nsysdiff.history import store as st

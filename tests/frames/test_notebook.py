@@ -8,6 +8,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,8 @@ def cells(script: str) -> list[tuple[str, str]]:
     for m, nxt in zip(marks, [*marks[1:], None], strict=True):
         body = script[m.end() : nxt.start() if nxt else len(script)].strip("\n")
         if m.group(1):
-            lines = (line.removeprefix("# ").removeprefix("#") for line in body.splitlines())
+            # "# # Title" is the heading "# Title": one comment mark comes off, not two.
+            lines = (line[2:] if line.startswith("# ") else line.removeprefix("#") for line in body.splitlines())
             out.append(("markdown", "\n".join(lines)))
         else:
             out.append(("code", body))
@@ -91,7 +94,7 @@ def test_the_notebook_runs_and_shows_what_is_committed(tmp_path: Path, update_go
     printed = run(tmp_path)
     want = notebook(printed)
     if update_golden:
-        NOTEBOOK.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        NOTEBOOK.write_text(json.dumps(want, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
     assert json.loads(NOTEBOOK.read_text(encoding="utf-8")) == want
     png = (tmp_path / "families.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
@@ -105,4 +108,16 @@ def test_the_notebook_finds_the_suspects(tmp_path: Path) -> None:
     for rule in ("attention-path", "gemm-selection", "launch-split"):
         assert re.search(rf"error\s+{rule}", text)
     # The GPU computes 1.24 ms of a ~14 ms decode step; the host takes most of the rest.
-    assert re.search(r"Compute \(ns\)\s+1\.24\n", text) and re.search(r"Host \(ns\)\s+10\.\d+\n", text)
+    assert re.search(r"Compute \(ms\)\s+1\.24\n", text) and re.search(r"Host \(ms\)\s+10\.\d+\n", text)
+    assert "(ns)  " not in text.split("mean per step:")[1]
+
+
+def test_the_script_runs_from_any_directory(tmp_path: Path) -> None:
+    # Not only from the repository root: the examples are found beside the script.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSYSDIFF_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "batch-invariance: exit 1" in done.stdout and (tmp_path / "families.png").exists()

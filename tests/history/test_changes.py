@@ -13,7 +13,7 @@ from pathlib import Path
 import histories
 import numpy as np
 import pytest
-from conftest import real_trace
+from conftest import otava_test, real_trace
 from scipy.stats import binom
 
 from nsysdiff import api
@@ -85,10 +85,12 @@ def spec_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _store(tmp_path_factory.mktemp("spec"), base, noise)
 
 
+@otava_test
 def test_done_when_on_a_spec_built_history(spec_store: Path) -> None:
     _check_done_when(spec_store, histories.spec_build()[0])
 
 
+@otava_test
 def test_done_when_on_the_real_h100_repeats(tmp_path: Path) -> None:
     first = api.load(real_trace("h100/llm_bs16"))
     repeat = api.load(real_trace("h100/llm_bs16_r2"))
@@ -98,6 +100,7 @@ def test_done_when_on_the_real_h100_repeats(tmp_path: Path) -> None:
     _check_done_when(_store(tmp_path, first, noise), first)
 
 
+@otava_test
 def test_false_alarms_on_pure_noise_within_the_stated_rate() -> None:
     """200 histories of 60 commits x 3 runs of 8 keys, each pure noise of its measured width
     (the scan is scale-free, so 8 widths from the spec build's range stand for all): the
@@ -122,6 +125,7 @@ def test_false_alarms_on_pure_noise_within_the_stated_rate() -> None:
     assert alarms <= binom.ppf(0.999, trials, changes.FALSE_ALARM_UPPER)
 
 
+@otava_test
 def test_too_short_a_history_finds_nothing(tmp_path: Path) -> None:
     base, noise = histories.spec_build()
     path = tmp_path / "h.sqlite"
@@ -134,6 +138,7 @@ def test_too_short_a_history_finds_nothing(tmp_path: Path) -> None:
     assert (c.steps, c.drifts, len(c.commits)) == ((), (), 5)
 
 
+@otava_test
 def test_last_scans_the_newest_commits(spec_store: Path) -> None:
     c = api.history_changes(spec_store, "main", max_pvalue=1e-5, window=30, last=30)
     assert c.commits[0] == "0030" + "c0ffee" * 6 and len(c.commits) == 30
@@ -153,6 +158,7 @@ def test_bad_settings_are_usage_errors(tmp_path: Path) -> None:
         api.history_changes(path, "main", max_pvalue=1e-5, window=2, last=None)
 
 
+@otava_test
 def test_keys_not_in_every_commit_are_structural(tmp_path: Path) -> None:
     """A kernel that appears at commit 20 is a structural change: counted, not scanned."""
     import dataclasses
@@ -172,6 +178,7 @@ def test_keys_not_in_every_commit_are_structural(tmp_path: Path) -> None:
     assert c.structural + c.keys == len({(k, n) for k, n in st.open_store(path).series(st.open_store(path).entries())})
 
 
+@otava_test
 def test_a_step_in_the_time_per_step(tmp_path: Path) -> None:
     """The period per step rises 5% at commit 20 while the number of steps kept varies
     (32 or 30): the scan follows the time per step, not the total."""

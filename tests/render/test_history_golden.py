@@ -9,7 +9,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from conftest import run_cli
+from conftest import needs_otava, otava, run_cli
 
 from nsysdiff.history import store as st
 
@@ -38,9 +38,9 @@ def history_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("list.txt", ("list", "main.sqlite", "--last", "8", "--width", "120")),
         ("show.txt", ("show", "main.sqlite", GEMM, "--kind", "kernel", "--last", "12", "--width", "100")),
         ("show.step.txt", ("show", "main.sqlite", "decode_step", "--last", "6", "--width", "100")),
-        ("changes.txt", ("changes", "main.sqlite", "--width", "140")),
-        ("changes.80.txt", ("changes", "main.sqlite", "--width", "80")),
-        ("changes.json", ("changes", "main.sqlite", "--format", "json")),
+        pytest.param("changes.txt", ("changes", "main.sqlite", "--width", "140"), marks=[needs_otava, otava]),
+        pytest.param("changes.80.txt", ("changes", "main.sqlite", "--width", "80"), marks=[needs_otava, otava]),
+        pytest.param("changes.json", ("changes", "main.sqlite", "--format", "json"), marks=[needs_otava, otava]),
     ],
 )
 def test_history_golden(

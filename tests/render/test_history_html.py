@@ -10,7 +10,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from conftest import run_cli
+from conftest import otava_test, run_cli
 from render.htmlcheck import svg_texts, svgs
 
 from nsysdiff.fingerprint.reduce import group_by
@@ -52,6 +52,7 @@ def site(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@otava_test
 def test_index_names_the_planted_changes(site: Path) -> None:
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "<h1>nsysdiff history: main</h1>" in index
@@ -63,6 +64,7 @@ def test_index_names_the_planted_changes(site: Path) -> None:
         assert (site / href).is_file(), href
 
 
+@otava_test
 def test_key_page_draws_the_series_and_the_step(site: Path) -> None:
     page = (site / key_file("kernel", STEP)).read_text(encoding="utf-8")
     (chart,) = svgs(page)
@@ -72,6 +74,7 @@ def test_key_page_draws_the_series_and_the_step(site: Path) -> None:
     assert 'href="index.html"' in page
 
 
+@otava_test
 def test_names_are_escaped_and_files_named_safely(site: Path) -> None:
     assert "&lt;/code&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in (site / "index.html").read_text(encoding="utf-8")
     # Pages are named after the key as the site shows it: one inert line.
@@ -86,3 +89,47 @@ def test_names_are_escaped_and_files_named_safely(site: Path) -> None:
 def test_never_overwrites_the_store(store: Path, tmp_path: Path) -> None:
     code, out, err = run_cli("history", "report", store, "-o", store)
     assert (code, out) == (2, "") and f"{store}: is the input {store}; nsysdiff never writes over an input" in err
+
+
+@otava_test
+def test_a_long_history_lists_its_newest_commits_and_every_change_point(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A page of a 1,000-commit history would be a 1,000-row table: the newest rows and the
+    # change points' are listed, and the chart still draws every commit.
+    from nsysdiff.render import history_html
+
+    monkeypatch.setattr(history_html, "COMMIT_ROWS", 10)
+    assert run_cli("history", "report", store, "-o", tmp_path / "site").exit_code == 0
+    page = (tmp_path / "site" / key_file("kernel", STEP)).read_text(encoding="utf-8")
+    assert "The newest 10 of 60 commits and the change points, newest first" in page
+    table = page[page.index("<table") :]
+    assert table.count("<tr") == 1 + 10 + 1 and "0040c0ffee" in table
+    (chart,) = svgs(page)
+    assert chart.count("<circle") == 60
+
+
+def test_the_series_chart_is_escaped_svg_with_round_ticks() -> None:
+    from nsysdiff.render import series_svg
+
+    assert series_svg.nice_ticks(0.93, 1.71) == [0.8, 1.0, 1.2, 1.4, 1.6, 1.8]
+    assert series_svg.nice_ticks(5.0, 5.0) == [5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+    svg = series_svg.render(
+        series_svg.Series(
+            title="kernel <b>&",
+            low=[1.0, 1.1],
+            mid=[1.1, 1.2],
+            high=[1.2, 1.3],
+            ticks=[(0, "</text><script>")],
+            marks=[series_svg.Mark(1, "#D55E00", "1.08x at abc")],
+            y_label="total time (ms)",
+            x_label="commit on main",
+            band_label="band",
+            line_label="line",
+            colour="#0072B2",
+        )
+    )
+    assert svg.startswith("<svg ") and svg.endswith("</svg>") and "<script" not in svg
+    assert "&lt;/text&gt;&lt;script&gt;" in svg and "<title>kernel &lt;b&gt;&amp;</title>" in svg
+    words = svg_texts(svg)
+    assert "1.08x at abc" in words and "total time (ms)" in words and "1.2" in words

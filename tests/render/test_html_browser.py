@@ -151,3 +151,71 @@ def test_first_screen_looks_like_the_golden(browser: Any, page: Any, update_gold
     golden = np.asarray(Image.open(GOLDEN).convert("L"), dtype=np.int16)
     far = float(np.mean(np.abs(np.asarray(shot, dtype=np.int16) - golden) > FAR))
     assert far < TOLERANCE, f"{far:.1%} of the first screen differs from {GOLDEN.name} (at most {TOLERANCE:.0%})"
+
+
+def _long_named_report(tmp_path: Path) -> Path:
+    """The synthetic report with family names as long as a chart shows them: the scale
+    chart's axes sit far right, beside their labels."""
+    from render import synthetic
+
+    from nsysdiff.render import html
+
+    def long(name: str) -> str:
+        return f"{name}_{'x' * 40}"[:42]
+
+    # The outlier shares its family with a second kernel: it gets a row of its own,
+    # labelled "NAME  (kernel)", the longest label the chart has.
+    flash = next(s[2] for s in synthetic.KERNELS if s[0] == "flash_fwd_splitkv_kernel")
+    specs = tuple(
+        (long(name), dem, long(flash), cat, b, c)
+        if name == "reshape_and_cache_flash_kernel"
+        else (name, dem, long(fam) if fam != synthetic.KERNELS[0][2] else fam, cat, b, c)
+        for name, dem, fam, cat, b, c in synthetic.KERNELS
+    )
+    path = tmp_path / "long.html"
+    path.write_text(html.render(synthetic.build_report(specs)), encoding="utf-8")
+    return path
+
+
+def _open(browser: Any, width: int) -> Any:
+    context = browser.new_context(viewport={"width": width, "height": 1500}, device_scale_factor=1, offline=True)
+    return context.new_page()
+
+
+def _load(page: Any, report: Path) -> None:
+    page.goto(report.as_uri(), wait_until="load")
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_chart_words_stay_inside_their_charts(browser: Any, tmp_path: Path, width: int) -> None:
+    # A legend centred under axes pushed right by long labels ran out of the chart.
+    page = _open(browser, width)
+    for report in (REPORT, _long_named_report(tmp_path)):
+        _load(page, report)
+        cut = page.evaluate(
+            """() => Array.from(document.querySelectorAll('figure.chart svg')).flatMap(svg => {
+                 const box = svg.getBoundingClientRect();
+                 return Array.from(svg.querySelectorAll('text')).filter(t => {
+                   const r = t.getBoundingClientRect();
+                   return r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
+                                          || r.top < box.top - 1 || r.bottom > box.bottom + 1);
+                 }).map(t => svg.closest('figure').id + ': ' + t.textContent);
+               })"""
+        )
+        assert cut == [], (report.name, width)
+    page.context.close()
+
+
+def test_tables_fit_a_wide_screen(browser: Any, tmp_path: Path) -> None:
+    # At 1400 px no table scrolls sideways (a narrow screen scrolls them, as it must).
+    page = _open(browser, 1400)
+    for report in (REPORT, _long_named_report(tmp_path)):
+        _load(page, report)
+        wide = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.scroll'))
+                 .filter(s => s.scrollWidth > s.clientWidth + 1)
+                 .map(s => s.querySelector('table').id + ' ' + s.scrollWidth + ' > ' + s.clientWidth)"""
+        )
+        assert wide == [], (report.name, wide)
+    page.context.close()

@@ -151,3 +151,16 @@ def test_by_name_and_launch_refuses_a_saved_fingerprint(tmp_path: Path) -> None:
     res = run_cli("summary", str(saved), "--by", "name+launch")
     assert res.exit_code == 2
     assert "needs the trace" in res.stderr
+
+
+def test_goldens_ignore_the_last_bits_of_a_float_and_nothing_else() -> None:
+    from render.conftest import same_but_last_bits
+
+    # What two numpy releases printed for one interval bound, and one SVG coordinate.
+    assert same_but_last_bits('"ci_high": 1.0123456789012462', '"ci_high": 1.0123456789012464')
+    assert same_but_last_bits("M 186.408677 L 2", "M 186.408678 L 2")
+    assert same_but_last_bits("p 1.2e-17", "p 3.4e-17")
+    # A printed figure that moved, or a word, is a difference.
+    assert not same_but_last_bits("1.23 ms", "1.24 ms")
+    assert not same_but_last_bits("1.23 ms", "1.23 us")
+    assert not same_but_last_bits("0.5", "0.5000011")

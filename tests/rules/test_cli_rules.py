@@ -98,6 +98,57 @@ def test_validate_error(tmp_path: Path) -> None:
     )
 
 
+def test_validate_reports_every_error_of_a_file_each_on_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "version: 1\n"
+        "colour: blue\n"
+        "rules:\n"
+        "  - id: t\n"
+        "    kind: nope\n"
+        "  - id: ok\n"
+        "    kind: budget\n"
+        "    kernel: gemm\n"
+        "    metric: total\n"
+        "    max_ratio: fast\n"
+        "  - id: good\n"
+        "    kind: budget\n"
+        "    kernel: gemm\n"
+        "    max_ratio: 1.1\n"
+        "waivers:\n"
+        "  - rule: good\n"
+        "    subject: x\n"
+        "    reason: r\n"
+        "  - rule: t\n"
+        "    subject: x\n"
+        "    reason: r\n"
+        "    expires: 2030-01-01\n"
+        "  - rule: gone\n"
+        "    subject: x\n"
+        "    reason: r\n"
+        "    expires: 2030-01-01\n"
+        "phases:\n"
+        "  attention: '(?<=x)'\n",
+        encoding="utf-8",
+    )
+    r = run_cli("rules", "validate", str(path))
+    assert (r.exit_code, r.stdout) == (2, "")
+    lines = r.stderr.splitlines()
+    assert all(line.startswith(f"nsysdiff: error: {path}:") for line in lines), lines
+    where = [line.removeprefix(f"nsysdiff: error: {path}:").split(": key ")[0] for line in lines]
+    # Every problem once, in the file's order; the waiver of the broken rule 't' is not
+    # reported as naming no rule, the waiver of a rule that does not exist is.
+    assert where == [
+        "2",
+        "5: rule 't'",
+        "9: rule 'ok'",
+        "10: rule 'ok'",
+        "16: waiver #1",
+        "28: phases",
+        "23: waiver for rule 'gone'",
+    ]
+
+
 def test_validate_every_pack() -> None:
     r = run_cli("rules", "validate", "default", "tpot", "batch-invariance", "strict")
     assert r.exit_code == 0, r.stderr
