@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
-from nsysdiff.compare import comparability
+from nsysdiff.compare import comparability, notices
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
 from nsysdiff.render import steps as step_lines
@@ -440,6 +440,10 @@ def _render(report: Report, names: Names = Names.short) -> str:
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
+    extra = notices.notices(d, named)
+    if extra:
+        out += [f"**{n.label}** {cell(n.text)}" if n.label else f"<br>{cell(n.text)}" for n in extra]
+        out.append("")
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
+from nsysdiff.compare import notices
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
@@ -278,8 +279,16 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         fam = report.diff.outlier_families[0]
         parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
     else:
+        tail = notices.tail_changes(report.diff)
         top_change = top_change_phrase(report.diff)
-        if top_change is not None:
+        if tail:
+            # A tail hides in a total within the noise: name it before any top change.
+            t = tail[0]
+            parts.append(
+                f"tail change {u.shorten(t.name)} {u.signed_ns(t.extra_ns)} "
+                f"({t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g}, median held)"
+            )
+        elif top_change is not None:
             parts.append(top_change)
     return parts
 

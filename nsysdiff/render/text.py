@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsysdiff import units as u
-from nsysdiff.compare import comparability, stats
+from nsysdiff.compare import comparability, notices, stats
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import phrases, runs
 from nsysdiff.render import steps as st
@@ -105,6 +105,8 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
             )
         )
         rows += [("", phrases.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
+    # What the kernel rows hide: new or multiplied copies, tails grown under a held median.
+    rows += [(n.label, n.text) for n in notices.notices(d, named)]
     rows.append(
         (
             "launches",

@@ -1,0 +1,99 @@
+"""What the first screen must say besides the kernel rows: the changes an engineer reads
+first and the kernel-level figures hide.
+
+Each notice is one (label, text) line under the headline, in every text-like format:
+copies that are new or multiplied (they can outweigh the kernel change and sit in no
+kernel row), kernels whose tail grew while their median held (nsysdiff.compare.tails).
+Pure: built from a :class:`~nsysdiff.compare.diff.Diff`, no formatting but ``units``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nsysdiff import units as u
+from nsysdiff.compare import tails
+from nsysdiff.compare.diff import CopyDelta, Diff
+
+# A copy kind whose operations multiplied at least this much is news, like a new kind.
+COPY_GROWTH = 2.0
+# Below this share of the candidate's kernel time a copy change is left to --details.
+COPY_SHARE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    label: str
+    text: str
+
+
+def _count(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.2f}"
+
+
+def copy_changes(d: Diff) -> tuple[CopyDelta, ...]:
+    """Copy (and memset) kinds that are new or whose operations multiplied, and that are
+    worth a line: at least ``COPY_SHARE`` of the candidate's kernel time."""
+    floor = COPY_SHARE * max(d.headline.candidate_total_ns, 1)
+    out = []
+    for x in (*d.memcpy, *d.memset):
+        c = x.candidate
+        if c is None or c.total_ns < floor:
+            continue
+        if x.base is None or (x.ops_ratio is not None and x.ops_ratio >= COPY_GROWTH):
+            out.append(x)
+    return tuple(sorted(out, key=lambda x: (-(x.candidate.total_ns if x.candidate else 0), x.kind)))
+
+
+def _copy_text(x: CopyDelta, kernel_delta_ns: float) -> str:
+    c = x.candidate
+    assert c is not None
+    what = "memset" if x.kind == "memset" else f"{x.kind} copies"
+    if x.base is None:
+        text = f"new {what}: {_count(c.ops)} ops, {u.nbytes(c.bytes)}, {u.ns(c.total_ns)}"
+        added = c.total_ns
+    else:
+        b = x.base
+        text = (
+            f"{what} {_count(b.ops)} → {_count(c.ops)} ops ({u.ratio(x.ops_ratio)}), "
+            f"{u.nbytes(b.bytes)} → {u.nbytes(c.bytes)}, {u.ns(b.total_ns)} → {u.ns(c.total_ns)}"
+        )
+        added = c.total_ns - b.total_ns
+    if kernel_delta_ns and added > abs(kernel_delta_ns):
+        text += f"; more than the kernel time changed ({u.signed_ns(kernel_delta_ns)})"
+    return text
+
+
+def _tail_text(t: tails.TailChange, label: str) -> str:
+    share = t.extra_ns / t.base_total_ns if t.base_total_ns else 0.0
+    return (
+        f"{label}: {t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g} "
+        f"({round(t.expected):,} expected, binomial p {_p(t.p_value)}), {u.signed_ns(t.extra_ns)} "
+        f"({share:+.0%}); p50 {u.ns(t.base_p50_ns)} → {u.ns(t.candidate_p50_ns)}, "
+        f"max {u.ns(t.base_max_ns)} → {u.ns(t.candidate_max_ns)}"
+    )
+
+
+def _p(p: float) -> str:
+    """A p-value to one digit; one under a float's reach reads as a bound, not as 0."""
+    return f"{p:.0e}" if p >= 1e-300 else "< 1e-300"
+
+
+def notices(d: Diff, labels: dict[str, str] | None = None) -> tuple[Notice, ...]:
+    """The first screen's extra lines, most telling first."""
+    named = labels or {}
+    b, c = d.headline.base_total_ns, d.headline.candidate_total_ns
+    if d.per_step and d.headline.base_per_step_ns is not None and d.headline.candidate_per_step_ns is not None:
+        delta = d.headline.candidate_per_step_ns - d.headline.base_per_step_ns
+    else:
+        delta = c - b
+    out = [Notice("copies" if i == 0 else "", _copy_text(x, delta)) for i, x in enumerate(copy_changes(d))]
+    found = tail_changes(d)
+    out += [Notice("tail" if i == 0 else "", _tail_text(t, named.get(t.key, t.name))) for i, t in enumerate(found)]
+    return tuple(out)
+
+
+def tail_changes(d: Diff) -> Sequence[tails.TailChange]:
+    """The diff's tail changes (whole scope: the sketches are not per step)."""
+    return tails.changes(d.base, d.candidate) if d.headline.basis == "kernels" else ()
