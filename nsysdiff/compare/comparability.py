@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nsysdiff.compare import matching
 from nsysdiff.compare.diff import Diff, basis_of
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
 from nsysdiff.fingerprint.model import Fingerprint, Scope
@@ -94,9 +95,9 @@ def facts(base: Fingerprint, cand: Fingerprint) -> tuple[Fact, ...]:
             )
         )
     out.append(Fact("CUDA graphs", _graph(base), _graph(cand)))
-    overlap = kernel_overlap(base, cand)
+    overlap = kernel_overlap(base, matching.align(base, cand))
     if overlap is not None:
-        shared = len({k.demangled for k in base.kernels} & {k.demangled for k in cand.kernels})
+        shared = len({k.demangled for k in base.kernels} & {k.demangled for k in matching.align(base, cand).kernels})
         text = f"{overlap:.0%} ({shared} shared)"
         out.append(Fact("kernel overlap", text, text, joint=True))
     return tuple(out)
@@ -137,6 +138,7 @@ def assess(
     base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(reasons, notes): reasons make the verdict inconclusive, notes are reported."""
+    cand = matching.align(base, cand)  # one kernel under two demanglers is one kernel
     reasons: list[str] = []
     notes: list[str] = []
     basis = basis_of(base, cand)

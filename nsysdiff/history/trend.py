@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from nsysdiff.errors import UsageError
 from nsysdiff.history import store as st
+from nsysdiff.trace.names import spelling
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,11 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
         raise UsageError(f"{store.path}: no entries for ref {ref!r}")
     series = store.series(entries, key)
     found = sorted(k for k in series if k[1] == key and (kind is None or k[0] == kind))
+    if not found and spelling(key) != key:
+        # Kernels are stored under one spelling of their template arguments.
+        key = spelling(key)
+        series = store.series(entries, key)
+        found = sorted(k for k in series if k[1] == key and (kind is None or k[0] == kind))
     if not found:
         close = _containing(store, key)
         hint = f"; keys containing it: {', '.join(repr(c[:80]) for c in close)}" if close else ""
