@@ -23,7 +23,8 @@ OLD = (
     "void tcnn::elementwise_add<float>(unsigned int, float*, float const*)",
 )
 NEW = (
-    "void tcnn::kernel_grid<__half, (unsigned int)3, (unsigned int)2, (unsigned int)16, (bool)1>(unsigned int, T1 *, const float *)",
+    "void tcnn::kernel_grid<__half, (unsigned int)3, (unsigned int)2, (unsigned int)16, (bool)1>"
+    "(unsigned int, T1 *, const float *)",
     "void tcnn::kernel_mlp_fused<(int)128, (tcnn::Activation)2, (bool)0>(tcnn::Activation, const T1 *, T1 *)",
     "void ngp::march_rays<(unsigned int)3>(unsigned int, float *, bool)",
     "void tcnn::elementwise_add<float>(unsigned int, T1 *, const T1 *)",
