@@ -18,8 +18,11 @@ REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
 
 
 def first_screen(*args: str) -> tuple[int, list[str]]:
+    """The exit code and the report's lines, the verdict (up to the first blank line) as one."""
     r = CliRunner().invoke(app, route([*args, "--width", "200"]))
-    return r.exit_code, r.stdout.splitlines()
+    lines = r.stdout.splitlines()
+    head = lines.index("") if "" in lines else len(lines)
+    return r.exit_code, [" ".join(line.strip() for line in lines[:head]), *lines[head:]]
 
 
 def with_copies(src: Path, dst: Path, after: str = "reduce_kernel", nbytes: int = 2_160_000, ns: int = 2_600) -> int:
@@ -71,3 +74,29 @@ def test_unchanged_copies_stay_in_details() -> None:
     base = real_trace("h100/llm_bs16")
     _, lines = first_screen(str(base), str(real_trace("h100/llm_bs16_r2")))
     assert not any(line.startswith("copies ") for line in lines)
+
+
+def test_equal_fixed_windows_are_compared_as_rates_and_fewer_calls_is_no_improvement() -> None:
+    b, c = real_trace("nsysai_mfu_h100x2_before"), real_trace("nsysai_mfu_h100x2_after")
+    code, lines = first_screen(str(b), str(c))
+    assert code == 0
+    assert "fixed 299.85 ms windows: less work per second (0.92x" in lines[0]
+    assert "GPU busy 89.2% → 81.7%" in lines[0] and "fewer calls" not in lines[0]
+    assert any(line.startswith("window ") and "compared as rates, not totals" in line for line in lines)
+
+
+def test_a_tiny_trace_is_not_headlined_by_one_call() -> None:
+    b, c = real_trace("fuser_h100_report1"), real_trace("fuser_h200_report1")
+    code, lines = first_screen(str(b), str(c))
+    assert code == 0 and "top improvement" not in lines[0]
+    assert "too small to judge kernels by (under 1.00 ms of kernel time on both sides)" in lines[0]
+    assert "the kernel set changed (+2/-2 kernels)" in lines[0]
+
+
+def test_a_built_sub_millisecond_pair_names_its_structural_change(tmp_path: Path) -> None:
+    us = 1_000
+    base = {f"conv{i}_kernel": (1, (20 + i) * us) for i in range(6)} | {"winograd_kernel": (1, 7 * us)}
+    cand = {f"conv{i}_kernel": (1, (20 + i) * us) for i in range(3)} | {"winograd_kernel": (1, 44 * us)}
+    cand |= {f"relu{i}_kernel": (1, 10 * us) for i in range(9)}
+    _, lines = first_screen(*saved_pair(tmp_path, base, cand))
+    assert "the kernel set changed (+9/-3 kernels)" in lines[0] and "top outlier" not in lines[0]

@@ -88,7 +88,14 @@ def notices(d: Diff, labels: dict[str, str] | None = None) -> tuple[Notice, ...]
         delta = d.headline.candidate_per_step_ns - d.headline.base_per_step_ns
     else:
         delta = c - b
-    out = [Notice("copies" if i == 0 else "", _copy_text(x, delta)) for i, x in enumerate(copy_changes(d))]
+    out = []
+    w = window(d)
+    if w is not None:
+        out.append(Notice("window", window_text(w)))
+    small = tiny(d)
+    if small is not None:
+        out.append(Notice("too small", small))
+    out += [Notice("copies" if i == 0 else "", _copy_text(x, delta)) for i, x in enumerate(copy_changes(d))]
     found = tail_changes(d)
     out += [Notice("tail" if i == 0 else "", _tail_text(t, named.get(t.key, t.name))) for i, t in enumerate(found)]
     return tuple(out)
@@ -97,3 +104,92 @@ def notices(d: Diff, labels: dict[str, str] | None = None) -> tuple[Notice, ...]
 def tail_changes(d: Diff) -> Sequence[tails.TailChange]:
     """The diff's tail changes (whole scope: the sketches are not per step)."""
     return tails.changes(d.base, d.candidate) if d.headline.basis == "kernels" else ()
+
+
+# A window is "fixed" when its kernels span less than this share of its capture on both
+# sides (cut from a longer run) and the two spans agree within WINDOW_MATCH.
+WINDOW_OF_CAPTURE = 0.5
+WINDOW_MATCH = 0.02
+# Under this much kernel time on both sides one call can headline the verdict: the floor
+# of the default pack's rules, stated on the first screen.
+TINY_NS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Both sides are equal fixed windows without steps: compare rates, not totals."""
+
+    base_span_ns: int
+    candidate_span_ns: int
+    base_rate: float  # kernel time per second of window
+    candidate_rate: float
+    base_busy: float  # share of the window some kernel runs, over the devices
+    candidate_busy: float
+
+
+def _span(d: Diff, side: str) -> tuple[int, int]:
+    fp = d.base if side == "base" else d.candidate
+    return max((x.span_ns for x in fp.devices), default=0), sum(x.busy_ns for x in fp.devices)
+
+
+def window(d: Diff) -> Window | None:
+    """The fixed window of both sides, when there is one and no steps divide the time."""
+    if d.per_step or d.steps is not None or d.headline.basis != "kernels":
+        return None
+    (bs, bb), (cs, cb) = _span(d, "base"), _span(d, "candidate")
+    bc, cc = d.base.meta.capture_ns, d.candidate.meta.capture_ns
+    if not (bs and cs and bc and cc) or bs > WINDOW_OF_CAPTURE * bc or cs > WINDOW_OF_CAPTURE * cc:
+        return None
+    if abs(bs - cs) > WINDOW_MATCH * max(bs, cs):
+        return None
+    nb, nc = max(len(d.base.devices), 1), max(len(d.candidate.devices), 1)
+    return Window(
+        bs,
+        cs,
+        d.headline.base_total_ns / bs,
+        d.headline.candidate_total_ns / cs,
+        bb / (bs * nb),
+        cb / (cs * nc),
+    )
+
+
+def window_text(w: Window) -> str:
+    return (
+        f"both sides are {u.ns(w.base_span_ns)} / {u.ns(w.candidate_span_ns)} windows of longer captures, "
+        f"without steps: compared as rates, not totals. Kernel time per second "
+        f"{w.base_rate:.3f} → {w.candidate_rate:.3f} ({u.ratio(w.candidate_rate / w.base_rate)}), "
+        f"GPU busy {100 * w.base_busy:.1f}% → {100 * w.candidate_busy:.1f}%"
+    )
+
+
+def window_verdict(d: Diff, w: Window) -> str:
+    """The verdict line's phrase for a fixed window: fewer calls in one window is less work
+    done per second, never an improvement."""
+    h = d.headline
+    ratio = w.candidate_rate / w.base_rate
+    what = "less" if ratio < 1 else "more"
+    return (
+        f"fixed {u.ns(w.base_span_ns)} windows: {what} work per second ({u.ratio(ratio)}, "
+        f"{h.base_launches:,} → {h.candidate_launches:,} launches), GPU busy "
+        f"{100 * w.base_busy:.1f}% → {100 * w.candidate_busy:.1f}%"
+    )
+
+
+def tiny(d: Diff) -> str | None:
+    """The verdict line's phrase when both sides are under the ``TINY_NS`` floor: too small
+    to judge kernels by, and what changed in structure instead."""
+    h = d.headline
+    if d.headline.basis != "kernels" or max(h.base_total_ns, h.candidate_total_ns) >= TINY_NS:
+        return None
+    added, gone = h.candidate_kernels - h.common_kernels, h.base_kernels - h.common_kernels
+    structure = (
+        f"the kernel set changed (+{added:,}/-{gone:,} kernels)"
+        if added or gone
+        else f"the same {h.base_kernels:,} kernels"
+        + (
+            ""
+            if h.base_launches == h.candidate_launches
+            else f", launches {h.base_launches:,} → {h.candidate_launches:,}"
+        )
+    )
+    return f"too small to judge kernels by (under {u.ns(TINY_NS)} of kernel time on both sides); {structure}"

@@ -271,7 +271,13 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
-    if outliers:
+    small, window = notices.tiny(report.diff), notices.window(report.diff)
+    if small is not None:
+        # One 11 us call is no headline: say the trace is too small and what changed in structure.
+        parts.append(small)
+    elif window is not None:
+        parts.append(notices.window_verdict(report.diff, window))
+    elif outliers:
         top = outliers[0]
         faster = top.deviation is not None and top.deviation < 1
         parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")

@@ -171,14 +171,19 @@ def spelling(demangled: str) -> str:
 
 
 def without_parameters(name: str) -> str:
-    """``name`` without its trailing parameter list (``f<3u>(T3 *, int)`` -> ``f<3u>``):
-    demanglers name a parameter by its template parameter (``T3``) or by its type
-    (``__half*``), so the list is the last resort of a match."""
+    """``name`` with its trailing parameter list reduced to their number (``f<3u>(T3 *,
+    int)`` -> ``f<3u>/2``): demanglers name a parameter by its template parameter (``T3``)
+    or by its type (``__half*``), so only the count is compared, the last resort of a
+    match; a kernel generated with another argument list stays another kernel."""
     if not name.endswith(")"):
         return name
-    depth = 0
+    depth, commas = 0, 0
     for i in range(len(name) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(name[i], 0)
-        if depth == 0:
-            return name[:i].rstrip()
+        c = name[i]
+        depth += {")": 1, "(": -1, ">": 1, "<": -1}.get(c, 0)
+        if c == "," and depth == 1:
+            commas += 1
+        if depth == 0 and c == "(":
+            inner = name[i + 1 : -1].strip()
+            return f"{name[:i].rstrip()}/{commas + 1 if inner else 0}"
     return name

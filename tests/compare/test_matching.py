@@ -41,8 +41,15 @@ def side(names: tuple[str, ...], scale: float = 1.0) -> list:  # type: ignore[ty
 def test_spellings_of_template_arguments_are_one() -> None:
     assert spelling("f<(unsigned int)3, (bool)1, (bool)0, (int)-2, (long)7>") == "f<3u, true, false, -2, 7l>"
     assert spelling("g(float *, T1 &)") == "g(float*, T1&)"
-    assert without_parameters("f<3u>(T3 *, int)") == "f<3u>"
-    assert without_parameters("f<3u>") == "f<3u>"
+    assert without_parameters("f<3u>(T3 *, int)") == "f<3u>/2"
+    assert without_parameters("f<3u>(pair<int, int>, int)") == "f<3u>/2"
+    assert without_parameters("f<3u>()") == "f<3u>/0" and without_parameters("f<3u>") == "f<3u>"
+
+
+def test_another_argument_list_is_another_kernel() -> None:
+    b = fingerprint(side(("nvfuser_none_f0_c0_r0_g0(Tensor<float, 2>, Tensor<float, 2>)",)))
+    c = fingerprint(side(("nvfuser_none_f0_c0_r0_g0(Tensor<float, 2>, Tensor<float, 2>, float)",)))
+    assert matching.matches(b, c) == {}
 
 
 def test_every_kernel_matches_across_demanglers() -> None:
