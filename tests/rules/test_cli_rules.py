@@ -22,7 +22,7 @@ def test_list_shows_every_pack_with_counts() -> None:
     # One entry a pack, its description wrapped under it (indented).
     lines = [line for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
-    assert lines[1].startswith("default             5 rules  Sensible budgets")
+    assert lines[1].startswith("default             6 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
 
 
