@@ -61,7 +61,7 @@ def test_explain_suggests_a_close_name() -> None:
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
         "batch-invariance, default, strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, "
-        "step, structure, noise_profile, waivers)\n"
+        "step, structure, tail, noise_profile, waivers)\n"
     )
 
 
@@ -94,7 +94,7 @@ def test_validate_error(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert r.stderr == (
         f"nsysdiff: error: {path}:4: rule 't': key 'kind': unknown kind 'nope' "
-        "(kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure)\n"
+        "(kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, tail)\n"
     )
 
 
