@@ -50,7 +50,7 @@ def test_explain_unknown() -> None:
     assert r.stdout == ""
     assert r.stderr == (
         "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
-        "strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, "
+        "strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, tail, "
         "noise_profile, waivers)\n"
     )
 
