@@ -7,11 +7,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from conftest import real_trace
+from conftest import real_trace, run_cli
 from fpspec import fingerprint, saved_pair
-from typer.testing import CliRunner
-
-from nsysdiff.cli import app, route
 
 MS = 1_000_000
 REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
@@ -19,7 +16,7 @@ REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
 
 def first_screen(*args: str) -> tuple[int, list[str]]:
     """The exit code and the report's lines, the verdict (up to the first blank line) as one."""
-    r = CliRunner().invoke(app, route([*args, "--width", "200"]))
+    r = run_cli(*args, "--width", "200")
     lines = r.stdout.splitlines()
     head = lines.index("") if "" in lines else len(lines)
     return r.exit_code, [" ".join(line.strip() for line in lines[:head]), *lines[head:]]

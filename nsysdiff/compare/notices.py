@@ -9,7 +9,7 @@ Pure: built from a :class:`~nsysdiff.compare.diff.Diff`, no formatting but ``uni
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff import units as u
@@ -80,7 +80,7 @@ def _p(p: float) -> str:
     return f"{p:.0e}" if p >= 1e-300 else "< 1e-300"
 
 
-def notices(d: Diff, labels: dict[str, str] | None = None) -> tuple[Notice, ...]:
+def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, ...]:
     """The first screen's extra lines, most telling first."""
     named = labels or {}
     b, c = d.headline.base_total_ns, d.headline.candidate_total_ns

@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from conftest import run_cli
 from fpspec import fingerprint, kernel, saved_pair
-from typer.testing import CliRunner
 
-from nsysdiff.cli import app, route
 from nsysdiff.compare import comparability, matching
 from nsysdiff.compare.diff import compare
 from nsysdiff.trace.names import spelling, without_parameters
@@ -77,7 +76,7 @@ def test_an_ambiguous_match_is_left_alone() -> None:
 
 def test_the_report_shares_the_kernels(tmp_path: Path) -> None:
     b, c = saved_pair(tmp_path, fingerprint(side(OLD)), fingerprint(side(NEW, 1.02)))
-    r = CliRunner().invoke(app, route([b, c, "--width", "200"]))
+    r = run_cli(b, c, "--width", "200")
     assert f"distinct kernels 4 → 4 ({len(OLD)} common)" in r.stdout
     assert "new +" not in r.stdout and "low kernel-set overlap" not in r.stdout
     assert r.exit_code == 0

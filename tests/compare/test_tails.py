@@ -7,12 +7,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from conftest import real_trace
+from conftest import real_trace, run_cli
 from fpspec import fingerprint, kernel
-from typer.testing import CliRunner
 
 from nsysdiff import api
-from nsysdiff.cli import app, route
 from nsysdiff.compare import tails
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.trace.records import QUANTILE_GRID
@@ -74,13 +72,13 @@ def test_a_two_percent_tail_of_10x_calls_is_found_in_a_copy_of_a_real_trace(tmp_
 def test_the_tail_is_on_the_first_screen_and_a_warning_of_every_pack_that_has_the_rule(tmp_path: Path) -> None:
     base = real_trace("h100/llm_bs16")
     with_tail(base, tmp_path / "tail.sqlite")
-    r = CliRunner().invoke(app, route([str(base), str(tmp_path / "tail.sqlite"), "--width", "200"]))
+    r = run_cli(str(base), str(tmp_path / "tail.sqlite"), "--width", "200")
     lines = r.stdout.splitlines()
     assert r.exit_code == 0  # a warning: a pack sets it to error to fail on it
     assert "1 warning" in lines[0] and "tail change elementwise_kernel +1.9" in lines[0]
     assert any(line.startswith("tail ") and "calls beyond the base's p9" in line for line in lines)
     # The first screen is the diff's, whatever the pack: tpot says it too.
-    r = CliRunner().invoke(app, route([str(base), str(tmp_path / "tail.sqlite"), "--rules", "tpot"]))
+    r = run_cli(str(base), str(tmp_path / "tail.sqlite"), "--rules", "tpot")
     assert "tail change" in r.stdout
 
 
