@@ -7,8 +7,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 from conftest import real_trace, run_cli
 from fpspec import fingerprint, saved_pair
+
+from nsysdiff.synth.builder import TraceBuilder
 
 MS = 1_000_000
 REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
@@ -97,3 +100,34 @@ def test_a_built_sub_millisecond_pair_names_its_structural_change(tmp_path: Path
     cand |= {f"relu{i}_kernel": (1, 10 * us) for i in range(9)}
     _, lines = first_screen(*saved_pair(tmp_path, base, cand))
     assert "the kernel set changed (+9/-3 kernels)" in lines[0] and "top outlier" not in lines[0]
+
+
+def _workload(path: Path, scale: int) -> Path:
+    """Four kernels of one model, 200 calls each; ``scale`` multiplies every grid and,
+    the work per call with it, every duration."""
+    b = TraceBuilder()
+    grids = {
+        "batch_norm_transform_input_kernel": (8, 1, 1),
+        "elementwise_kernel": (392, 1, 1),
+        "conv_implicit_gemm_kernel": (96, 1, 1),
+        "reduce_kernel": (16, 1, 1),
+    }
+    t = 1_000_000
+    for i, (name, (x, y, z)) in enumerate(grids.items()):
+        dur = (20_000 + 5_000 * i) * scale // 4
+        starts = t + np.arange(200, dtype=np.int64) * (dur + 2_000)
+        b.kernels(name, starts, np.full(200, dur), grid=(x, y * scale, z) if i == 0 else (x * scale, y, z))
+        t = int(starts[-1]) + dur + 10_000
+    return b.write(path)
+
+
+def test_grids_many_times_larger_are_a_workload_change_not_one_kernels_regression(tmp_path: Path) -> None:
+    b, c = _workload(tmp_path / "b.sqlite", 1), _workload(tmp_path / "c.sqlite", 64)
+    code, lines = first_screen(str(b), str(c))
+    assert code == 3
+    assert "launch geometry grew 64.00x: the work per call changed" in lines[0]
+    assert "top change" not in lines[0] and "top outlier" not in lines[0]
+    assert any(line.startswith("geometry ") and "blocks per launch 128 → 8,192" in line for line in lines)
+    # The same kernels at the same grids: no word of geometry.
+    code, lines = first_screen(str(b), str(b))
+    assert code == 0 and not any("geometry" in line for line in lines)

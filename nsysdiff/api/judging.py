@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from nsysdiff.compare import comparability, runstats
+from nsysdiff.compare import comparability, geometry, runstats
 from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
@@ -36,6 +36,24 @@ def compare_run_sets(
 def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False) -> tuple[str, ...]:
     """Why two fingerprints can't be compared meaningfully, if they can't."""
     return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
+
+
+# Rule kinds that judge kernel time: with another launch geometry their findings measure
+# the workload, so they decide nothing. Any other kind (structure, danger zones, invariance)
+# still fails the build.
+_TIME_KINDS = frozenset({"budget", "outlier", "tail", "step"})
+
+
+def _geometry_reason(diff: Diff, provisional: Report, rules: Sequence[RuleResult]) -> tuple[str, ...]:
+    """The reason a changed launch geometry makes the verdict inconclusive, unless a rule
+    that does not judge kernel time fails."""
+    g = geometry.changed(diff.base, diff.candidate)
+    if g is None:
+        return ()
+    kind = {r.rule_id: r.kind for r in rules}
+    if any(kind.get(f.rule_id) not in _TIME_KINDS for f in provisional.failed):
+        return ()
+    return (geometry.reason(g),)
 
 
 def judge(
@@ -71,6 +89,7 @@ def judge(
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)
+    reasons = (*reasons, *_geometry_reason(diff, provisional, rules))
     # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
     undecided = tuple(undecided_reason(f) for f in provisional.undecided)
     if reasons:

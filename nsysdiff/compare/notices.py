@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff import units as u
-from nsysdiff.compare import tails
+from nsysdiff.compare import geometry, tails
 from nsysdiff.compare.diff import CopyDelta, Diff
 
 # A copy kind whose operations multiplied at least this much is news, like a new kind.
@@ -89,6 +89,9 @@ def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, .
     else:
         delta = c - b
     out = []
+    g = geometry.changed(d.base, d.candidate)
+    if g is not None:
+        out.append(Notice("geometry", geometry.text(g)))
     w = window(d)
     if w is not None:
         out.append(Notice("window", window_text(w)))

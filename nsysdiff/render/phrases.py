@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
-from nsysdiff.compare import notices
+from nsysdiff.compare import geometry, notices
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
@@ -272,7 +272,11 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
     small, window = notices.tiny(report.diff), notices.window(report.diff)
-    if small is not None:
+    grown = geometry.changed(report.diff.base, report.diff.candidate)
+    if grown is not None:
+        # Grids many times larger are another workload: no kernel is the headline.
+        parts.append(geometry.verdict_phrase(grown))
+    elif small is not None:
         # One 11 us call is no headline: say the trace is too small and what changed in structure.
         parts.append(small)
     elif window is not None:
