@@ -131,3 +131,13 @@ def test_grids_many_times_larger_are_a_workload_change_not_one_kernels_regressio
     # The same kernels at the same grids: no word of geometry.
     code, lines = first_screen(str(b), str(b))
     assert code == 0 and not any("geometry" in line for line in lines)
+
+
+def test_graph_mode_against_node_mode_compares_the_graph_level_time() -> None:
+    b, c = real_trace("h100/graph_mode"), real_trace("h100/graph_node")
+    code, lines = first_screen(str(b), str(c))
+    assert code == 3
+    assert "graph-level GPU time 19.37 ms → 18.68 ms (0.96x, graph replays against node kernels and copies)" in lines[0]
+    assert "0 ns → 18.39 ms" not in "\n".join(lines) and "top change" not in lines[0]
+    graphs = next(line for line in lines if line.startswith("CUDA graphs"))
+    assert "200 launches (19.37 ms of graph replays) → 200 (18.68 ms of node kernels and copies)" in graphs

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from nsysdiff.compare import matching
 from nsysdiff.compare.diff import Diff, basis_of
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
-from nsysdiff.fingerprint.model import Fingerprint, Scope
+from nsysdiff.fingerprint.model import Fingerprint, Scope, TraceMeta
 from nsysdiff.fingerprint.scope import describe
 from nsysdiff.trace.records import GraphMode
 from nsysdiff.units import ns as fmt_ns
@@ -62,9 +62,26 @@ def _capture(fp: Fingerprint) -> str:
     return fmt_ns(fp.meta.capture_ns) if fp.meta.capture_ns is not None else "unknown"
 
 
+def graph_peers(base: Fingerprint, cand: Fingerprint) -> tuple[int, int] | None:
+    """The graph-level GPU time of both sides when one replays graphs whole and the other
+    traces their nodes: the one figure the two modes share (graph replays against the node
+    kernels and copies). None otherwise."""
+    b, c = base.meta, cand.meta
+    if {b.graph_mode, c.graph_mode} != {GraphMode.GRAPH, GraphMode.NODE}:
+        return None
+    if not (b.graph_total_ns and c.graph_total_ns):
+        return None
+    return b.graph_total_ns, c.graph_total_ns
+
+
+def _graph_time(m: TraceMeta) -> str:
+    what = "graph replays" if m.graph_mode is GraphMode.GRAPH else "node kernels and copies"
+    return f"{fmt_ns(m.graph_total_ns)} of {what}"
+
+
 def _graph(fp: Fingerprint) -> str:
     m = fp.meta
-    if m.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+    if m.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED) or (m.graph_mode is GraphMode.NODE and m.graph_launches):
         launches = f"{m.graph_launches} graph launches"
         return f"{m.graph_mode.value} ({launches}, {fmt_ns(m.graph_total_ns)})"
     return str(m.graph_mode.value)
@@ -276,7 +293,15 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
             for f in facts(b, c)
             if f.label in ("scope", "coverage")
         ]
-    if b.meta.graph_launches or c.meta.graph_launches:
+    if graph_peers(b, c) is not None:
+        out.append(
+            (
+                "CUDA graphs",
+                f"{b.meta.graph_launches} launches ({_graph_time(b.meta)}) → "
+                f"{c.meta.graph_launches} ({_graph_time(c.meta)})",
+            )
+        )
+    elif b.meta.graph_launches or c.meta.graph_launches:
         out.append(
             (
                 "CUDA graphs",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
-from nsysdiff.compare import geometry, notices
+from nsysdiff.compare import comparability, geometry, notices
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
@@ -195,6 +195,12 @@ def kernel_time_phrase(diff: Diff) -> str:
         return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
     if h.basis == "nvtx":
         return "NVTX ranges compared (no kernel data)"
+    peers = comparability.graph_peers(diff.base, diff.candidate)
+    if peers is not None:
+        # Graph replays have no kernel rows: the graph-level time is what both modes measure.
+        b, c = peers
+        against = "graph replays against node kernels and copies"
+        return f"graph-level GPU time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b)}, {against})"
     if h.per is not None:
         return (
             f"kernel time per {h.per} {u.ns(h.base_per_step_ns)} → {u.ns(h.candidate_per_step_ns)} ({u.ratio(h.ratio)})"
@@ -298,7 +304,8 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
                 f"tail change {u.shorten(t.name)} {u.signed_ns(t.extra_ns)} "
                 f"({t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g}, median held)"
             )
-        elif top_change is not None:
+        elif top_change is not None and comparability.graph_peers(report.diff.base, report.diff.candidate) is None:
+            # Against graph replays every node kernel is "new": no top change to name.
             parts.append(top_change)
     return parts
 

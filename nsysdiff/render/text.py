@@ -71,7 +71,11 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
     if d.steps is not None:
         # What a user waits per token leads: it is what a TPOT gate is about.
         rows += [("time/step" if i == 0 else "", line) for i, line in enumerate(st.first_lines(d.steps))]
-    if h.per is None:
+    peers = comparability.graph_peers(d.base, d.candidate)
+    if peers is not None:
+        # A graph-mode side has no kernel rows: its "0 ns" of kernel time is no figure.
+        rows.append(("graph time", phrases.kernel_time_phrase(d).removeprefix("graph-level GPU time ")))
+    elif h.per is None:
         rows.append(
             (
                 "kernel time",
