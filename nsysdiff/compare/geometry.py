@@ -5,12 +5,14 @@ grid 392 → 50,176) do more work per call: a different input or batch size, not
 kernel's regression. The figure is the call-weighted mean of blocks per launch over the
 kernels common to both sides, from the launch shapes the reader already aggregated in
 SQLite (``KernelStats.configs``: the distinct shapes of each kernel, never one record per
-launch). A kernel launched with several shapes counts with the mean of its shapes.
+launch). A kernel launched with several shapes counts with the mean of its shapes; each kernel's
+ratio is weighted by the calls both sides made of it.
 Pure: no SQL, no formatting but ``units``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from nsysdiff import units as u
@@ -18,21 +20,19 @@ from nsysdiff.compare import matching
 from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 
 # Blocks per launch that grew or shrank this much is another workload: split-K factors and
-# tile choices move grids by 2-4x between builds of one workload, batch sizes by far more.
-GROWTH = 8.0
+# tile choices move one kernel's grid by 2-4x, not the typical kernel's; batch sizes move all.
+GROWTH = 4.0
 
 
 @dataclass(frozen=True, slots=True)
 class Geometry:
-    """The call-weighted blocks per launch of the kernels both sides run."""
+    """How the blocks per launch of the kernels both sides run changed."""
 
     kernels: int  # common kernels with a launch shape on both sides
-    base_blocks: float
-    candidate_blocks: float
-
-    @property
-    def ratio(self) -> float:
-        return self.candidate_blocks / self.base_blocks if self.base_blocks else 1.0
+    ratio: float  # the typical change: call-weighted geometric mean of the kernels' ratios
+    example: str  # the common kernel with the most calls among those that moved that way
+    example_base: float  # its blocks per launch on each side
+    example_candidate: float
 
     @property
     def changed(self) -> bool:
@@ -48,23 +48,24 @@ def compare(base: Fingerprint, cand: Fingerprint) -> Geometry | None:
     """The launch geometry of both sides' common kernels; None where none has a shape."""
     cand = matching.align(base, cand)
     by_name = {k.demangled: k for k in base.kernels}
-    n = 0
-    sums = [0.0, 0.0, 0.0, 0.0]  # base blocks x calls, base calls, candidate's the same
+    # One weight per kernel for both sides (the calls both made): a build that fuses away
+    # many small launches changes the mix of kernels, not the grid of any one of them.
+    moved: list[tuple[float, float, str, float, float]] = []  # weight, log ratio, name, blocks
     for kc in cand.kernels:
         kb = by_name.get(kc.demangled)
-        if kb is None or not kb.calls or not kc.calls:
+        if kb is None:
             continue
         bb, bc = _blocks(kb), _blocks(kc)
-        if bb is None or bc is None:
+        if bb is None or bc is None or not min(kb.calls, kc.calls):
             continue
-        n += 1
-        sums[0] += bb * kb.calls
-        sums[1] += kb.calls
-        sums[2] += bc * kc.calls
-        sums[3] += kc.calls
-    if not n:
+        moved.append((float(min(kb.calls, kc.calls)), math.log(bc / bb), kc.name, bb, bc))
+    if not moved:
         return None
-    return Geometry(n, sums[0] / sums[1], sums[2] / sums[3])
+    weight = sum(m[0] for m in moved)
+    log_ratio = sum(m[0] * m[1] for m in moved) / weight
+    same_way = [m for m in moved if m[1] * log_ratio > 0] or moved
+    top = max(same_way, key=lambda m: (m[0], abs(m[1]), m[2]))
+    return Geometry(len(moved), math.exp(log_ratio), top[2], top[3], top[4])
 
 
 def changed(base: Fingerprint, cand: Fingerprint) -> Geometry | None:
@@ -83,8 +84,9 @@ def verdict_phrase(g: Geometry) -> str:
 
 def text(g: Geometry) -> str:
     return (
-        f"the launch geometry {_word(g)}: blocks per launch {g.base_blocks:,.0f} → {g.candidate_blocks:,.0f} "
-        f"({u.ratio(g.ratio)}, call-weighted over {g.kernels:,} common kernels). The work per call "
+        f"the launch geometry {_word(g)} {u.ratio(g.ratio)}: blocks per launch of {g.kernels:,} common kernels "
+        f"(call-weighted), e.g. {u.shorten(g.example)} {g.example_base:,.0f} → {g.example_candidate:,.0f}. "
+        "The work per call "
         "changed (a different input or batch size): per-kernel times measure the workload, not a regression"
     )
 
