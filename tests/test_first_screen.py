@@ -145,3 +145,15 @@ def test_graph_mode_against_node_mode_compares_the_graph_level_time() -> None:
     assert "0 ns → 18.39 ms" not in "\n".join(lines) and "top change" not in lines[0]
     graphs = next(line for line in lines if line.startswith("CUDA graphs"))
     assert "200 launches (19.37 ms of graph replays) → 200 (18.68 ms of node kernels and copies)" in graphs
+
+
+def test_batch_invariance_says_once_that_eager_against_compile_is_not_its_premise() -> None:
+    b, c = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs1_compile")
+    code, lines = first_screen(str(b), str(c), "--rules", "batch-invariance")
+    assert code == 3 and "warnings" not in lines[0]
+    said = [line for line in lines if "assume one build at two batch sizes" in line]
+    assert len(said) == 1 and "only 25% of the kernel names are shared" in said[0]
+    assert not any("low kernel-set overlap" in line for line in lines)
+    # One build at two batch sizes is the pack's premise: it judges as before.
+    code, lines = first_screen(str(b), str(real_trace("h100/llm_bs16")), "--rules", "batch-invariance")
+    assert code == 1 and not any("assume one build" in line for line in lines)

@@ -56,6 +56,22 @@ def _geometry_reason(diff: Diff, provisional: Report, rules: Sequence[RuleResult
     return (geometry.reason(g),)
 
 
+def _premise_reason(diff: Diff, rules: Sequence[RuleResult]) -> str | None:
+    """The invariance rules compare one build at two batch sizes: when the kernel sets
+    mostly differ (another compiler, backend or version), each kernel on one side only
+    would be a finding of its own, so the broken premise is said once instead."""
+    if not any(r.kind == "invariance" for r in rules):
+        return None
+    overlap = comparability.kernel_overlap(diff.base, diff.candidate)
+    if overlap is None or overlap >= comparability.LOW_OVERLAP:
+        return None
+    return (
+        f"the batch-invariance rules assume one build at two batch sizes, but only {overlap:.0%} of the "
+        "kernel names are shared (Jaccard): another build (a compiler, backend or version change), so "
+        "their findings are not judged (see --details); compare two batch sizes of one build"
+    )
+
+
 def judge(
     diff: Diff,
     findings: Sequence[Finding],
@@ -89,7 +105,13 @@ def judge(
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)
-    reasons = (*reasons, *_geometry_reason(diff, provisional, rules))
+    premise = _premise_reason(diff, rules)
+    if premise is not None:
+        # The low overlap is the premise's reason: not a note besides it.
+        reasons = (*reasons, premise)
+        notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
+    else:
+        reasons = (*reasons, *_geometry_reason(diff, provisional, rules))
     # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
     undecided = tuple(undecided_reason(f) for f in provisional.undecided)
     if reasons:

@@ -20,6 +20,7 @@ from nsysdiff.units import ns as fmt_ns
 
 # Below this Jaccard overlap of kernel names the two sides mostly ran different code.
 LOW_OVERLAP = 0.5
+LOW_OVERLAP_NOTE = "low kernel-set overlap"
 # Below this coverage most GPU time lies outside the NVTX scope.
 LOW_COVERAGE = 0.5
 # Capture lengths further apart than this factor are worth a note.
@@ -236,7 +237,7 @@ def _capture_notes(base: Fingerprint, cand: Fingerprint) -> list[str]:
     overlap = kernel_overlap(base, cand)
     if overlap is not None and overlap < LOW_OVERLAP:
         notes.append(
-            f"low kernel-set overlap: {overlap:.0%} of kernel names are shared (Jaccard); "
+            f"{LOW_OVERLAP_NOTE}: {overlap:.0%} of kernel names are shared (Jaccard); "
             "the sides mostly ran different kernels"
         )
     for side, fp in (("base", base), ("candidate", cand)):
