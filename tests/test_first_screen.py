@@ -157,3 +157,22 @@ def test_batch_invariance_says_once_that_eager_against_compile_is_not_its_premis
     # One build at two batch sizes is the pack's premise: it judges as before.
     code, lines = first_screen(str(b), str(real_trace("h100/llm_bs16")), "--rules", "batch-invariance")
     assert code == 1 and not any("assume one build" in line for line in lines)
+
+
+def test_fixed_windows_details_judge_rows_per_call_and_quote_the_window() -> None:
+    b, c = real_trace("nsysai_mfu_h100x2_before"), real_trace("nsysai_mfu_h100x2_after")
+    _, lines = first_screen(str(b), str(c), "--details")
+    # Fewer calls in the same window at the same time per call: no category, kernel or
+    # device improved.
+    categories = lines[lines.index("Categories") + 2 : lines.index("Categories") + 9]
+    assert categories and not any(line.endswith("improved") for line in categories)
+    assert not any(line.startswith("flash_fwd_kernel") and "improved" in line for line in lines)
+    capture = next(line.strip() for line in lines if line.strip().startswith("capture "))
+    assert "window 299.85 ms → 299.24 ms (of captures 119.443 s → 138.034 s)" in capture
+
+
+def test_a_tiny_trace_lists_no_outlier_in_any_section() -> None:
+    b, c = real_trace("fuser_h100_report1"), real_trace("fuser_h200_report1")
+    _, lines = first_screen(str(b), str(c), "--details")
+    assert not any(line.startswith("Outliers") for line in lines)
+    assert not any("OUTLIER" in line for line in lines)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysdiff.compare import matching
+from nsysdiff.compare import matching, notices
 from nsysdiff.compare.diff import Diff, basis_of
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
 from nsysdiff.fingerprint.model import Fingerprint, Scope, TraceMeta
@@ -314,5 +314,14 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
 
 
 def fact_lines(d: Diff) -> tuple[tuple[str, str], ...]:
-    """(label, text) lines of the comparability section."""
-    return tuple((f.label, f.base if f.joint else _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))
+    """(label, text) lines of the comparability section; for equal fixed windows the
+    capture line quotes the windows compared, the captures they were cut from after."""
+    w = notices.window(d)
+
+    def text(f: Fact) -> str:
+        if w is not None and f.label == "capture":
+            spans = f"{fmt_ns(w.base_span_ns)} → {fmt_ns(w.candidate_span_ns)}"
+            return f"window {spans} (of captures {_pair(f.base, f.candidate)})"
+        return f.base if f.joint else _pair(f.base, f.candidate)
+
+    return tuple((f.label, text(f)) for f in facts(d.base, d.candidate))

@@ -9,12 +9,13 @@ Pure: built from a :class:`~nsysdiff.compare.diff.Diff`, no formatting but ``uni
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff import units as u
 from nsysdiff.compare import geometry, tails
-from nsysdiff.compare.diff import CopyDelta, Diff
+from nsysdiff.compare.diff import CopyDelta, Diff, Row, Verdict, row_verdict
 
 # A copy kind whose operations multiplied at least this much is news, like a new kind.
 COPY_GROWTH = 2.0
@@ -196,3 +197,57 @@ def tiny(d: Diff) -> str | None:
         )
     )
     return f"too small to judge kernels by (under {u.ns(TINY_NS)} of kernel time on both sides); {structure}"
+
+
+_MOVED = (Verdict.IMPROVED, Verdict.REGRESSED)
+
+
+def framed(d: Diff) -> Diff:
+    """The diff judged as its first screen frames it: equal fixed windows by rates
+    (:func:`as_rates`), a trace under the ``TINY_NS`` floor without outliers (one 7 us call
+    is no outlier, and the details must not list it as one)."""
+    d = as_rates(d)
+    if tiny(d) is None:
+        return d
+    noise = d.settings.noise
+
+    def plain(r: Row) -> Row:
+        return dataclasses.replace(r, is_outlier=False, verdict=row_verdict(r, noise)) if r.is_outlier else r
+
+    return dataclasses.replace(
+        d,
+        kernels=tuple(map(plain, d.kernels)),
+        families=tuple(map(plain, d.families)),
+        nvtx=tuple(map(plain, d.nvtx)),
+        graphs=tuple(map(plain, d.graphs)),
+    )
+
+
+def as_rates(d: Diff) -> Diff:
+    """The diff of equal fixed windows with each row judged by its time per call: fewer
+    calls in the same window is less work done, not faster work, so a row whose time per
+    call held is unchanged, never improved (nor regressed by more calls)."""
+    if window(d) is None:
+        return d
+    noise = d.settings.noise
+
+    def held(per_call: float | None) -> bool:
+        return per_call is not None and 1 / noise <= per_call <= noise
+
+    def row(r: Row) -> Row:
+        return dataclasses.replace(r, verdict=Verdict.UNCHANGED) if r.verdict in _MOVED and held(r.mean_ratio) else r
+
+    def copy(x: CopyDelta) -> CopyDelta:
+        per_op = x.ratio / x.ops_ratio if x.ratio is not None and x.ops_ratio else None
+        return dataclasses.replace(x, verdict=Verdict.UNCHANGED) if x.verdict in _MOVED and held(per_op) else x
+
+    return dataclasses.replace(
+        d,
+        kernels=tuple(map(row, d.kernels)),
+        families=tuple(map(row, d.families)),
+        categories=tuple(map(row, d.categories)),
+        sync=tuple(map(row, d.sync)),
+        nvtx=tuple(map(row, d.nvtx)),
+        memcpy=tuple(map(copy, d.memcpy)),
+        memset=tuple(map(copy, d.memset)),
+    )
