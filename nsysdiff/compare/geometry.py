@@ -86,8 +86,8 @@ def text(g: Geometry) -> str:
     return (
         f"the launch geometry {_word(g)} {u.ratio(g.ratio)}: blocks per launch of {g.kernels:,} common kernels "
         f"(call-weighted), e.g. {u.shorten(g.example)} {g.example_base:,.0f} → {g.example_candidate:,.0f}. "
-        "The work per call "
-        "changed (a different input or batch size): per-kernel times measure the workload, not a regression"
+        "The work per call changed (a different input or batch size): per-kernel times measure "
+        "the workload, not a regression"
     )
 
 
