@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from nsysdiff.compare import comparability, geometry, runstats
+from nsysdiff.compare import comparability, geometry, notices, runstats
 from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.rules.config import pack_names
 from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, RuleResult, undecided_reason
 
 
@@ -44,11 +45,14 @@ def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_g
 _TIME_KINDS = frozenset({"budget", "outlier", "tail", "step"})
 
 
-def _geometry_reason(diff: Diff, provisional: Report, rules: Sequence[RuleResult]) -> tuple[str, ...]:
-    """The reason a changed launch geometry makes the verdict inconclusive, unless a rule
-    that does not judge kernel time fails."""
+def _geometry_reason(
+    diff: Diff, provisional: Report, rules: Sequence[RuleResult], packs: Sequence[str]
+) -> tuple[str, ...]:
+    """The reason a changed launch geometry makes the shipped packs' verdict inconclusive,
+    unless one of their rules that does not judge kernel time fails. A rule file of the
+    user's own says what a workload change means to it: it judges as written."""
     g = geometry.changed(diff.base, diff.candidate)
-    if g is None:
+    if g is None or not packs or not set(packs) <= set(pack_names()):
         return ()
     kind = {r.rule_id: r.kind for r in rules}
     if any(kind.get(f.rule_id) not in _TIME_KINDS for f in provisional.failed):
@@ -111,7 +115,7 @@ def judge(
         reasons = (*reasons, premise)
         notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
     else:
-        reasons = (*reasons, *_geometry_reason(diff, provisional, rules))
+        reasons = (*reasons, *_geometry_reason(diff, provisional, rules, packs))
     # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
     undecided = tuple(undecided_reason(f) for f in provisional.undecided)
     if reasons:
@@ -170,7 +174,9 @@ def compare(
         return side if isinstance(side, runset.RunSet) else runset.RunSet((side,), (name,))
 
     check_type(settings or Settings(), Settings, "settings", "an nsysdiff.compare.diff.Settings")
-    return rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
+    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
+    d = rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
+    return notices.framed(d)
 
 
 def check(diff: Diff, rules: str | Path | Sequence[str | Path] = ("default",), *, strict: bool = False) -> Report:

@@ -10,7 +10,7 @@ from pathlib import Path
 from nsysdiff.api.history import history_baseline
 from nsysdiff.api.judging import check_type, judge, rule_names
 from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
-from nsysdiff.compare import comparability
+from nsysdiff.compare import comparability, notices
 from nsysdiff.compare.diff import Settings
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import runset, scope
@@ -88,7 +88,8 @@ def diff(
     b_runs, c_runs = _read_sides(base, candidate, history, read_opts, o, progress, notify)
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
-    d = rundiff.compare_sides(b_runs, c_runs, o.settings)
+    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
+    d = notices.framed(rundiff.compare_sides(b_runs, c_runs, o.settings))
     day = today or date.today()
     findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
     if ruleset is not None:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from nsysdiff.compare import notices, runstats
+from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff, Row, Settings, compare, row_verdict, totals_of
 from nsysdiff.compare.runs import Deviation, KeyRuns, RunsDiff, Spread
 from nsysdiff.compare.scale import scale_of
@@ -73,7 +73,7 @@ def compare_sides(
     bi, ci = median_run(base), median_run(cand)
     d = compare(base.runs[bi], cand.runs[ci], settings)
     if len(base.runs) == 1 and len(cand.runs) == 1:
-        return notices.framed(d)  # exactly today's diff: nothing across runs to say
+        return d  # exactly today's diff: nothing across runs to say
     per_step = d.per_step
     keys, partial = _keys(base, cand, per_step, alpha, band, confidence)
     rows = _scored_rows(d)
@@ -114,7 +114,7 @@ def compare_sides(
         threshold=threshold,
         steps=_steps(base, cand),
     )
-    return notices.framed(dataclasses.replace(d, runs=runs))
+    return dataclasses.replace(d, runs=runs)
 
 
 def _steps(base: RunSet, cand: RunSet) -> tuple[tuple[StepSide, ...], tuple[StepSide, ...]] | None:
