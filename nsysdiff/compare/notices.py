@@ -81,8 +81,9 @@ def _p(p: float) -> str:
     return f"{p:.0e}" if p >= 1e-300 else "< 1e-300"
 
 
-def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, ...]:
-    """The first screen's extra lines, most telling first."""
+def notices(d: Diff, labels: Mapping[str, str] | None = None, *, two_workloads: bool = False) -> tuple[Notice, ...]:
+    """The first screen's extra lines, most telling first. ``two_workloads``: the rules
+    compare two batch sizes on purpose, so a changed launch geometry is no news."""
     named = labels or {}
     b, c = d.headline.base_total_ns, d.headline.candidate_total_ns
     if d.per_step and d.headline.base_per_step_ns is not None and d.headline.candidate_per_step_ns is not None:
@@ -90,7 +91,7 @@ def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, .
     else:
         delta = c - b
     out = []
-    g = geometry.changed(d.base, d.candidate)
+    g = None if two_workloads else geometry.changed(d.base, d.candidate)
     if g is not None:
         out.append(Notice("geometry", geometry.text(g)))
     w = window(d)

@@ -187,6 +187,12 @@ def attribution_line(
     return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
 
 
+def two_workloads(report: Report) -> bool:
+    """Whether the rules compare two batch sizes on purpose (the invariance rules), so that
+    a changed launch geometry is their premise, not news."""
+    return any(r.kind == "invariance" for r in report.rules)
+
+
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
@@ -278,7 +284,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
     small, window = notices.tiny(report.diff), notices.window(report.diff)
-    grown = geometry.changed(report.diff.base, report.diff.candidate)
+    grown = None if two_workloads(report) else geometry.changed(report.diff.base, report.diff.candidate)
     if grown is not None:
         # Grids many times larger are another workload: no kernel is the headline.
         parts.append(geometry.verdict_phrase(grown))
