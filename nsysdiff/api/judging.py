@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from nsysdiff.compare import comparability, runstats
+from nsysdiff.compare import comparability, geometry, notices, runstats
 from nsysdiff.compare.diff import Diff, Settings
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.rules.config import pack_names
 from nsysdiff.rules.report import (
     NO_RULES,
     Finding,
@@ -47,6 +48,43 @@ def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_g
     return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
 
 
+# Rule kinds that judge kernel time: with another launch geometry their findings measure
+# the workload, so they decide nothing. Any other kind (structure, danger zones, invariance)
+# still fails the build.
+_TIME_KINDS = frozenset({"budget", "outlier", "tail", "step"})
+
+
+def _geometry_reason(
+    diff: Diff, provisional: Report, rules: Sequence[RuleResult], packs: Sequence[str]
+) -> tuple[str, ...]:
+    """The reason a changed launch geometry makes the shipped packs' verdict inconclusive,
+    unless one of their rules that does not judge kernel time fails. A rule file of the
+    user's own says what a workload change means to it: it judges as written."""
+    g = geometry.changed(diff.base, diff.candidate)
+    if g is None or not packs or not set(packs) <= set(pack_names()):
+        return ()
+    kind = {r.rule_id: r.kind for r in rules}
+    if any(kind.get(f.rule_id) not in _TIME_KINDS for f in provisional.failed):
+        return ()
+    return (geometry.reason(g),)
+
+
+def _premise_reason(diff: Diff, rules: Sequence[RuleResult]) -> str | None:
+    """The invariance rules compare one build at two batch sizes: when the kernel sets
+    mostly differ (another compiler, backend or version), each kernel on one side only
+    would be a finding of its own, so the broken premise is said once instead."""
+    if not any(r.kind == "invariance" for r in rules):
+        return None
+    overlap = comparability.kernel_overlap(diff.base, diff.candidate)
+    if overlap is None or overlap >= comparability.LOW_OVERLAP:
+        return None
+    return (
+        f"the batch-invariance rules assume one build at two batch sizes, but only {overlap:.0%} of the "
+        "kernel names are shared (Jaccard): another build (a compiler, backend or version change), so "
+        "their findings are not judged (see --details); compare two batch sizes of one build"
+    )
+
+
 def judge(
     diff: Diff,
     findings: Sequence[Finding],
@@ -81,6 +119,13 @@ def judge(
             notes = (*notes, no_scale)
         else:
             reasons = (*reasons, no_scale)
+    premise = _premise_reason(diff, rules)
+    if premise is not None:
+        # The low overlap is the premise's reason: not a note besides it.
+        reasons = (*reasons, premise)
+        notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
+    else:
+        reasons = (*reasons, *_geometry_reason(diff, provisional, rules, packs))
     # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
     undecided = tuple(undecided_reason(f) for f in provisional.undecided)
     if reasons:
@@ -139,7 +184,9 @@ def compare(
         return side if isinstance(side, runset.RunSet) else runset.RunSet((side,), (name,))
 
     check_type(settings or Settings(), Settings, "settings", "an nsysdiff.compare.diff.Settings")
-    return rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
+    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
+    d = rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
+    return notices.framed(d)
 
 
 def check(diff: Diff, rules: str | Path | Sequence[str | Path] = ("default",), *, strict: bool = False) -> Report:

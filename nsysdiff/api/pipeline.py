@@ -10,7 +10,7 @@ from pathlib import Path
 from nsysdiff.api.history import history_baseline
 from nsysdiff.api.judging import check_type, judge, rule_names
 from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
-from nsysdiff.compare import comparability
+from nsysdiff.compare import comparability, notices
 from nsysdiff.compare.diff import Settings
 from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.errors import UsageError
@@ -96,7 +96,8 @@ def diff(
         notes = (f"{one_sided.split(';')[0]}: both sides are judged per step found without a marker", *notes)
     elif one_sided is not None:
         reasons = (one_sided, *reasons)
-    d = rundiff.compare_sides(b_runs, c_runs, o.settings)
+    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
+    d = notices.framed(rundiff.compare_sides(b_runs, c_runs, o.settings))
     day = today or date.today()
     findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
     if ruleset is not None:

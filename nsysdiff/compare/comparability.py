@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nsysdiff.compare import matching, notices
 from nsysdiff.compare.diff import Diff, basis_of
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
-from nsysdiff.fingerprint.model import Fingerprint, Scope
+from nsysdiff.fingerprint.model import Fingerprint, Scope, TraceMeta
 from nsysdiff.fingerprint.scope import describe
 from nsysdiff.trace.records import GraphMode
 from nsysdiff.units import ns as fmt_ns
 
 # Below this Jaccard overlap of kernel names the two sides mostly ran different code.
 LOW_OVERLAP = 0.5
+LOW_OVERLAP_NOTE = "low kernel-set overlap"
 # Below this coverage most GPU time lies outside the NVTX scope.
 LOW_COVERAGE = 0.5
 # Capture lengths further apart than this factor are worth a note.
@@ -61,9 +63,26 @@ def _capture(fp: Fingerprint) -> str:
     return fmt_ns(fp.meta.capture_ns) if fp.meta.capture_ns is not None else "unknown"
 
 
+def graph_peers(base: Fingerprint, cand: Fingerprint) -> tuple[int, int] | None:
+    """The graph-level GPU time of both sides when one replays graphs whole and the other
+    traces their nodes: the one figure the two modes share (graph replays against the node
+    kernels and copies). None otherwise."""
+    b, c = base.meta, cand.meta
+    if {b.graph_mode, c.graph_mode} != {GraphMode.GRAPH, GraphMode.NODE}:
+        return None
+    if not (b.graph_total_ns and c.graph_total_ns):
+        return None
+    return b.graph_total_ns, c.graph_total_ns
+
+
+def _graph_time(m: TraceMeta) -> str:
+    what = "graph replays" if m.graph_mode is GraphMode.GRAPH else "node kernels and copies"
+    return f"{fmt_ns(m.graph_total_ns)} of {what}"
+
+
 def _graph(fp: Fingerprint) -> str:
     m = fp.meta
-    if m.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
+    if m.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED) or (m.graph_mode is GraphMode.NODE and m.graph_launches):
         launches = f"{m.graph_launches} graph launches"
         return f"{m.graph_mode.value} ({launches}, {fmt_ns(m.graph_total_ns)})"
     return str(m.graph_mode.value)
@@ -94,9 +113,9 @@ def facts(base: Fingerprint, cand: Fingerprint) -> tuple[Fact, ...]:
             )
         )
     out.append(Fact("CUDA graphs", _graph(base), _graph(cand)))
-    overlap = kernel_overlap(base, cand)
+    overlap = kernel_overlap(base, matching.align(base, cand))
     if overlap is not None:
-        shared = len({k.demangled for k in base.kernels} & {k.demangled for k in cand.kernels})
+        shared = len({k.demangled for k in base.kernels} & {k.demangled for k in matching.align(base, cand).kernels})
         text = f"{overlap:.0%} ({shared} shared)"
         out.append(Fact("kernel overlap", text, text, joint=True))
     return tuple(out)
@@ -137,6 +156,7 @@ def assess(
     base: Fingerprint, cand: Fingerprint, *, require_same_gpu: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(reasons, notes): reasons make the verdict inconclusive, notes are reported."""
+    cand = matching.align(base, cand)  # one kernel under two demanglers is one kernel
     reasons: list[str] = []
     notes: list[str] = []
     _data(base, cand, reasons, notes)
@@ -226,7 +246,7 @@ def _capture_notes(base: Fingerprint, cand: Fingerprint) -> list[str]:
     overlap = kernel_overlap(base, cand)
     if overlap is not None and overlap < LOW_OVERLAP:
         notes.append(
-            f"low kernel-set overlap: {overlap:.0%} of kernel names are shared (Jaccard); "
+            f"{LOW_OVERLAP_NOTE}: {overlap:.0%} of kernel names are shared (Jaccard); "
             "the sides mostly ran different kernels"
         )
     for side, fp in (("base", base), ("candidate", cand)):
@@ -283,7 +303,15 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
             for f in facts(b, c)
             if f.label in ("scope", "coverage")
         ]
-    if b.meta.graph_launches or c.meta.graph_launches:
+    if graph_peers(b, c) is not None:
+        out.append(
+            (
+                "CUDA graphs",
+                f"{b.meta.graph_launches} launches ({_graph_time(b.meta)}) → "
+                f"{c.meta.graph_launches} ({_graph_time(c.meta)})",
+            )
+        )
+    elif b.meta.graph_launches or c.meta.graph_launches:
         out.append(
             (
                 "CUDA graphs",
@@ -295,8 +323,17 @@ def scope_lines(d: Diff) -> tuple[tuple[str, str], ...]:
 
 
 def fact_lines(d: Diff) -> tuple[tuple[str, str], ...]:
-    """(label, text) lines of the comparability section."""
-    return tuple((f.label, f.base if f.joint else _pair(f.base, f.candidate)) for f in facts(d.base, d.candidate))
+    """(label, text) lines of the comparability section; for equal fixed windows the
+    capture line quotes the windows compared, the captures they were cut from after."""
+    w = notices.window(d)
+
+    def text(f: Fact) -> str:
+        if w is not None and f.label == "capture":
+            spans = f"{fmt_ns(w.base_span_ns)} → {fmt_ns(w.candidate_span_ns)}"
+            return f"window {spans} (of captures {_pair(f.base, f.candidate)})"
+        return f.base if f.joint else _pair(f.base, f.candidate)
+
+    return tuple((f.label, text(f)) for f in facts(d.base, d.candidate))
 
 
 def compared_lines(d: Diff) -> tuple[tuple[str, str], ...]:

@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nsysdiff.compare import attribution, collective, labels, stats
+from nsysdiff.compare import attribution, collective, labels, matching, stats
 from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.compare.scale import NO_SCALE, Scale, overall_scale, scale_of
@@ -626,7 +626,9 @@ def _attribute(
 
 def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings()) -> Diff:
     """Diff two fingerprints; per step (every figure divided by the step counts) when
-    both were scoped with the same ``--per`` range."""
+    both were scoped with the same ``--per`` range. Kernels another demangler spelled
+    differently are matched first (nsysdiff.compare.matching)."""
+    cand = matching.align(base, cand)
     per = steps(base, cand)
     bn, cn = per if per else (None, None)
     bt, ct = _div(base.kernel_ns, bn), _div(cand.kernel_ns, cn)

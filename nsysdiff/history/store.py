@@ -45,6 +45,7 @@ from nsysdiff.compare import labels
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.trace.names import spelling
 
 APPLICATION_ID = 0x6E736864  # "nshd"
 VERSION = 1
@@ -373,8 +374,12 @@ class Store:
             raise StoreError(f"{self.path}: a fingerprint of {len(text):,} bytes is too large for a store")
         added = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
         nsys = fp.meta.nsys_version or "unknown"
+        # A kernel's key is its name with template arguments spelled one way: a run captured
+        # by another nsys (another demangler) continues the same series.
         figures = [
-            (kind.value, key, calls, total) for kind in runset.KeyKind for key, calls, total in runset.stats(fp, kind)
+            (kind.value, spelling(key) if kind is runset.KeyKind.KERNEL else key, calls, total)
+            for kind in runset.KeyKind
+            for key, calls, total in runset.stats(fp, kind)
         ]
         if any(len(key) > MAX_TEXT for _, key, _, _ in figures):
             raise StoreError(f"{self.path}: a key name is over {MAX_TEXT} characters")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from nsysdiff.errors import UsageError
 from nsysdiff.history import store as st
+from nsysdiff.trace.names import spelling
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,11 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
     if signature is not None and signature != key:
         series |= {k: v for k, v in store.series(entries, signature).items() if k[0] == st.KERNEL}
     found = sorted(k for k in series if (k[1] == key or k == (st.KERNEL, signature)) and (kind is None or k[0] == kind))
+    if not found and spelling(key) != key:
+        # Kernels are stored under one spelling of their template arguments.
+        key = spelling(key)
+        series = store.series(entries, key)
+        found = sorted(k for k in series if k[1] == key and (kind is None or k[0] == kind))
     if not found:
         close = _containing(store, key, labels)
         hint = f"; keys containing it: {', '.join(close)}" if close else ""

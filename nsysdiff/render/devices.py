@@ -7,6 +7,7 @@ renderer pairs them here, with the verdict and noise band the kernel rows use.
 from __future__ import annotations
 
 from nsysdiff import units as u
+from nsysdiff.compare import notices
 from nsysdiff.compare.diff import Diff, Verdict
 from nsysdiff.render.sides import paired
 
@@ -29,8 +30,15 @@ def device_verdict(base: float | None, cand: float | None, noise: float) -> Verd
     return Verdict.UNCHANGED
 
 
+def _windowed(v: Verdict, fixed: bool) -> Verdict:
+    return Verdict.UNCHANGED if fixed and v is Verdict.IMPROVED else v
+
+
 def device_rows(d: Diff) -> list[list[str]]:
     """Per device: kernels, busy time (union of kernel intervals) and idle share of its span."""
+    # In equal fixed windows less busy time is less work done per second (the idle column
+    # says how much), never an improvement.
+    fixed = notices.window(d) is not None
     out = []
     for dev, b, c in paired(d.base.devices, d.candidate.devices, lambda x: x.device):
         bb = b.busy_ns if b else None
@@ -43,7 +51,7 @@ def device_rows(d: Diff) -> list[list[str]]:
                 u.ns(cb),
                 u.ratio(cb / bb if bb and cb else None),
                 f"{u.pct(b.idle_pct) if b else '-'} → {u.pct(c.idle_pct) if c else '-'}",
-                device_verdict(bb, cb, d.settings.noise).value,
+                _windowed(device_verdict(bb, cb, d.settings.noise), fixed).value,
             ]
         )
     return out

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
-from nsysdiff.compare import comparability
+from nsysdiff.compare import comparability, notices
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import runs
 from nsysdiff.render import steps as step_lines
@@ -49,6 +49,7 @@ from nsysdiff.render.phrases import (
     status_word,
     steps_phrase,
     too_small,
+    two_workloads,
     verdict_details,
 )
 from nsysdiff.rules.report import NO_RULES, Finding, Report
@@ -398,7 +399,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         return kernel_code(r, named.get(r.key))
 
     out = _verdict(report, kcode)
-    out += _context(d, named)
+    out += _context(d, named, two_workloads(report))
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
@@ -430,7 +431,7 @@ def _verdict(report: Report, kcode: Callable[[Row], str]) -> list[str]:
     return out
 
 
-def _context(d: Diff, named: Mapping[str, str]) -> list[str]:
+def _context(d: Diff, named: Mapping[str, str], two_workloads: bool = False) -> list[str]:
     """What was compared, the steps and where the change went."""
     h = d.headline
     context = [
@@ -457,6 +458,10 @@ def _context(d: Diff, named: Mapping[str, str]) -> list[str]:
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
+    extra = notices.notices(d, named, two_workloads=two_workloads)
+    if extra:
+        out += [f"**{n.label}** {cell(n.text)}" if n.label else f"<br>{cell(n.text)}" for n in extra]
+        out.append("")
     return out
 
 

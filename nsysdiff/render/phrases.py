@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nsysdiff import units as u
+from nsysdiff.compare import comparability, geometry, notices
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
@@ -187,6 +188,12 @@ def attribution_line(
     return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
 
 
+def two_workloads(report: Report) -> bool:
+    """Whether the rules compare two batch sizes on purpose (the invariance rules), so that
+    a changed launch geometry is their premise, not news."""
+    return any(r.kind == "invariance" for r in report.rules)
+
+
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
@@ -195,6 +202,12 @@ def kernel_time_phrase(diff: Diff) -> str:
         return f"graph time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b if b else None)})"
     if h.basis == "nvtx":
         return "NVTX ranges compared (no kernel data)"
+    peers = comparability.graph_peers(diff.base, diff.candidate)
+    if peers is not None:
+        # Graph replays have no kernel rows: the graph-level time is what both modes measure.
+        b, c = peers
+        against = "graph replays against node kernels and copies"
+        return f"graph-level GPU time {u.ns(b)} → {u.ns(c)} ({u.ratio(c / b)}, {against})"
     if h.per is not None:
         base, cand = u.ns(h.base_per_step_ns), u.ns(h.candidate_per_step_ns)
         return f"kernel time per {step_lines.step_word(h.per)} {base} → {cand} ({u.ratio(h.ratio)})"
@@ -275,7 +288,17 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
-    if outliers:
+    small, window = notices.tiny(report.diff), notices.window(report.diff)
+    grown = None if two_workloads(report) else geometry.changed(report.diff.base, report.diff.candidate)
+    if grown is not None:
+        # Grids many times larger are another workload: no kernel is the headline.
+        parts.append(geometry.verdict_phrase(grown))
+    elif small is not None:
+        # One 11 us call is no headline: say the trace is too small and what changed in structure.
+        parts.append(small)
+    elif window is not None:
+        parts.append(notices.window_verdict(report.diff, window))
+    elif outliers:
         top = outliers[0]
         faster = top.deviation is not None and top.deviation < 1
         parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")
@@ -283,8 +306,17 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         fam = report.diff.outlier_families[0]
         parts.append(f"outlier family {u.shorten(fam.name)} {u.ratio(fam.ratio)}")
     else:
+        tail = notices.tail_changes(report.diff)
         top_change = top_change_phrase(report.diff)
-        if top_change is not None:
+        if tail:
+            # A tail hides in a total within the noise: name it before any top change.
+            t = tail[0]
+            parts.append(
+                f"tail change {u.shorten(t.name)} {u.signed_ns(t.extra_ns)} "
+                f"({t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g}, median held)"
+            )
+        elif top_change is not None and comparability.graph_peers(report.diff.base, report.diff.candidate) is None:
+            # Against graph replays every node kernel is "new": no top change to name.
             parts.append(top_change)
     return parts
 

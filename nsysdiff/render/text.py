@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsysdiff import units as u
-from nsysdiff.compare import comparability, stats
+from nsysdiff.compare import comparability, notices, stats
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.render import phrases, runs
 from nsysdiff.render import steps as st
@@ -71,7 +71,11 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
     if d.steps is not None:
         # What a user waits per token leads: it is what a TPOT gate is about.
         rows += [("time/step" if i == 0 else "", line) for i, line in enumerate(st.first_lines(d.steps))]
-    if h.per is None:
+    peers = comparability.graph_peers(d.base, d.candidate)
+    if peers is not None:
+        # A graph-mode side has no kernel rows: its "0 ns" of kernel time is no figure.
+        rows.append(("graph time", phrases.kernel_time_phrase(d).removeprefix("graph-level GPU time ")))
+    elif h.per is None:
         rows.append(
             (
                 "kernel time",
@@ -105,6 +109,8 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
             )
         )
         rows += [("", phrases.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
+    # What the kernel rows hide: new or multiplied copies, tails grown under a held median.
+    rows += [(n.label, n.text) for n in notices.notices(d, named, two_workloads=phrases.two_workloads(report))]
     rows.append(
         (
             "launches",

@@ -11,6 +11,7 @@ from nsysdiff.rules import (
     outlier,
     step_budget,
     structure,
+    tail,
     waivers,
 )
 from nsysdiff.rules.model import Kind, Section
@@ -25,6 +26,7 @@ KINDS: dict[str, Kind] = {
         structure.KIND,
         invariance.KIND,
         collective_wait.KIND,
+        tail.KIND,
     )
 }
 

@@ -432,7 +432,31 @@ class KernelReader(TraceConnection):
             return GraphMode.MIXED, launches, total
         if launches:
             return GraphMode.GRAPH, launches, total
-        return (GraphMode.NODE if node else GraphMode.NONE), launches, total
+        if node:
+            # Node mode has no GRAPH_TRACE row: its graph launches are the host's calls and
+            # its graph time the GPU time of the nodes, so a graph-mode side has a peer.
+            return GraphMode.NODE, *self._node_totals()
+        return GraphMode.NONE, launches, total
+
+    def _node_totals(self) -> tuple[int, int]:
+        """(graph launch calls, GPU ns of graph-node kernels, copies and memsets) of the whole
+        trace; only a node-mode capture pays for these scans."""
+        launches = 0
+        if self.schema.has(s.RUNTIME, "nameId") and self.schema.has("StringIds", "id", "value"):
+            ((n,),) = self.query(
+                f"SELECT count(*) FROM {s.RUNTIME} WHERE nameId IN (SELECT id FROM StringIds "
+                "WHERE value LIKE 'cudaGraphLaunch%' OR value LIKE 'cuGraphLaunch%')"
+            )
+            launches = int(n)  # type: ignore[call-overload]
+        total = 0
+        for table in (s.KERNEL, s.MEMCPY, s.MEMSET):
+            if self.schema.has(table, "start", "end", "graphNodeId"):
+                ((t,),) = self.query(
+                    f'SELECT coalesce(sum("end" - start), 0) FROM {table} '
+                    "WHERE graphNodeId IS NOT NULL AND graphNodeId != 0"
+                )
+                total += int(t) if type(t) is int else 0
+        return launches, total
 
     def kernel_span_ns(self) -> tuple[int, int] | None:
         """(first kernel start, last kernel end) of the whole trace; None without kernels."""

@@ -133,3 +133,57 @@ def shape_suffix(shape: str) -> str:
         return ""
     v = shape.split(",")
     return suffix(tuple(int(x) for x in v[:3]), tuple(int(x) for x in v[3:]))
+
+
+# How demanglers of different nsys versions spell one template argument: nsys 2021.2
+# writes ``3u`` and ``true``, 2021.3 ``(unsigned int)3`` and ``(bool)1``.
+_LITERAL_SUFFIX = {
+    "unsigned int": "u",
+    "int": "",
+    "unsigned long": "ul",
+    "long": "l",
+    "unsigned long long": "ull",
+    "long long": "ll",
+    "unsigned short": "",
+    "short": "",
+    "unsigned char": "",
+    "char": "",
+    "signed char": "",
+}
+_CAST = re.compile(
+    r"\((unsigned (?:int|long long|long|short|char)|signed char|long long|int|long|short|char|bool)\)(-?\d+)"
+)
+_SPACE_BEFORE_POINTER = re.compile(r"\s+([*&]+)")
+
+
+def _literal(m: re.Match[str]) -> str:
+    kind, value = m.group(1), m.group(2)
+    if kind == "bool":
+        return "false" if value == "0" else "true"
+    return value + _LITERAL_SUFFIX[kind]
+
+
+def spelling(demangled: str) -> str:
+    """``demangled`` with template arguments spelled one way, whatever the demangler:
+    casts of integer literals to their suffixes (``(unsigned int)3`` -> ``3u``), ``(bool)1``
+    -> ``true``, no space before ``*`` and ``&``."""
+    return _SPACE_BEFORE_POINTER.sub(r"\1", _CAST.sub(_literal, demangled))
+
+
+def without_parameters(name: str) -> str:
+    """``name`` with its trailing parameter list reduced to their number (``f<3u>(T3 *,
+    int)`` -> ``f<3u>/2``): demanglers name a parameter by its template parameter (``T3``)
+    or by its type (``__half*``), so only the count is compared, the last resort of a
+    match; a kernel generated with another argument list stays another kernel."""
+    if not name.endswith(")"):
+        return name
+    depth, commas = 0, 0
+    for i in range(len(name) - 1, -1, -1):
+        c = name[i]
+        depth += {")": 1, "(": -1, ">": 1, "<": -1}.get(c, 0)
+        if c == "," and depth == 1:
+            commas += 1
+        if depth == 0 and c == "(":
+            inner = name[i + 1 : -1].strip()
+            return f"{name[:i].rstrip()}/{commas + 1 if inner else 0}"
+    return name

@@ -341,3 +341,15 @@ def test_steps_are_keys_of_kind_step(tmp_path: Path) -> None:
     assert entries[0].provenance.scope.endswith("per=decode_step skip_first=0")
     assert st.scope_words(entries[0].provenance.scope) == "scope per=decode_step"
     s.close()
+
+
+def test_one_kernel_under_two_demanglers_is_one_series(tmp_path: Path) -> None:
+    old, new = "void march_rays<3u, true>(float*)", "void march_rays<(unsigned int)3, (bool)1>(float *)"
+    s = st.create_or_open(tmp_path / "h.sqlite")
+    for i, name in enumerate((old, new)):
+        fp = fpspec.fingerprint([fpspec.kernel("march_rays", 10, 1_000_000 + i, demangled=name)], gpu="NVIDIA H100")
+        s.add(fp, ref="main", commit=f"c{i}", now=NOW)
+    entries = s.entries("main")
+    kernels = {k: v for k, v in s.series(entries).items() if k[0] == "kernel"}
+    assert kernels == {("kernel", old): {entries[0].id: (10, 1_000_000), entries[1].id: (10, 1_000_001)}}
+    s.close()

@@ -15,7 +15,8 @@ Every file in ``cases/`` holds ``cases:``, a list of::
     remarks:                    # optional: a rule that judged nothing, or found its subject
       - {rule: ID, remark: within noise, reason_has: "..."}   # within its noise
 
-Kernels: ``{name, calls, total, demangled, family, category, grid, block, median}``, times with
+Kernels: ``{name, calls, total, demangled, family, category, grid, block, median,
+quantiles}``, times with
 units (``median``: the median call, below the mean for a collective that waited).
 """
 
@@ -50,6 +51,9 @@ def _kernel(spec: dict[str, Any]) -> KernelStats:
     if "median" in spec:
         # Calls skewed to the right (a collective that waited): the median below the mean.
         k = dataclasses.replace(k, quantiles_ns=fpspec.skewed_quantiles(_ns(spec["median"]), k.total_ns / k.calls))
+    if "quantiles" in spec:
+        # The per-call sketch as given: a tail the uniform calls can't have.
+        k = dataclasses.replace(k, quantiles_ns=tuple(float(_ns(q)) for q in spec["quantiles"]))
     return k
 
 

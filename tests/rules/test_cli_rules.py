@@ -22,7 +22,7 @@ def test_list_shows_every_pack_with_counts() -> None:
     # One entry a pack, its description wrapped under it (indented).
     lines = [line for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
-    assert lines[1].startswith("default             5 rules  Sensible budgets")
+    assert lines[1].startswith("default             6 rules  Sensible budgets")
     assert "(extends default, batch-invariance)" in lines[2]
 
 
@@ -50,7 +50,7 @@ def test_explain_unknown() -> None:
     assert r.stdout == ""
     assert r.stderr == (
         "nsysdiff: error: 'nope' is no pack, rule, kind or section (packs: batch-invariance, default, "
-        "strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, "
+        "strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, tail, "
         "noise_profile, waivers)\n"
     )
 
@@ -61,7 +61,7 @@ def test_explain_suggests_a_close_name() -> None:
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
         "batch-invariance, default, strict, tpot; kinds: budget, collective-wait, danger-zone, invariance, outlier, "
-        "step, structure, noise_profile, waivers)\n"
+        "step, structure, tail, noise_profile, waivers)\n"
     )
 
 
@@ -94,7 +94,7 @@ def test_validate_error(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert r.stderr == (
         f"nsysdiff: error: {path}:4: rule 't': key 'kind': unknown kind 'nope' "
-        "(kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure)\n"
+        "(kinds: budget, collective-wait, danger-zone, invariance, outlier, step, structure, tail)\n"
     )
 
 

@@ -35,7 +35,7 @@ ERRORS = {
     "unknown kind": (
         "version: 1\nrules:\n  - id: t\n    kind: budgte\n",
         "{file}:4: rule 't': key 'kind': unknown kind 'budgte' (kinds: budget, collective-wait, "
-        "danger-zone, invariance, outlier, step, structure)",
+        "danger-zone, invariance, outlier, step, structure, tail)",
     ),
     "duplicate id": (
         "version: 1\nrules:\n  - id: t\n    kind: outlier\n  - id: t\n    kind: outlier\n",
@@ -297,7 +297,7 @@ def test_extends_composes_and_overrides(tmp_path: Path) -> None:
     )
     rs = load_rules([str(path), "default"])  # default again: already loaded, no re-override
     assert rs.sources == (str(path), "default")
-    ids = ["total-time", "category-time", "outlier", "improvement", "collective-wait", "mine"]
+    ids = ["total-time", "category-time", "outlier", "improvement", "collective-wait", "tail", "mine"]
     assert [r.id for r in rs.rules] == ids
     total = rs.rule("total-time")
     assert total is not None and total.source == str(path) and total.level.value == "warning"
