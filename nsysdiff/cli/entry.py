@@ -94,7 +94,12 @@ def usage_line(e: click.ClickException) -> str:
     ctx = getattr(e, "ctx", None)
     command = ctx.command_path if ctx is not None else "nsysdiff"
     message = e.message
-    if isinstance(e, click.MissingParameter) and e.param is not None:
+    if isinstance(e, click.MissingParameter) and isinstance(e.param, click.Option):
+        # A required option is named as an option, with its value, never as an argument.
+        flags = [o for o in e.param.opts if o.startswith("--")] or list(e.param.opts)
+        what = e.param.metavar or (e.param.name or "").upper()
+        message = f"missing option {flags[0]} {what}: give it, e.g. {flags[0]} {what}"
+    elif isinstance(e, click.MissingParameter) and e.param is not None:
         # click says "Missing argument 'CANDIDATE'."; say what to type instead.
         usage = " ".join(ctx.command.collect_usage_pieces(ctx)) if ctx is not None else ""
         what = e.param.metavar or (e.param.name or "").upper()
@@ -175,6 +180,11 @@ def _run(argv: list[str]) -> int:
             rv = app.invoke(ctx)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
+    except click.exceptions.NoArgsIsHelpError as e:
+        # A bare `nsysdiff` (or `nsysdiff history`) is someone asking what there is: the
+        # usage and the command list as --help prints them, not one squashed error line.
+        sys.stderr.write(e.ctx.get_help() + "\n")
+        return int(ExitCode.BAD_INPUT)
     except click.ClickException as e:  # usage errors and the like
         stderr(usage_line(e))
         return int(ExitCode.BAD_INPUT)

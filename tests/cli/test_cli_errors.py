@@ -389,3 +389,20 @@ def test_a_trace_among_rule_files_is_named_as_one(good: Path) -> None:
         f"nsysdiff: error: {good}: a trace, not a rule file or pack: --rules takes a pack name "
         f"({', '.join(pack_names())}) or a YAML rule file, then BASE CANDIDATE\n"
     )
+
+
+@pytest.mark.parametrize("argv", [(), ("history",), ("rules",)])
+def test_a_bare_command_prints_its_usage_and_commands(argv: tuple[str, ...]) -> None:
+    code, out, err = run_cli(*argv)
+    _, help_text, _ = run_cli(*argv, "--help")
+    assert (code, out) == (BAD_INPUT, "")
+    assert err == help_text  # the whole help, as --help prints it, not one error line
+    assert err.startswith("Usage: nsysdiff") and "Commands:" in err and "nsysdiff: error" not in err
+
+
+def test_a_missing_option_is_named_as_an_option(tmp_path: Path) -> None:
+    code, _, err = run_cli("history", "add", tmp_path / "s.sqlite", tmp_path / "run.json", "--commit", "abc")
+    assert code == BAD_INPUT
+    assert err == (
+        "nsysdiff: error: missing option --ref REF: give it, e.g. --ref REF (see 'nsysdiff history add --help')\n"
+    )
