@@ -472,3 +472,10 @@ def test_an_invalid_ref_leaves_no_store_behind(tmp_path: Path) -> None:
     with pytest.raises(NsysdiffError, match="--ref"):
         api.history_add(store, [fp_file], ref="main\n::error::x", commit="c0")
     assert not store.exists()
+
+
+def test_nan_under_an_unknown_key_of_a_stored_fingerprint_is_refused(tmp_path: Path) -> None:
+    path = _store(tmp_path, 1)
+    text = fingerprint_to_json(_fp()).replace('"scope": {', '"extra": NaN, "scope": {', 1)
+    _tamper(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
+    _refused(path, r"at \$\.extra: NaN", "fingerprints")
