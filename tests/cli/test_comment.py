@@ -304,3 +304,162 @@ def test_body_fits_one_comment() -> None:
 
 def test_marker_keys_are_inert() -> None:
     assert github_api.marker("a --> <script>") == "<!-- nsysdiff:comment a------script- -->"
+
+
+# -- hostile servers: raw sockets on 127.0.0.1 ------------------------------------------
+
+
+class RawServer:
+    """Answers every connection with ``reply(request_head)``: bytes, or a list of chunks
+    sent ``drip`` seconds apart. Records each request's head (to see where the token went)."""
+
+    def __init__(self, reply: Any, drip: float = 0.0) -> None:
+        import socket
+
+        self.reply, self.drip = reply, drip
+        self.heads: list[bytes] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                head = b""
+                try:
+                    while b"\r\n\r\n" not in head:
+                        got = conn.recv(65536)
+                        if not got:
+                            break
+                        head += got
+                    self.heads.append(head)
+                    chunks = self.reply(head)
+                    for chunk in chunks if isinstance(chunks, list) else [chunks]:
+                        if self.stop.is_set():
+                            break
+                        conn.sendall(chunk)
+                        # Not time.sleep: the env fixture makes it return at once.
+                        self.stop.wait(self.drip)
+                except OSError:
+                    continue
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(timeout=10)
+
+
+def _json_reply(status: str, body: bytes, extra: bytes = b"") -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
+        + extra
+        + b"Connection: close\r\n\r\n"
+        + body
+    )
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+HOSTILE_REPLIES: dict[str, bytes] = {
+    "deeply nested JSON": _json_reply("200 OK", DEEP),
+    "a 500 with deeply nested JSON": _json_reply("500 Internal Server Error", DEEP),
+    "a bad status line": b"HTTP/1.1 \x1b]0;x\x07 WHAT\r\n\r\n",
+    "a cut-short body": _json_reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
+    "a header line over 64 KiB": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n[]",
+    "more than 100 headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(120)) + b"\r\n[]",
+    "Retry-After: nan": _json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
+    "X-RateLimit-Reset: nan": _json_reply(
+        "403 Forbidden", b'{"message": "slow"}', b"X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: nan\r\n"
+    ),
+    "terminal bytes in the error": b"HTTP/1.1 500 \x1b[2J\x07\r::error::PWNED\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_REPLIES))
+def test_a_hostile_server_is_one_neutral_line(
+    case: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = RawServer(lambda head: HOSTILE_REPLIES[case])
+    monkeypatch.setenv("GITHUB_API_URL", server.url)
+    try:
+        code, out, err = _comment(monkeypatch, capsys, env)
+    finally:
+        server.close()
+    assert code == 0, err
+    assert "Traceback" not in err and err.count("\n") == 1 and "no pull-request comment" in err
+    for stream in (out, err):
+        assert "\x1b" not in stream and "\x07" not in stream and "\r" not in stream
+        assert not any(line.lstrip().startswith("::error") for line in stream.splitlines())
+
+
+@pytest.mark.parametrize("where", ["another host", "another port"])
+def test_the_token_never_follows_a_redirect_to_another_origin(
+    where: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catcher = RawServer(lambda head: _json_reply("200 OK", b"[]"))
+    port = catcher.url.rsplit(":", 1)[1]
+    target = f"http://localhost:{port}" if where == "another host" else catcher.url
+    api = RawServer(lambda head: f"HTTP/1.1 302 Found\r\nLocation: {target}/x\r\nContent-Length: 0\r\n\r\n".encode())
+    if where == "another host":
+        # The same server under another name: only the host differs.
+        api.close()
+        api = RawServer(
+            lambda head: f"HTTP/1.1 302 Found\r\nLocation: {target}/x\r\nContent-Length: 0\r\n\r\n".encode()
+        )
+    monkeypatch.setenv("GITHUB_API_URL", api.url)
+    try:
+        code, _, err = _comment(monkeypatch, capsys, env)
+    finally:
+        api.close()
+        catcher.close()
+    assert code == 0 and "another origin" in err, err
+    assert not any(TOKEN.encode() in h for h in catcher.heads), "the token left the API's origin"
+
+
+def test_a_dripping_server_meets_the_deadline(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    reply = _json_reply("200 OK", b"[]")
+    server = RawServer(lambda head: [reply[i : i + 1] for i in range(len(reply))], drip=0.3)
+    monkeypatch.setenv("GITHUB_API_URL", server.url)
+    monkeypatch.setattr(github_api, "DEADLINE", 2.0)
+    started = time.monotonic()
+    try:
+        code, _, err = _comment(monkeypatch, capsys, env)
+    finally:
+        server.close()
+    assert code == 0 and "no complete answer within" in err, err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("which", ["report", "event"])
+def test_fifos_and_deep_payloads_are_refused_at_once(
+    which: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    fifo = env / "fifo"
+    os.mkfifo(fifo)
+    if which == "report":
+        code, _, err = run_main(monkeypatch, capsys, "comment", fifo)
+        assert code == 2 and "not a regular file" in err, err
+        return
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(fifo))
+    code, _, err = _comment(monkeypatch, capsys, env)
+    assert code == 2 and "not a regular file" in err, err
+    deep = env / "deep.json"
+    deep.write_bytes(DEEP)
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(deep))
+    code, _, err = _comment(monkeypatch, capsys, env)
+    assert code == 2 and "nested too deeply" in err and "Traceback" not in err, err
