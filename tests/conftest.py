@@ -1,11 +1,19 @@
-"""Shared fixtures: where the real traces are, and the trace builder."""
+"""Shared fixtures: where the real traces are, and how a test runs the command line."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
+from unittest import mock
 
 import pytest
+from typer.testing import CliRunner
+
+from nsysdiff import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,3 +49,83 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+# --- the command line -----------------------------------------------------------------
+
+
+class Result(NamedTuple):
+    """One run of the command line: its exit code and its two streams, kept apart.
+
+    A tuple, so that ``code, out, err = run_cli(...)`` and ``run_cli(...) == (2, "", "...")``
+    read as plainly as ``result.stdout``.
+    """
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str | Path, env: Mapping[str, str | None] | None = None, input: str | None = None) -> Result:
+    """``nsysdiff ARGS`` in this process, through the console script's own entry point.
+
+    ``main`` rather than the typer app, so that a test sees what a user sees: the argv
+    routing (``nsysdiff A B`` is a diff), usage errors in one line, Ctrl-C as 130 and a
+    bug as 70, never a traceback counted as exit 1. In this process, so that it is fast
+    and a monkeypatch reaches the code. ``env`` overrides variables for this run only
+    (None unsets one); ``input`` is stdin.
+    """
+    # click's isolation: stdin, stdout and stderr swapped for buffers, help text 80 columns
+    # wide whatever the terminal, and os.environ restored afterwards.
+    with (
+        CliRunner().isolation(input=input, env=env) as streams,
+        mock.patch.object(sys, "argv", ["nsysdiff", *map(str, args)]),
+    ):
+        try:
+            cli.main()
+        except SystemExit as e:
+            code = e.code
+        else:
+            raise AssertionError("nsysdiff's main returned instead of exiting with a code")
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = streams[0].getvalue(), streams[1].getvalue()
+    assert isinstance(code, int), f"exit code {code!r}"
+    return Result(code, out.decode(), err.decode())
+
+
+NSYSDIFF = (sys.executable, "-m", "nsysdiff")
+"""The command as a real process runs it, for Popen and shell lines of their own."""
+
+
+def run_process(
+    *args: str | Path,
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+    command: Sequence[str] = NSYSDIFF,
+    timeout: float = 120,
+) -> Result:
+    """``python -m nsysdiff ARGS`` (or ``command ARGS``: the installed console script) in a
+    real process, for what only a process shows: the interpreter's start and imports, its
+    own stdout and stderr, the entry points themselves.
+
+    Signals and closed or full descriptors need a process handle or a shell: use
+    :data:`NSYSDIFF` with ``subprocess`` for those. ``env`` as :func:`run_cli` takes it.
+    """
+    full = dict(os.environ)
+    for name, value in (env or {}).items():
+        if value is None:
+            full.pop(name, None)
+        else:
+            full[name] = value
+    p = subprocess.run(
+        [*command, *map(str, args)],
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)

@@ -12,16 +12,13 @@ least a year ahead, so that a copied example still waives.
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 BLOCK = re.compile(r"^```console nsysdiff(?P<opts>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)
 EXPIRES = re.compile(r"expires: (\d{4}-\d{2}-\d{2})")
@@ -64,20 +61,22 @@ def examples() -> list[Example]:
     return found
 
 
-def run(command: str) -> tuple[int, str]:
+# What a terminal outside CI gets: the docs show the report as a reader sees it there.
+PLAIN = {"COLUMNS": None, "CI": None, "GITHUB_ACTIONS": None}
+
+
+@pytest.fixture(autouse=True)
+def _at_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The documented command lines name files relative to the repository root.
+    monkeypatch.chdir(ROOT)
+
+
+def run_documented(command: str) -> tuple[int, str]:
+    """A documented command line's exit code, and its stdout then stderr."""
     words = shlex.split(command)
     assert words[0] == "nsysdiff"
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "CI", "GITHUB_ACTIONS")}
-    p = subprocess.run(
-        [sys.executable, "-m", "nsysdiff", *words[1:]],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return p.returncode, p.stdout + p.stderr
+    code, out, err = run_cli(*words[1:], env=PLAIN)
+    return code, out + err
 
 
 EXAMPLES = examples()
@@ -90,7 +89,7 @@ def test_the_docs_hold_examples() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.id)
 def test_documented_output(example: Example, update_golden: bool) -> None:
-    code, out = run(example.command)
+    code, out = run_documented(example.command)
     if example.exit_code is not None:
         assert code == example.exit_code, out
     if update_golden and out != example.output:
@@ -109,7 +108,7 @@ def test_a_block_is_found_and_compared(tmp_path: Path) -> None:
     text = "x\n```console nsysdiff exit=2\n$ nsysdiff --bogus\nline\n```\n```console\n$ nsysdiff a\n```\n"
     (m,) = BLOCK.finditer(text)
     assert m["body"] == "$ nsysdiff --bogus\nline\n" and "exit=2" in m["opts"]
-    code, out = run("nsysdiff --bogus")
+    code, out = run_documented("nsysdiff --bogus")
     assert code == 2 and out.startswith("nsysdiff: error: No such option: --bogus")
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import real_trace
+from conftest import real_trace, run_cli
 
 import nsysdiff
 from nsysdiff.fingerprint import noise, runset
@@ -63,9 +63,9 @@ def test_changelog_names_the_current_release() -> None:
 
 
 def test_version_option_names_the_format() -> None:
-    p = subprocess.run([sys.executable, "-m", "nsysdiff", "--version"], capture_output=True, text=True, check=False)
-    assert p.returncode == 0
-    assert p.stdout.strip() == f"nsysdiff {_version()} (fingerprint format {FORMAT_VERSION})"
+    code, out, _ = run_cli("--version")
+    assert code == 0
+    assert out.strip() == f"nsysdiff {_version()} (fingerprint format {FORMAT_VERSION})"
 
 
 # --- what the example says --------------------------------------------------------------

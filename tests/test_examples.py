@@ -6,11 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from render.htmlcheck import same_report
-from typer.testing import CliRunner
-
-from nsysdiff.cli import app, route
 
 EXAMPLE = ROOT / "examples" / "cascade"
 ARGS = [str(EXAMPLE / "bs1.sqlite"), str(EXAMPLE / "bs16.sqlite"), "--rules", "batch-invariance"]
@@ -19,8 +16,8 @@ ARGS = [str(EXAMPLE / "bs1.sqlite"), str(EXAMPLE / "bs16.sqlite"), "--rules", "b
 @pytest.mark.parametrize(("fmt", "suffix"), [("text", "txt"), ("markdown", "md"), ("json", "json")])
 def test_cascade_report_matches_golden(fmt: str, suffix: str, update_golden: bool) -> None:
     # The committed report is the whole one (--details), as `-o report.txt` writes it.
-    result = CliRunner().invoke(app, route([*ARGS, "--format", fmt, "--width", "120", "--details"]))
-    assert result.exit_code == 1, result.output
+    result = run_cli(*ARGS, "--format", fmt, "--width", "120", "--details")
+    assert result.exit_code == 1, result.stderr
     # Reports name the inputs by file name only, so the golden is the same from any checkout.
     golden: Path = EXAMPLE / f"report.{suffix}"
     if update_golden:
@@ -43,8 +40,8 @@ H100_ARGS = [str(H100 / "bs1.sqlite"), str(H100 / "bs16.sqlite"), "--rules", "ba
     ],
 )
 def test_h100_report_matches_golden(golden: str, options: list[str], update_golden: bool) -> None:
-    result = CliRunner().invoke(app, route([*H100_ARGS, *options]))
-    assert result.exit_code == 1, result.output
+    result = run_cli(*H100_ARGS, *options)
+    assert result.exit_code == 1, result.stderr
     path = H100 / golden
     if update_golden:
         path.write_text(result.stdout)

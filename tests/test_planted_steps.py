@@ -23,27 +23,17 @@ from pathlib import Path
 
 import planted_steps as ps
 import pytest
-from conftest import real_trace
-from typer.testing import CliRunner
-
-from nsysdiff.cli.entry import route
-from nsysdiff.cli.root import app
+from conftest import Result, real_trace, run_cli
 
 FIRST_LINES = 14  # the lines a reader sees before scrolling: the verdict and the headline
 STEP_NS = 28_760_000  # llm_bs1's mean time per step
 
 
-def nsysdiff(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, route([str(a) for a in args]))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout
-
-
-def tpot(base: Path | list[Path], cand: Path | list[Path]) -> tuple[int, str]:
+def tpot(base: Path | list[Path], cand: Path | list[Path]) -> Result:
     if isinstance(base, list) and isinstance(cand, list):
-        return nsysdiff("--base", *base, "--candidate", *cand, "--rules", "tpot", "--width", "100")
+        return run_cli("--base", *base, "--candidate", *cand, "--rules", "tpot", "--width", "100")
     # The pack names its step range: no --per needed.
-    return nsysdiff(base, cand, "--rules", "tpot", "--width", "100")
+    return run_cli(base, cand, "--rules", "tpot", "--width", "100")
 
 
 def first(out: str) -> str:
@@ -84,21 +74,21 @@ def jittered(bs1: Path, folder: Path, gap_ns: int, runs: int, seed: int) -> list
 
 
 def test_item_per_step_fails_on_counts(bs1: Path, planted: dict[str, Path]) -> None:
-    code, out = tpot(bs1, planted["item"])
+    code, out, _ = tpot(bs1, planted["item"])
     assert code == 1, out
     assert "+1 sync call and +1 D2H copy per step" in first(out), out
     assert "step-syncs" in out and "step-d2h-copies" in out
 
 
 def test_allocation_churn_fails_on_counts(bs1: Path, planted: dict[str, Path]) -> None:
-    code, out = tpot(bs1, planted["alloc"])
+    code, out, _ = tpot(bs1, planted["alloc"])
     assert code == 1, out
     assert "+40 alloc/free calls per step" in first(out), out
     assert "step-allocations" in out
 
 
 def test_slower_launches_fail_on_launch_time(bs1: Path, planted: dict[str, Path]) -> None:
-    code, out = tpot(bs1, planted["slow_launches"])
+    code, out, _ = tpot(bs1, planted["slow_launches"])
     assert code == 1, out
     head = first(out)
     assert "launch-bound" in head and "launch calls" in head, out
@@ -106,7 +96,7 @@ def test_slower_launches_fail_on_launch_time(bs1: Path, planted: dict[str, Path]
 
 
 def test_gap_between_steps_is_never_a_silent_pass(bs1: Path, planted: dict[str, Path]) -> None:
-    code, out = tpot(bs1, planted["gap"])
+    code, out, _ = tpot(bs1, planted["gap"])
     assert code in (1, 3), out
     assert "between steps" in first(out) and "kernels unchanged" in first(out), out
 
@@ -114,7 +104,7 @@ def test_gap_between_steps_is_never_a_silent_pass(bs1: Path, planted: dict[str, 
 def test_a_smaller_gap_within_a_repeats_noise_is_inconclusive_not_a_pass(bs1: Path, tmp_path: Path) -> None:
     # +30% per step: inside what two runs of one build differ by (1.23x on llm_bs16), so
     # one run per side can't tell it; the verdict says so instead of passing.
-    code, out = tpot(bs1, ps.gap(bs1, tmp_path / "gap30.sqlite", [int(0.3 * STEP_NS)]))
+    code, out, _ = tpot(bs1, ps.gap(bs1, tmp_path / "gap30.sqlite", [int(0.3 * STEP_NS)]))
     assert code == 3, out
     assert "inconclusive: rule 'step-time'" in first(out) and "between steps" in out, out
 
@@ -122,7 +112,7 @@ def test_a_smaller_gap_within_a_repeats_noise_is_inconclusive_not_a_pass(bs1: Pa
 def test_gap_between_steps_fails_with_three_runs(bs1: Path, tmp_path: Path) -> None:
     base = jittered(bs1, tmp_path, 0, 3, seed=1)
     cand = jittered(bs1, tmp_path, STEP_NS, 3, seed=2)
-    code, out = tpot(base, cand)
+    code, out, _ = tpot(base, cand)
     assert code == 1, out
     assert "between steps" in first(out), out
     failed = out.split("Failed rules")[1].split("More with")[0]
@@ -130,13 +120,13 @@ def test_gap_between_steps_fails_with_three_runs(bs1: Path, tmp_path: Path) -> N
 
 
 def test_jittered_runs_of_one_build_do_not_fail(bs1: Path, tmp_path: Path) -> None:
-    code, out = tpot(jittered(bs1, tmp_path, 0, 3, seed=3), jittered(bs1, tmp_path, 0, 3, seed=4))
+    code, out, _ = tpot(jittered(bs1, tmp_path, 0, 3, seed=3), jittered(bs1, tmp_path, 0, 3, seed=4))
     assert code in (0, 3), out
 
 
 @pytest.mark.parametrize("size", ["bs1", "bs16"])
 def test_eager_against_compile_passes_with_the_step_time_halved(size: str) -> None:
-    code, out = tpot(real_trace(f"h100/llm_{size}"), real_trace(f"h100/llm_{size}_compile"))
+    code, out, _ = tpot(real_trace(f"h100/llm_{size}"), real_trace(f"h100/llm_{size}_compile"))
     assert code == 0, out
     line = next(x for x in out.splitlines() if "time per step" in x)
     ratio = float(line.split("(")[1].split("x")[0])
@@ -147,7 +137,7 @@ def test_eager_against_compile_passes_with_the_step_time_halved(size: str) -> No
 @pytest.mark.parametrize("order", [("llm_bs16", "llm_bs16_r2"), ("llm_bs16_r2", "llm_bs16")])
 def test_repeats_of_one_build_never_fail_with_one_run_per_side(order: tuple[str, str]) -> None:
     a, b = (real_trace(f"h100/{n}") for n in order)
-    code, out = tpot(a, b)
+    code, out, _ = tpot(a, b)
     assert code in (0, 3), out
 
 
@@ -155,7 +145,7 @@ def test_repeats_of_one_build_never_fail_with_two_runs_per_side() -> None:
     # Two captures of the build exist; a file given twice is no second run (no variance).
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
     for base, cand in (([a, b], [b, a]), ([b, a], [b, a])):
-        code, out = tpot(base, cand)
+        code, out, _ = tpot(base, cand)
         assert code in (0, 3), out
 
 
@@ -176,10 +166,10 @@ def main() -> None:  # pragma: no cover (a report for people)
         }
         caught = 0
         for name, path in cases.items():
-            code, out = tpot(base, path)
+            code, out, _ = tpot(base, path)
             caught += code == 1
             print(f"{name:16} exit {code}  {out.splitlines()[0][:110]}")
-        code, out = tpot(jittered(base, d, 0, 3, 1), jittered(base, d, STEP_NS, 3, 2))
+        code, out, _ = tpot(jittered(base, d, 0, 3, 1), jittered(base, d, STEP_NS, 3, 2))
         caught += code == 1
         print(f"{'gap (3 runs)':16} exit {code}")
         print(f"recall: {caught} of {len(cases) + 1} planted regressions fail")
@@ -191,7 +181,7 @@ def main() -> None:  # pragma: no cover (a report for people)
             ("llm_bs16", "llm_bs16_compile"),
         ]
         for a, b in pairs:
-            code, out = tpot(traces_dir() / "h100" / f"{a}.sqlite", traces_dir() / "h100" / f"{b}.sqlite")
+            code, out, _ = tpot(traces_dir() / "h100" / f"{a}.sqlite", traces_dir() / "h100" / f"{b}.sqlite")
             flags += code == 1
             print(f"{a} -> {b}: exit {code}")
         print(f"false flags: {flags} of {len(pairs)} pairs that must not fail")
@@ -207,6 +197,6 @@ def test_the_first_lines_docs_show_are_what_the_planted_copies_print(bs1: Path, 
 
     docs = (Path(__file__).parents[1] / "docs" / "diff.md").read_text(encoding="utf-8")
     for name, line in (("gap", 0), ("item", 1), ("slow_launches", 1)):
-        _, out = nsysdiff(bs1, planted[name], "--rules", "tpot", "--format", "json")
+        _, out, _ = run_cli(bs1, planted[name], "--rules", "tpot", "--format", "json")
         shown = json.loads(out)["steps"]["first_lines"][line]
         assert shown in docs, shown

@@ -5,24 +5,18 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from conftest import real_trace, traces_dir
+from conftest import real_trace, run_cli, traces_dir
 from fpspec import fingerprint, saved_pair
-from typer.testing import CliRunner
 
 from nsysdiff import api
-from nsysdiff.cli import app, route
 from nsysdiff.compare.diff import compare
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.report import Level, Outcome
 
 MS = 1_000_000
 T = traces_dir()
-
-
-def run(*args: str) -> tuple[int, str]:
-    # The whole text report (--details), 120 columns wide, whatever the terminal.
-    r = CliRunner().invoke(app, route([*args, "--details", "--width", "120"]))
-    return r.exit_code, r.stdout
+# The whole text report (--details), 120 columns wide, whatever the terminal.
+WHOLE = ("--details", "--width", "120")
 
 
 REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
@@ -30,17 +24,17 @@ REST = {f"op{i}_kernel": (100, (10 + i) * MS) for i in range(12)}
 
 def test_a_faster_outlier_is_an_improvement_and_passes(tmp_path: Path) -> None:
     b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 20 * MS)}, REST | {"odd_kernel": (50, 5 * MS)})
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 0
     assert "info           improvement · odd_kernel" in out
     assert "0.25x of scale (improvement)" in out and "odd_kernel  [other]  improvement" in out
     assert "top improvement" in out
-    assert run(b, c, "--strict")[0] == 0  # info never fails, even with --strict
+    assert run_cli(b, c, "--strict", *WHOLE)[0] == 0  # info never fails, even with --strict
 
 
 def test_a_slower_outlier_fails(tmp_path: Path) -> None:
     b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 5 * MS)}, REST | {"odd_kernel": (50, 20 * MS)})
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 1 and "ERROR          outlier · odd_kernel" in out
 
 
@@ -49,29 +43,29 @@ def test_the_pack_floor_applies_to_the_outlier_rule(tmp_path: Path) -> None:
     b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 200_000)}, REST | {"odd_kernel": (50, 800_000)})
     d = compare(fingerprint(REST | {"odd_kernel": (50, 200_000)}), fingerprint(REST | {"odd_kernel": (50, 800_000)}))
     assert [r.name for r in d.outliers] == ["odd_kernel"]  # the diff still shows it
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 0 and "outlier · odd_kernel" not in out
     # Without the floor (a rule file of its own) the same change fails.
     rules = tmp_path / "r.yaml"
     rules.write_text("version: 1\nrules:\n  - id: any-outlier\n    kind: outlier\n    direction: slower\n")
-    assert run(b, c, "--rules", str(rules))[0] == 1
+    assert run_cli(b, c, "--rules", str(rules), *WHOLE)[0] == 1
 
 
 def test_strict_keeps_failing_on_warnings(tmp_path: Path) -> None:
     rules = tmp_path / "r.yaml"
     rules.write_text("version: 1\nrules:\n  - id: slow\n    kind: outlier\n    level: warning\n")
     b, c = saved_pair(tmp_path, REST | {"odd_kernel": (50, 5 * MS)}, REST | {"odd_kernel": (50, 20 * MS)})
-    assert run(b, c, "--rules", str(rules))[0] == 0
-    assert run(b, c, "--rules", str(rules), "--strict")[0] == 1
+    assert run_cli(b, c, "--rules", str(rules), *WHOLE)[0] == 0
+    assert run_cli(b, c, "--rules", str(rules), "--strict", *WHOLE)[0] == 1
 
 
 def test_no_common_families_fails_on_a_scale_free_rule_only(tmp_path: Path) -> None:
     b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_200_000)})
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 3 and "no meaningful overall scale" in out
     rules = tmp_path / "r.yaml"
     rules.write_text("version: 1\nrules:\n  - id: same-set\n    kind: structure\n    check: kernel-set\n")
-    code, out = run(b, c, "--rules", str(rules))
+    code, out, _ = run_cli(b, c, "--rules", str(rules), *WHOLE)
     assert code == 1 and "note: no meaningful overall scale" in out
 
 
@@ -89,14 +83,14 @@ def test_torch_compile_speedup_passes_the_default_pack() -> None:
 
 def test_one_small_kernel_faster_on_another_gpu_passes() -> None:
     # One 11 us kernel got faster in a 402 us trace: an improvement, and too small anyway.
-    code, out = run(str(real_trace("fuser_h100_report1")), str(real_trace("fuser_h200_report1")))
+    code, out, _ = run_cli(str(real_trace("fuser_h100_report1")), str(real_trace("fuser_h200_report1")), *WHOLE)
     assert code == 0 and "FAIL" not in out
 
 
 def test_traces_with_nothing_in_common_are_judged_on_their_budgets_only() -> None:
     # No kernel in common: no outlier can be judged, but kernel time grew 25.84x, which
     # the total-time budget judges without a scale.
-    code, out = run(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")))
+    code, out, _ = run_cli(str(real_trace("fuser_h200_report1")), str(real_trace("fuser_h200_2025")), *WHOLE)
     assert code == 1 and "note: no meaningful overall scale" in out
     assert "ERROR          total-time · whole trace" in out
     assert "scaled ~1.00x" not in out
@@ -106,7 +100,7 @@ def test_a_failed_budget_fails_without_a_scale(tmp_path: Path) -> None:
     # Two offload builds with no kernel in common: 696 ms -> 2.543 s. No scale can be
     # measured, but a total-time budget needs none: the verdict is FAIL, not inconclusive.
     b, c = saved_pair(tmp_path, {"__omp_offloading_a_l10": (40, 696 * MS)}, {"__omp_offloading_b_l12": (40, 2543 * MS)})
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 1, out
     assert "ERROR          total-time · whole trace" in out
     assert "note: no meaningful overall scale" in out
@@ -116,7 +110,7 @@ def test_without_a_scale_only_scale_free_findings_decide(tmp_path: Path) -> None
     # No kernel in common, the total within budget: the statistics judge nothing, so the
     # outcome stays inconclusive.
     b, c = saved_pair(tmp_path, {"a_kernel": (10, 10 * MS)}, {"b_kernel": (10, 10_500_000)})
-    code, out = run(b, c)
+    code, out, _ = run_cli(b, c, *WHOLE)
     assert code == 3 and "no meaningful overall scale" in out
 
 
@@ -134,7 +128,7 @@ def test_with_no_outlier_the_verdict_line_names_the_top_contributor(tmp_path: Pa
         rest | {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT": (32, 1_600_000)},
         {k: (n, t + 61_000) for k, (n, t) in rest.items()} | {fp32: (32, 20_680_000)},
     )
-    _, out = run(b, c)
+    _, out, _ = run_cli(b, c, *WHOLE)
     first = out.split("\n\n")[0].replace("\n  ", " ")
     assert "top outlier" not in first
     assert "top change new sm80_xmma_gemm_f32f32" in first and "(97% of +19.69 ms)" in first, first
@@ -143,7 +137,7 @@ def test_with_no_outlier_the_verdict_line_names_the_top_contributor(tmp_path: Pa
 def test_nccl_growth_that_is_waiting_says_so_on_the_first_screen() -> None:
     # The job got faster (0.91x); SendRecv +8.34 ms is mostly waiting for the other rank.
     b, c = real_trace("nsysai_mfu_h100x2_before"), real_trace("nsysai_mfu_h100x2_after")
-    r = CliRunner().invoke(app, route([str(b), str(c), "--width", "120"]))
+    r = run_cli(str(b), str(c), "--width", "120")
     assert r.exit_code == 0, r.stdout
     assert "ncclDevKernel_SendRecv +8.34 ms (slower calls, +7.52 ms of it waiting for other ranks)" in r.stdout
     assert "outlier" not in r.stdout.split("\n")[0]

@@ -45,11 +45,6 @@ Z_FACTOR = 0.6745
 
 _DEFAULTS = Settings()
 
-SCALE_METHOD = (
-    "scale and deviations: each run against the base runs' per-key geometric mean, "
-    "Welch's t over runs; an outlier's whole interval must clear the thresholds"
-)
-
 
 def median_run(rs: RunSet) -> int:
     """The index of the run a multi-run diff shows: the median by kernel time (graph

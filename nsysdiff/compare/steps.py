@@ -80,9 +80,6 @@ class StepSide:
     def calls_per_step(self, family: HostFamily) -> float:
         return self.calls[list(HostFamily).index(family)] / self.steps if self.steps else 0.0
 
-    def call_ns_per_step(self, family: HostFamily) -> float:
-        return self.call_ns[list(HostFamily).index(family)] / self.steps if self.steps else 0.0
-
     def bytes_per_step(self, family: HostFamily) -> float:
         return self.bytes[list(HostFamily).index(family)] / self.steps if self.steps else 0.0
 

@@ -110,17 +110,6 @@ def parse_count(value: Any) -> float:
     raise ValueError(f"{_show(value)} is not a count (a non-negative number, e.g. 100)")
 
 
-def parse_number(value: Any) -> float:
-    if _is_number(value):
-        try:
-            num = float(value)
-        except OverflowError:
-            num = math.nan
-        if math.isfinite(num):
-            return num
-    raise ValueError(f"{_show(value)} is not a number")
-
-
 def fmt_percent(f: float) -> str:
     return f"{100 * f:.2f}%"
 

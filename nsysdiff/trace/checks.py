@@ -8,9 +8,9 @@ its own rows in the same pass:
 
 - aggregate scans append :meth:`RowRules.sql` (two aggregates: a count of impossible
   rows and the summed duration as a float, which never overflows) to their SELECT list;
-- the bulk ``group_concat`` scans, where even those aggregates would double the cost,
-  check the text SQLite hands over (:func:`ints_ok`) and the parsed arrays
-  (:func:`intervals_ok`) instead.
+- the bulk ``group_concat`` scan of the kernel table, where even those aggregates would
+  double the cost, checks the text SQLite hands over with :func:`ints_ok`, and the
+  parsed intervals itself as it folds them (``trace/kernel_scan.py``).
 
 Only when a check fails does the reader run :meth:`RowRules.diagnosis_sql`, a slower query
 that counts each kind of bad row and finds the first rowid, for the error message. The
@@ -23,9 +23,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
 
 from nsysdiff.errors import TraceError
 from nsysdiff.trace.schema import one_line
@@ -138,12 +135,3 @@ def ints_ok(text: bytes | str | None, count: int) -> bool:
     if text.translate(None, b"0123456789,") == b"" and b",," not in text:
         return not (text.startswith(b",") or text.endswith(b","))
     return _INT_LIST.fullmatch(text) is not None  # negatives (a coalesce's -1) or garbage
-
-
-def intervals_ok(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> bool:
-    """Whether ``0 <= start <= end`` everywhere and the durations sum inside int64."""
-    if not len(start):
-        return True
-    if int(start.min()) < 0 or bool(np.any(end < start)):
-        return False
-    return float(np.sum(end - start, dtype=np.float64)) <= INT64_MAX

@@ -14,8 +14,11 @@ in start order: nsys writes them so, and the scan checks it; a file that breaks 
 window query instead (``KernelScan.devices`` is None).
 
 The rows are checked in the same pass: the texts must be plain integers (:func:`ints_ok`:
-a REAL, TEXT, BLOB or NULL shows in the text or in the count) and the intervals possible
-(:func:`intervals_ok`); a failed check raises :class:`BadRows` for the reader's diagnosis.
+a REAL, TEXT, BLOB or NULL shows in the text or in the count), and the intervals possible,
+``0 <= start <= end`` with the durations of the whole scan summing inside int64. The
+interval check is written into :func:`scan` rather than shared: it reuses the durations
+the fold needs anyway, and its sum runs across chunks. A failed check raises
+:class:`BadRows` for the reader's diagnosis.
 """
 
 from __future__ import annotations

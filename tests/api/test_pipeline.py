@@ -3,25 +3,18 @@ command's exit code and bytes are one verdict, on real pairs and the bundled one
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from conftest import real_trace, run_cli
 
 import nsysdiff.api as nd
-from nsysdiff import cli
 from nsysdiff.errors import ExitCode
 from nsysdiff.render import Format, render
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-
-
-def _real(name: str) -> Path:
-    from conftest import real_trace
-
-    return real_trace(name)
 
 
 # (base runs, candidate runs, packs): bundled pairs always run; real ones skip when absent.
@@ -44,29 +37,18 @@ CASES = {
 
 
 def _path(name: str) -> Path:
-    return _real(name[5:]) if name.startswith("real:") else EXAMPLES / name
-
-
-def _cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *argv])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    out, _ = capsys.readouterr()
-    assert isinstance(info.value.code, int)
-    return info.value.code, out
+    return real_trace(name[5:]) if name.startswith("real:") else EXAMPLES / name
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_api_report_is_the_commands(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
-) -> None:
+def test_the_api_report_is_the_commands(case: str) -> None:
     base_names, cand_names, packs = CASES[case]
     base, cand = [_path(n) for n in base_names], [_path(n) for n in cand_names]
     rules = ["--no-rules"] if packs is None else [a for p in packs for a in ("--rules", p)]
     sides = [*map(str, base), *map(str, cand)]
     if len(base) > 1:
         sides = ["--base", *map(str, base), "--candidate", *map(str, cand)]
-    code, out = _cli(monkeypatch, capsys, "diff", *sides, *rules, "--format", "json", "--quiet")
+    code, out, _ = run_cli("diff", *sides, *rules, "--format", "json", "--quiet")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the command's warnings go to stderr, the API's are Python's
         report = nd.diff(base if len(base) > 1 else base[0], cand if len(cand) > 1 else cand[0], packs)
@@ -74,13 +56,11 @@ def test_the_api_report_is_the_commands(
     assert render(report, Format.json) == out
 
 
-def test_the_tpot_verdict_of_the_api_is_the_commands_on_the_real_pair(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_tpot_verdict_of_the_api_is_the_commands_on_the_real_pair() -> None:
     # The step range of the pack reaches the reads: check(compare(load(a), load(b))) judges
     # whole traces, and used to give another verdict than the command.
-    a, b = _real("h100/llm_bs1"), _real("h100/llm_bs16")
-    code, _ = _cli(monkeypatch, capsys, "diff", str(a), str(b), "--rules", "tpot", "--quiet")
+    a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
+    code, _, _ = run_cli("diff", a, b, "--rules", "tpot", "--quiet")
     assert nd.diff(a, b, "tpot").exit_code == code
 
 

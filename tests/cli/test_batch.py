@@ -5,16 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
 from nsysdiff import api
-from nsysdiff.cli import app, batch
+from nsysdiff.cli import batch
 from nsysdiff.errors import ExitCode, TraceError, UsageError
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.synth.builder import TraceBuilder
-
-runner = CliRunner()
 
 
 def _traces(root: Path, n: int = 4) -> list[Path]:
@@ -40,8 +38,8 @@ def _written(out: Path) -> dict[str, str]:
 def test_many_traces_one_file_each(tmp_path: Path, jobs: str) -> None:
     traces = _traces(tmp_path)
     out = tmp_path / "fps"
-    res = runner.invoke(app, ["fingerprint", *map(str, traces), "-o", str(out), "-j", jobs, "--nvtx", "step 1"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("fingerprint", *map(str, traces), "-o", str(out), "-j", jobs, "--nvtx", "step 1")
+    assert res.exit_code == 0, res.stderr
     assert _written(out) == _expected(traces, ScopeOptions(nvtx="step 1"))
 
 
@@ -49,12 +47,12 @@ def test_one_trace_into_a_directory(tmp_path: Path) -> None:
     (trace,) = _traces(tmp_path, 1)
     out = tmp_path / "fps"
     out.mkdir()
-    assert runner.invoke(app, ["fingerprint", str(trace), "-o", str(out)]).exit_code == 0
+    assert run_cli("fingerprint", str(trace), "-o", str(out)).exit_code == 0
     assert _written(out) == _expected([trace])
 
 
 def test_many_traces_need_a_directory(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["fingerprint", *map(str, _traces(tmp_path, 2))])
+    res = run_cli("fingerprint", *map(str, _traces(tmp_path, 2)))
     assert res.exit_code == ExitCode.BAD_INPUT
     assert "-o DIR" in res.stderr
 
@@ -72,9 +70,7 @@ def test_a_bad_trace_stops_the_batch_with_its_error(tmp_path: Path) -> None:
     traces = _traces(tmp_path, 3)
     bad = tmp_path / "broken.sqlite"
     bad.write_text("not a database\n", encoding="utf-8")
-    res = runner.invoke(
-        app, ["fingerprint", str(traces[0]), str(bad), str(traces[1]), "-o", str(tmp_path / "o"), "-j", "2"]
-    )
+    res = run_cli("fingerprint", str(traces[0]), str(bad), str(traces[1]), "-o", str(tmp_path / "o"), "-j", "2")
     assert res.exit_code == ExitCode.BAD_INPUT
     assert str(bad) in res.stderr and "Traceback" not in res.stderr
     with pytest.raises(TraceError):
@@ -88,9 +84,8 @@ def test_jobs_must_be_positive(tmp_path: Path) -> None:
 
 def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    res = runner.invoke(
-        app,
-        ["fingerprint", *map(str, _traces(tmp_path, 2)), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"],
+    res = run_cli(
+        "fingerprint", *map(str, _traces(tmp_path, 2)), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"
     )
     assert res.exit_code == ExitCode.BAD_INPUT
     assert "--scheduler tcp://127.0.0.1:9: can't connect" in res.stderr
@@ -104,24 +99,13 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster:
-        res = runner.invoke(
-            app, ["fingerprint", *map(str, traces), "-o", str(out), "--scheduler", cluster.scheduler_address]
-        )
-        assert res.exit_code == 0, res.output
+        res = run_cli("fingerprint", *map(str, traces), "-o", str(out), "--scheduler", cluster.scheduler_address)
+        assert res.exit_code == 0, res.stderr
         assert _written(out) == _expected(traces)
         bad = tmp_path / "broken.sqlite"
         bad.write_text("not a database\n", encoding="utf-8")
-        res = runner.invoke(
-            app,
-            [
-                "fingerprint",
-                str(traces[0]),
-                str(bad),
-                "-o",
-                str(tmp_path / "o"),
-                "--scheduler",
-                cluster.scheduler_address,
-            ],
+        res = run_cli(
+            "fingerprint", str(traces[0]), str(bad), "-o", str(tmp_path / "o"), "--scheduler", cluster.scheduler_address
         )
         assert res.exit_code == ExitCode.BAD_INPUT
         assert str(bad) in res.stderr

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli, run_process
 from fpspec import saved_pair
-from typer.testing import CliRunner
 
-from nsysdiff.cli import app, route
 from nsysdiff.synth.builder import Generation, TraceBuilder
 
 BS1 = str(ROOT / "examples" / "cascade" / "bs1.sqlite")
 BS16 = str(ROOT / "examples" / "cascade" / "bs16.sqlite")
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(app, route(list(args)))
-    return r.exit_code, r.stdout, r.stderr
 
 
 def _nvtx_only(path: Path) -> str:
@@ -41,30 +32,30 @@ def _warning_only_pair(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_exit_code_table(tmp_path: Path) -> None:
-    assert run(BS1, BS1)[0] == 0  # a trace against itself passes the default pack
-    assert run(BS1, BS16, "--rules", "batch-invariance")[0] == 1
-    assert run(BS1, BS16, "--no-rules")[0] == 0
+    assert run_cli(BS1, BS1)[0] == 0  # a trace against itself passes the default pack
+    assert run_cli(BS1, BS16, "--rules", "batch-invariance")[0] == 1
+    assert run_cli(BS1, BS16, "--no-rules")[0] == 0
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 2\n")
-    code, out, err = run(BS1, BS16, "--rules", str(bad))
+    code, out, err = run_cli(BS1, BS16, "--rules", str(bad))
     assert code == 2 and out == "" and err.count("\n") == 1 and "bad.yaml" in err
-    code, out, _ = run(BS1, _nvtx_only(tmp_path / "nvtx.sqlite"))
+    code, out, _ = run_cli(BS1, _nvtx_only(tmp_path / "nvtx.sqlite"))
     assert code == 3 and "no kernel data" in out
-    assert run(BS1, str(tmp_path / "missing.sqlite"))[0] == 2
+    assert run_cli(BS1, str(tmp_path / "missing.sqlite"))[0] == 2
 
 
 def test_strict_fails_on_warnings(tmp_path: Path) -> None:
     base, cand = _warning_only_pair(tmp_path)
-    code, out, _ = run(base, cand, "--rules", "default", "--format", "json")
+    code, out, _ = run_cli(base, cand, "--rules", "default", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "pass"
     assert {f["level"] for f in doc["findings"]} == {"warning"}
-    assert run(base, cand, "--rules", "default", "--strict")[0] == 1
+    assert run_cli(base, cand, "--rules", "default", "--strict")[0] == 1
 
 
 def test_several_outputs_in_one_run(tmp_path: Path) -> None:
     md, js, xml, txt = (tmp_path / f"report.{s}" for s in ("md", "json", "xml", "txt"))
-    code, _, _ = run(
+    code, _, _ = run_cli(
         BS1, BS16, "--rules", "batch-invariance", "-o", str(md), "-o", str(js), "-o", str(xml), "-o", str(txt)
     )
     assert code == 1
@@ -73,21 +64,15 @@ def test_several_outputs_in_one_run(tmp_path: Path) -> None:
     suite = ET.parse(xml).getroot()
     assert int(suite.get("failures") or suite[0].get("failures") or 0) > 0
     assert txt.read_text().startswith("nsysdiff: FAIL (exit 1)")
-    code, _, err = run(BS1, BS16, "-o", str(tmp_path / "report.pdf"))
+    code, _, err = run_cli(BS1, BS16, "-o", str(tmp_path / "report.pdf"))
     assert code == 2 and "report.pdf" in err
 
 
 def test_github_mode_end_to_end(tmp_path: Path) -> None:
     summary, output = tmp_path / "summary.md", tmp_path / "output.txt"
-    env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)}
-    r = subprocess.run(
-        [sys.executable, "-m", "nsysdiff", BS1, BS16, "--rules", "batch-invariance"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert r.returncode == 1
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)}
+    r = run_cli(BS1, BS16, "--rules", "batch-invariance", env=env)
+    assert r.exit_code == 1
     lines = r.stdout.splitlines()
     # In the batch-invariance pack an outlier is a hint (a warning), the GEMM swap a cause.
     warnings = [line for line in lines if line.startswith("::warning ")]
@@ -103,8 +88,8 @@ def test_installed_console_script(flag: str) -> None:
     exe = Path(sys.executable).parent / "nsysdiff"
     if not exe.exists():
         pytest.skip("the nsysdiff console script is not installed beside this Python")
-    r = subprocess.run([str(exe), flag], capture_output=True, text=True, check=False)
-    assert r.returncode == 0 and "nsysdiff" in r.stdout
+    code, out, _ = run_process(flag, command=[str(exe)])
+    assert code == 0 and "nsysdiff" in out
 
 
 def _mangled_pair(tmp_path: Path) -> tuple[str, str]:
@@ -121,15 +106,15 @@ def _mangled_pair(tmp_path: Path) -> tuple[str, str]:
 
 def test_names_mangled_in_summary_and_diff(tmp_path: Path) -> None:
     new, old = _mangled_pair(tmp_path)
-    code, out, err = run("summary", new, "--names", "mangled", "--width", "100")
+    code, out, err = run_cli("summary", new, "--names", "mangled", "--width", "100")
     assert (code, err) == (0, "")
     assert "_Z4gemmv" in out and "_ZN2ns3fwdILi1EEEvPf" in out
-    kernels = json.loads(run("summary", new, "--format", "json")[1])["kernels"]
+    kernels = json.loads(run_cli("summary", new, "--format", "json")[1])["kernels"]
     assert {k["demangled"]: k["mangled"] for k in kernels} == {
         "gemm": "_Z4gemmv",
         "void ns::fwd<1>(float *)": "_ZN2ns3fwdILi1EEEvPf",
     }
-    code, out, err = run("summary", old, "--names", "mangled", "--width", "100")
+    code, out, err = run_cli("summary", old, "--names", "mangled", "--width", "100")
     assert code == 0
     assert err == (
         "nsysdiff: note: --names mangled: 2 of 2 kernels in 2021.2.sqlite have no mangled name "
@@ -137,10 +122,10 @@ def test_names_mangled_in_summary_and_diff(tmp_path: Path) -> None:
     )
     assert "void ns::fwd<1>(float *)" in out
     for fmt, underscore in (("text", "_"), ("markdown", "&#95;")):
-        code, out, err = run(new, old, "--names", "mangled", "--no-rules", "--details", "--format", fmt)
+        code, out, err = run_cli(new, old, "--names", "mangled", "--no-rules", "--details", "--format", fmt)
         assert err.count("\n") == 1 and "2 of 2 kernels in 2021.2.sqlite" in err
         assert f"{underscore}Z4gemmv" in out and f"{underscore}ZN2ns3fwdILi1EEEvPf" in out
-    out = run(new, old, "--names", "mangled", "--no-rules", "--format", "csv")[1]
+    out = run_cli(new, old, "--names", "mangled", "--no-rules", "--format", "csv")[1]
     assert "\n_Z4gemmv," in out
     # The default names say nothing about mangled ones.
-    assert run(new, old, "--no-rules")[2] == ""
+    assert run_cli(new, old, "--no-rules")[2] == ""

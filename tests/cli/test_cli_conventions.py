@@ -1,8 +1,8 @@
 """CLI conventions: one-line usage errors, -h, validated options, did-you-mean, inputs told
 by content, .nsys-rep export, and a process whose stdout closes, fills or gets Ctrl-C.
 
-Usage errors go through :func:`nsysdiff.cli.main` (the console script's path), whose
-formatting CliRunner would bypass; the rest that depends on the real process runs it.
+The command runs in this process through the console script's entry point (tests/conftest.py);
+what depends on the real process (pipes, descriptors, signals) runs one.
 """
 
 from __future__ import annotations
@@ -10,34 +10,20 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import NSYSDIFF, run_cli
 from fpspec import fingerprint
-from typer.testing import CliRunner
 
-from nsysdiff import api, cli
+from nsysdiff import api
 from nsysdiff.cli import options
 from nsysdiff.errors import TraceError
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.synth.builder import Generation, TraceBuilder
 
-PY = [sys.executable, "-m", "nsysdiff"]
 KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(300)}
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    out, err = capsys.readouterr()
-    code = info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -125,30 +111,24 @@ USAGE = {
 
 
 @pytest.mark.parametrize("case", USAGE, ids=list(USAGE))
-def test_usage_error_is_one_exact_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
-) -> None:
+def test_usage_error_is_one_exact_line(case: str) -> None:
     argv, message = USAGE[case]
-    assert run_main(monkeypatch, capsys, *argv) == (2, "", f"nsysdiff: error: {message}\n")
+    assert run_cli(*argv) == (2, "", f"nsysdiff: error: {message}\n")
 
 
-def test_multi_line_messages_are_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], trace: Path
-) -> None:
+def test_multi_line_messages_are_one_line(monkeypatch: pytest.MonkeyPatch, trace: Path) -> None:
     def load(*_: object, **__: object) -> None:
         raise TraceError("t.sqlite: database disk image is malformed\n  (page 7)")
 
     monkeypatch.setattr(api, "load", load)
-    code, out, err = run_main(monkeypatch, capsys, "summary", trace)
+    code, out, err = run_cli("summary", trace)
     assert (code, out, err) == (2, "", "nsysdiff: error: t.sqlite: database disk image is malformed (page 7)\n")
 
 
-def test_shares_and_ratios_as_the_docs_write_them(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path]
-) -> None:
+def test_shares_and_ratios_as_the_docs_write_them(fps: tuple[Path, Path]) -> None:
     base, _ = fps
     argv = ["diff", base, base, "--min-share", "0.1%", "--min-deviation", "1.25x", "--noise", "1.05x"]
-    code, out, err = run_main(monkeypatch, capsys, *argv)
+    code, out, err = run_cli(*argv)
     assert (code, err) == (0, "")
     assert out.startswith("nsysdiff: PASS")
 
@@ -160,11 +140,11 @@ def test_share_values(text: str, share: float) -> None:
 
 def test_short_help_and_readable_metavars() -> None:
     for argv in (["-h"], ["diff", "-h"], ["summary", "-h"], ["rules", "-h"], ["rules", "explain", "-h"]):
-        r = CliRunner().invoke(cli.app, argv)
-        assert r.exit_code == 0, (argv, r.output)
+        r = run_cli(*argv)
+        assert r.exit_code == 0, (argv, r.stderr)
         assert r.stdout.startswith("Usage: "), argv
         assert "<list[" not in r.stdout and "<float>" not in r.stdout and "<int>" not in r.stdout, argv
-    r = CliRunner().invoke(cli.app, ["diff", "-h"])
+    r = run_cli("diff", "-h")
     # Arguments by their metavar alone: not typer's "{BASE}" or "BASE <path>".
     assert " diff [OPTIONS] [BASE] [CANDIDATE]\n" in r.stdout
     assert "--base RUN..." in r.stdout and "--candidate RUN..." in r.stdout
@@ -176,19 +156,17 @@ def test_short_help_and_readable_metavars() -> None:
 # --- inputs recognised by content ---------------------------------------------------------
 
 
-def test_fingerprint_with_any_name(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_fingerprint_with_any_name(fps: tuple[Path, Path], tmp_path: Path) -> None:
     txt = tmp_path / "fp.txt"
     txt.write_bytes(fps[0].read_bytes())
-    code, out, _ = run_main(monkeypatch, capsys, "diff", txt, fps[0])
+    code, out, _ = run_cli("diff", txt, fps[0])
     assert code == 0 and out.startswith("nsysdiff: PASS")
 
 
 def test_fingerprint_through_process_substitution(fps: tuple[Path, Path]) -> None:
     base, cand = fps
     r = subprocess.run(
-        ["bash", "-c", f'{" ".join(PY)} "$0" <(cat "$1")', str(base), str(cand)],
+        ["bash", "-c", f'{" ".join(NSYSDIFF)} "$0" <(cat "$1")', str(base), str(cand)],
         capture_output=True,
         text=True,
         check=False,
@@ -197,12 +175,10 @@ def test_fingerprint_through_process_substitution(fps: tuple[Path, Path]) -> Non
     assert r.stdout.startswith("nsysdiff: FAIL")
 
 
-def test_fifo_without_writer_does_not_hang(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_fifo_without_writer_does_not_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "fp.fifo"
     os.mkfifo(fifo)
-    code, out, err = run_main(monkeypatch, capsys, "summary", fifo)
+    code, out, err = run_cli("summary", fifo)
     assert (code, out) == (2, "")
     assert err == f"nsysdiff: error: {fifo}: is empty, not an nsys SQLite export or a fingerprint\n"
 
@@ -210,13 +186,11 @@ def test_fifo_without_writer_does_not_hang(
 REPORT = b"NVIDIA Tegra Profiler Report\x00\x01" + bytes(200)
 
 
-def test_renamed_report_gets_the_export_command(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_renamed_report_gets_the_export_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     rep = tmp_path / "run.sqlite"
     rep.write_bytes(REPORT)
-    code, out, err = run_main(monkeypatch, capsys, "summary", rep)
+    code, out, err = run_cli("summary", rep)
     assert (code, out) == (2, "")
     assert err == (
         f"nsysdiff: error: {rep}: an Nsight Systems report, not an SQLite export, and nsys is not on "
@@ -239,7 +213,7 @@ def _fake_nsys(bin_dir: Path, trace: Path, log: Path) -> None:
 
 
 def test_report_exported_with_nsys_in_a_temporary_directory(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, trace: Path
 ) -> None:
     log = tmp_path / "nsys.log"
     _fake_nsys(tmp_path / "bin", trace, log)
@@ -248,7 +222,7 @@ def test_report_exported_with_nsys_in_a_temporary_directory(
     inputs.mkdir()
     rep = inputs / "profile.nsys-rep"
     rep.write_bytes(REPORT)
-    code, out, err = run_main(monkeypatch, capsys, "summary", rep, "--format", "json")
+    code, out, err = run_cli("summary", rep, "--format", "json")
     assert code == 0, err
     assert '"kernel_launches": 200' in out
     assert err == (
@@ -261,23 +235,19 @@ def test_report_exported_with_nsys_in_a_temporary_directory(
     assert not Path(args[-2]).exists()  # the temporary export is gone
 
 
-def test_keep_export(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: Path
-) -> None:
+def test_keep_export(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, trace: Path) -> None:
     _fake_nsys(tmp_path / "bin", trace, tmp_path / "nsys.log")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     rep = tmp_path / "profile.qdrep"
     rep.write_bytes(REPORT)
     keep = tmp_path / "exports"
-    code, _, err = run_main(monkeypatch, capsys, "fingerprint", rep, "--keep-export", keep)
+    code, _, err = run_cli("fingerprint", rep, "--keep-export", keep)
     assert code == 0, err
     assert err == f"nsysdiff: exported {rep} to SQLite with nsys, kept as {keep / 'profile.sqlite'}\n"
     assert (keep / "profile.sqlite").read_bytes() == trace.read_bytes()
 
 
-def test_failed_export_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_failed_export_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nsys").write_text("#!/bin/sh\necho 'bad report\nfile is corrupt' >&2\nexit 3\n", encoding="utf-8")
@@ -285,7 +255,7 @@ def test_failed_export_is_one_line(
     monkeypatch.setenv("PATH", str(bin_dir))
     rep = tmp_path / "p.nsys-rep"
     rep.write_bytes(REPORT)
-    code, _, err = run_main(monkeypatch, capsys, "summary", rep)
+    code, _, err = run_cli("summary", rep)
     lines = err.splitlines()
     assert code == 2 and len(lines) == 1  # the error alone: the note comes after a successful export
     assert lines[0].startswith(f"nsysdiff: error: {rep}: nsys export failed (exit 3): file is corrupt; the command")
@@ -294,16 +264,14 @@ def test_failed_export_is_one_line(
 # --- waivers that match nothing ---------------------------------------------------------------
 
 
-def test_waiver_that_matches_nothing_warns(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fps: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_waiver_that_matches_nothing_warns(fps: tuple[Path, Path], tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text(
         "version: 1\nextends: default\nwaivers:\n  - rule: total-time\n    subject: no such kernel\n"
         "    reason: r\n    expires: 2999-01-01\n",
         encoding="utf-8",
     )
-    code, _, err = run_main(monkeypatch, capsys, "diff", fps[0], fps[0], "--rules", rules)
+    code, _, err = run_cli("diff", fps[0], fps[0], "--rules", rules)
     assert code == 0
     assert err == (f"nsysdiff: warning: {rules}:4: waiver for rule 'total-time' matches no finding (no such kernel)\n")
 
@@ -322,7 +290,7 @@ def test_closed_pipe_leaves_the_exit_code_to_the_verdict(fps: tuple[Path, Path])
         (["rules", "list"], 0),
     ]
     for argv, verdict in runs:
-        p = subprocess.Popen([*PY, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen([*NSYSDIFF, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert p.stdout is not None and p.stderr is not None
         # The reader is gone before the first write (`| head -1` after its line, without the race).
         p.stdout.close()
@@ -333,7 +301,7 @@ def test_closed_pipe_leaves_the_exit_code_to_the_verdict(fps: tuple[Path, Path])
 @pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
 def test_closed_or_full_stdout(fps: tuple[Path, Path], redirect: str) -> None:
     base, cand = fps
-    cmd = f'{" ".join(PY)} "$0" "$1" {redirect}'
+    cmd = f'{" ".join(NSYSDIFF)} "$0" "$1" {redirect}'
     failing = subprocess.run(["bash", "-c", cmd, str(base), str(cand)], capture_output=True, text=True, check=False)
     assert failing.returncode == 1 and "Traceback" not in failing.stderr
     passing = subprocess.run(["bash", "-c", cmd, str(base), str(base)], capture_output=True, text=True, check=False)
@@ -368,7 +336,7 @@ def test_ctrl_c_during_imports_is_130_without_traceback(fps: tuple[Path, Path]) 
         # A background job of a non-interactive shell starts with SIGINT ignored, and a child
         # inherits that: give the run the disposition a terminal gives it.
         p = subprocess.Popen(
-            [*PY, "summary", str(fps[0])],
+            [*NSYSDIFF, "summary", str(fps[0])],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),

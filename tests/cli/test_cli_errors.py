@@ -1,6 +1,7 @@
 """Bad input gets one clear line on stderr, naming the file, and exit 2; never a traceback.
 
-A few cases run the real process (``python -m nsysdiff``), the rest typer's CliRunner.
+A few cases run the real process (``python -m nsysdiff``), the rest the console script's
+entry point in this process.
 Also: the exit codes of Ctrl-C (130) and of a bug (70), ``--version``, and the summary
 JSON of every real trace when ../shared is there.
 """
@@ -8,18 +9,14 @@ JSON of every real trace when ../shared is there.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import real_traces
-from typer.testing import CliRunner
+from conftest import real_traces, run_cli, run_process
 
 import nsysdiff
-from nsysdiff import api, cli
+from nsysdiff import api
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.synth.builder import Generation, TraceBuilder
@@ -108,29 +105,13 @@ def assert_one_line_error(stderr: str, path: Path, *words: str) -> None:
         assert w in lines[0], lines[0]
 
 
-def invoke(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, route([str(a) for a in args]))
-    # Only a clean exit is allowed; CliRunner stores any other exception here.
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout, result.stderr
-
-
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nsysdiff", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 # --- real process -------------------------------------------------------------------
 
 
 def test_process_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.sqlite"
-    p = run("summary", missing)
-    assert p.returncode == BAD_INPUT
+    p = run_process("summary", missing)
+    assert p.exit_code == BAD_INPUT
     assert p.stdout == ""
     assert_one_line_error(p.stderr, missing, "no such file")
 
@@ -138,36 +119,36 @@ def test_process_missing_file(tmp_path: Path) -> None:
 def test_process_text_file(tmp_path: Path) -> None:
     text = tmp_path / "notes.sqlite"
     text.write_text("these are not the bytes you are looking for\n", encoding="utf-8")
-    p = run("summary", "--format", "json", text)
-    assert p.returncode == BAD_INPUT
+    p = run_process("summary", "--format", "json", text)
+    assert p.exit_code == BAD_INPUT
     assert_one_line_error(p.stderr, text, "not an SQLite database")
 
 
 def test_process_truncated(truncated: Path) -> None:
-    p = run("summary", truncated)
-    assert p.returncode == BAD_INPUT
+    p = run_process("summary", truncated)
+    assert p.exit_code == BAD_INPUT
     assert p.stdout == ""
     assert_one_line_error(p.stderr, truncated, "corrupt")
 
 
 def test_process_default_command_routes_to_diff(tmp_path: Path, good: Path) -> None:
     missing = tmp_path / "candidate.sqlite"
-    p = run(good, missing, "--no-rules")
-    assert p.returncode == BAD_INPUT
+    p = run_process(good, missing, "--no-rules")
+    assert p.exit_code == BAD_INPUT
     assert_one_line_error(p.stderr, missing, "no such file")
 
 
 def test_process_version() -> None:
-    p = run("--version")
-    assert p.returncode == 0
+    p = run_process("--version")
+    assert p.exit_code == 0
     assert p.stdout.strip() == f"nsysdiff {nsysdiff.__version__} (fingerprint format 2)"
 
 
-# --- CliRunner ----------------------------------------------------------------------
+# --- in this process ----------------------------------------------------------------
 
 
 def test_directory(tmp_path: Path) -> None:
-    code, out, err = invoke("summary", tmp_path)
+    code, out, err = run_cli("summary", tmp_path)
     assert (code, out) == (BAD_INPUT, "")
     assert_one_line_error(err, tmp_path, "directory")
 
@@ -175,7 +156,7 @@ def test_directory(tmp_path: Path) -> None:
 def test_empty_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty.sqlite"
     empty.touch()
-    code, out, err = invoke("summary", empty)
+    code, out, err = run_cli("summary", empty)
     assert (code, out) == (BAD_INPUT, "")
     assert_one_line_error(err, empty, "empty")
 
@@ -183,7 +164,7 @@ def test_empty_file(tmp_path: Path) -> None:
 def test_text_file(tmp_path: Path) -> None:
     text = tmp_path / "report.txt"
     text.write_text("Time (%)  Total Time (ns)  Instances  Name\n", encoding="utf-8")
-    code, _, err = invoke("fingerprint", text)
+    code, _, err = run_cli("fingerprint", text)
     assert code == BAD_INPUT
     assert_one_line_error(err, text, "not an SQLite database")
 
@@ -192,34 +173,34 @@ def test_nsys_rep_gets_an_export_hint(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("PATH", str(tmp_path / "no-nsys-here"))
     rep = tmp_path / "profile.nsys-rep"
     rep.write_bytes(b"\x00\x01NSYS report container" * 10)
-    code, _, err = invoke("summary", rep)
+    code, _, err = run_cli("summary", rep)
     assert code == BAD_INPUT
     assert_one_line_error(err, rep, f"nsys export --type sqlite --output {tmp_path / 'profile.sqlite'} {rep}")
 
 
 @pytest.mark.parametrize("command", ["summary", "fingerprint"])
 def test_truncated_sqlite(truncated: Path, command: str) -> None:
-    code, out, err = invoke(command, truncated)
+    code, out, err = run_cli(command, truncated)
     assert (code, out) == (BAD_INPUT, "")
     assert_one_line_error(err, truncated, "corrupt")
 
 
 def test_corrupt_page_past_the_probe(corrupt_kernel_page: Path) -> None:
-    code, out, err = invoke("summary", "--format", "json", corrupt_kernel_page)
+    code, out, err = run_cli("summary", "--format", "json", corrupt_kernel_page)
     assert (code, out) == (BAD_INPUT, "")
     assert_one_line_error(err, corrupt_kernel_page, "corrupt")
 
 
 def test_sqlite_but_not_nsys(tmp_path: Path) -> None:
     db = _not_nsys(tmp_path / "app.sqlite")
-    code, _, err = invoke("summary", db)
+    code, _, err = run_cli("summary", db)
     assert code == BAD_INPUT
     assert_one_line_error(err, db, "not an Nsight Systems export")
 
 
 def test_diff_names_the_bad_side(tmp_path: Path, good: Path) -> None:
     db = _not_nsys(tmp_path / "app.sqlite")
-    code, out, err = invoke(good, db, "--no-rules")
+    code, out, err = run_cli(good, db, "--no-rules")
     assert (code, out) == (BAD_INPUT, "")
     assert_one_line_error(err, db, "not an Nsight Systems export")
 
@@ -227,14 +208,14 @@ def test_diff_names_the_bad_side(tmp_path: Path, good: Path) -> None:
 def test_malformed_fingerprint_json(tmp_path: Path) -> None:
     bad = tmp_path / "base.json"
     bad.write_text('{"format": "nsysdiff-fingerprint", "version": 1, "kernels": [', encoding="utf-8")
-    code, _, err = invoke("summary", bad)
+    code, _, err = run_cli("summary", bad)
     assert code == BAD_INPUT
     assert_one_line_error(err, bad, "not valid JSON")
 
 
 def test_fingerprint_with_wrong_shape(tmp_path: Path, good: Path) -> None:
     bad = _fingerprint_json(tmp_path / "shape.json", good, kernels="not a list")
-    code, _, err = invoke("summary", bad)
+    code, _, err = run_cli("summary", bad)
     assert code == BAD_INPUT
     assert_one_line_error(err, bad, "malformed fingerprint")
 
@@ -242,35 +223,35 @@ def test_fingerprint_with_wrong_shape(tmp_path: Path, good: Path) -> None:
 def test_json_that_is_not_a_fingerprint(tmp_path: Path) -> None:
     other = tmp_path / "package.json"
     other.write_text('{"name": "left-pad"}', encoding="utf-8")
-    code, _, err = invoke("summary", other)
+    code, _, err = run_cli("summary", other)
     assert code == BAD_INPUT
     assert_one_line_error(err, other, "not an nsysdiff fingerprint")
 
 
 def test_unsupported_fingerprint_version(tmp_path: Path, good: Path) -> None:
     future = _fingerprint_json(tmp_path / "future.json", good, version=999)
-    code, _, err = invoke("summary", future)
+    code, _, err = run_cli("summary", future)
     assert code == BAD_INPUT
     assert_one_line_error(err, future, "version 999 is not supported")
-    code, _, err = invoke(future, good, "--no-rules")
+    code, _, err = run_cli(future, good, "--no-rules")
     assert code == BAD_INPUT
     assert_one_line_error(err, future, "version 999 is not supported")
 
 
 def test_missing_fingerprint_file(tmp_path: Path) -> None:
     gone = tmp_path / "baseline.json"
-    code, _, err = invoke("summary", gone)
+    code, _, err = run_cli("summary", gone)
     assert code == BAD_INPUT
     assert_one_line_error(err, gone, "no such file")
 
 
 def test_nvtx_only_export_summarises(tmp_path: Path) -> None:
     path = _nvtx_only(tmp_path / "nvtx.sqlite")
-    code, out, err = invoke("summary", path)
+    code, out, err = run_cli("summary", path)
     assert (code, err) == (0, "")
     assert "kernel data is absent" in out
     assert "forward" in out and "backward" in out
-    code, out, err = invoke("summary", "--format", "json", path)
+    code, out, err = run_cli("summary", "--format", "json", path)
     assert (code, err) == (0, "")
     data = json.loads(out)
     assert data["meta"]["has_kernels"] is False
@@ -279,41 +260,38 @@ def test_nvtx_only_export_summarises(tmp_path: Path) -> None:
 
 
 def test_version() -> None:
-    code, out, _ = invoke("--version")
+    code, out, _ = run_cli("--version")
     assert code == 0
     assert out.strip() == f"nsysdiff {nsysdiff.__version__} (fingerprint format 2)"
 
 
 def test_usage_error_is_exit_2(good: Path) -> None:
-    code, _, err = invoke("summary", good, "--format", "yaml")
+    code, _, err = run_cli("summary", good, "--format", "yaml")
     assert code == BAD_INPUT
     assert "Traceback" not in err
 
 
-# --- main(): Ctrl-C and bugs --------------------------------------------------------
+# --- Ctrl-C and bugs ----------------------------------------------------------------
 
 
-def _main(monkeypatch: pytest.MonkeyPatch, exc: BaseException, path: Path) -> int:
+def _reading_raises(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
     def load(*_: object, **__: object) -> None:
         raise exc
 
     monkeypatch.setattr(api, "load", load)
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", "summary", str(path)])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    code = info.value.code
-    assert isinstance(code, int)
-    return code
 
 
-def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
-    assert _main(monkeypatch, KeyboardInterrupt(), good) == 130
-    assert "Traceback" not in capsys.readouterr().err
+def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch, good: Path) -> None:
+    _reading_raises(monkeypatch, KeyboardInterrupt())
+    code, _, err = run_cli("summary", good)
+    assert code == 130
+    assert "Traceback" not in err
 
 
-def test_bug_exits_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], good: Path) -> None:
-    assert _main(monkeypatch, RuntimeError("boom"), good) == int(ExitCode.INTERNAL)
-    err = capsys.readouterr().err
+def test_bug_exits_70(monkeypatch: pytest.MonkeyPatch, good: Path) -> None:
+    _reading_raises(monkeypatch, RuntimeError("boom"))
+    code, _, err = run_cli("summary", good)
+    assert code == int(ExitCode.INTERNAL)
     assert "internal error" in err
     assert "boom" in err  # the traceback is there for the bug report
 
@@ -323,28 +301,19 @@ def test_bug_exits_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     [["summary", "--bogus"], ["summary"], ["summary", "x.sqlite", "--format", "yaml"]],
     ids=["unknown-option", "missing-argument", "bad-choice"],
 )
-def test_usage_error_through_main_is_exit_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
-) -> None:
-    """The installed script, not just CliRunner: a usage error is the user's, never a bug."""
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *argv])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    err = capsys.readouterr().err
-    assert info.value.code == BAD_INPUT, err
+def test_usage_error_through_main_is_exit_2(argv: list[str]) -> None:
+    """A usage error is the user's, never a bug."""
+    code, _, err = run_cli(*argv)
+    assert code == BAD_INPUT, err
     assert "Traceback" not in err
     assert "internal error" not in err
 
 
-def test_bad_input_through_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_bad_input_through_main(tmp_path: Path) -> None:
     missing = tmp_path / "missing.sqlite"
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", "summary", str(missing)])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    assert info.value.code == BAD_INPUT
-    assert_one_line_error(capsys.readouterr().err, missing, "no such file")
+    code, _, err = run_cli("summary", missing)
+    assert code == BAD_INPUT
+    assert_one_line_error(err, missing, "no such file")
 
 
 # --- real traces --------------------------------------------------------------------
@@ -383,7 +352,7 @@ META_KEYS = {"source", "nsys_version", "schema_version", "gpus", "capture_start_
 @pytest.mark.skipif(not TRACES, reason="real traces not found")
 @pytest.mark.parametrize("trace", TRACES, ids=[p.stem for p in TRACES])
 def test_real_trace_summary_json(trace: Path) -> None:
-    code, out, err = invoke("summary", "--format", "json", trace)
+    code, out, err = run_cli("summary", "--format", "json", trace)
     assert (code, err) == (0, "")
     data = json.loads(out)
     assert data.keys() >= SUMMARY_KEYS

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from cli.test_cli_conventions import run_main
+from conftest import Result, run_cli
 
 from nsysdiff.cli import github_api
 
@@ -130,12 +130,8 @@ def env(fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _comment(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp: Path, *extra: str
-) -> tuple[int, str, str]:
-    return run_main(
-        monkeypatch,
-        capsys,
+def _comment(tmp: Path, *extra: str) -> Result:
+    return run_cli(
         "comment",
         tmp / "report.md",
         "--report-url",
@@ -144,11 +140,9 @@ def _comment(
     )
 
 
-def test_creates_then_updates_in_place(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_creates_then_updates_in_place(fake: Fake, env: Path) -> None:
     fake.comments.append({"id": 5, "body": "LGTM", "user": {"login": "someone"}})
-    code, out, err = _comment(monkeypatch, capsys, env)
+    code, out, err = _comment(env)
     assert (code, out) == (0, "")
     assert "pull-request comment created" in err
     assert [c["id"] for c in fake.comments] == [5, 101]
@@ -157,43 +151,37 @@ def test_creates_then_updates_in_place(
     assert "[The full HTML report](https://github.com/octo/gpu-model/actions/runs/1/artifacts/2)" in body
 
     (env / "report.md").write_text("**nsysdiff: PASS** (exit 0)\n")
-    code, out, err = _comment(monkeypatch, capsys, env)
+    code, out, err = _comment(env)
     assert code == 0 and "pull-request comment updated (#7, comment 101" in err
     assert [c["id"] for c in fake.comments] == [5, 101]  # no duplicate
     assert "nsysdiff: PASS" in fake.comments[1]["body"] and fake.comments[0]["body"] == "LGTM"
     assert [m for m, _ in fake.requests] == ["GET", "POST", "GET", "PATCH"]
 
 
-def test_finds_its_comment_past_the_first_page(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_finds_its_comment_past_the_first_page(fake: Fake, env: Path) -> None:
     fake.comments += [{"id": i, "body": f"comment {i}"} for i in range(1, 151)]
     fake.comments.insert(120, {"id": 999, "body": github_api.marker() + "\nold report"})
     # A comment that only quotes the marker further down is someone else's.
     fake.comments.insert(3, {"id": 998, "body": "> see\n" + github_api.marker()})
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and "updated (#7, comment 999" in err
     assert len(fake.comments) == 152
     assert ("PATCH", f"/repos/{REPO}/issues/comments/999") in fake.requests
 
 
-def test_keys_keep_comments_apart(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_keys_keep_comments_apart(fake: Fake, env: Path) -> None:
     for _ in range(2):
-        _comment(monkeypatch, capsys, env, "--key", "h100")
-        _comment(monkeypatch, capsys, env, "--key", "a100")
+        _comment(env, "--key", "h100")
+        _comment(env, "--key", "a100")
     assert [c["body"].split("\n", 1)[0] for c in fake.comments] == [
         "<!-- nsysdiff:comment h100 -->",
         "<!-- nsysdiff:comment a100 -->",
     ]
 
 
-def test_permission_refused_falls_back_to_the_step_summary(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_permission_refused_falls_back_to_the_step_summary(fake: Fake, env: Path) -> None:
     fake.refuse_writes = True
-    code, out, err = _comment(monkeypatch, capsys, env)
+    code, out, err = _comment(env)
     assert code == 0 and fake.comments == []
     why = (
         "no pull-request comment: the token may not write to pull request #7 (HTTP 403: Resource not "
@@ -215,14 +203,13 @@ def test_a_short_rate_limit_is_waited_out(
     fake: Fake,
     env: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     status: int,
     headers: dict[str, str],
 ) -> None:
     waits: list[float] = []
     monkeypatch.setattr(github_api.time, "sleep", waits.append)
     fake.limited = [(status, headers)]
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and "comment created" in err and len(fake.comments) == 1
     assert len(waits) == 1 and waits[0] <= github_api.MAX_WAIT
 
@@ -239,56 +226,46 @@ def test_a_short_rate_limit_is_waited_out(
 def test_a_long_rate_limit_falls_back(
     fake: Fake,
     env: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     status: int,
     headers: dict[str, str],
     said: str,
 ) -> None:
     fake.limited = [(status, headers)] * 5
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and fake.comments == []
     assert err.startswith("nsysdiff: no pull-request comment: GitHub's API is rate limited (") and said in err
     assert "rate limited" in (env / "summary.md").read_text()
 
 
-def test_rate_limit_that_never_ends_is_not_retried_forever(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_rate_limit_that_never_ends_is_not_retried_forever(fake: Fake, env: Path) -> None:
     fake.limited = [(429, {"Retry-After": "1"})] * 10
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and "rate limited" in err
     assert len(fake.requests) == github_api.RETRIES + 1
 
 
-def test_not_a_pull_request(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_not_a_pull_request(fake: Fake, env: Path) -> None:
     (env / "event.json").write_text(json.dumps({"ref": "refs/heads/main"}))  # a push
-    code, out, err = _comment(monkeypatch, capsys, env)
+    code, out, err = _comment(env)
     assert (code, out, fake.requests) == (0, "", [])
     assert err == "nsysdiff: no pull-request comment: this run is not for a pull request\n"
 
 
-def test_no_token_falls_back(
-    fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_no_token_falls_back(fake: Fake, env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_TOKEN")
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and fake.requests == [] and "no GITHUB_TOKEN" in err
 
 
-def test_unreachable_api_falls_back(
-    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_unreachable_api_falls_back(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")  # discard port: nothing listens
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 0 and "GitHub's API failed (http://127.0.0.1:9 did not answer" in err
 
 
-def test_bad_report_is_exit_2(env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_report_is_exit_2(env: Path) -> None:
     (env / "report.md").write_bytes(b"\xff\xfe binary")
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 2 and err.strip().endswith("report.md: not UTF-8 text; not a Markdown report of nsysdiff")
 
 

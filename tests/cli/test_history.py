@@ -9,8 +9,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from cli.test_cli_conventions import run_main
-from conftest import real_trace
+from conftest import real_trace, run_cli
 
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.history import store as st
@@ -46,7 +45,7 @@ def _candidates(directory: Path, gemm: float, n: int = 3, seed: int = 99) -> lis
     return out
 
 
-def test_add_list_show(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_add_list_show(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.kernel("gemm_kernel", 1_000, 50_000)
     b.kernel("softmax_kernel", 60_000, 5_000)
@@ -54,14 +53,10 @@ def test_add_list_show(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     b.kernel("gemm_kernel", 60_000, 51_000)  # a second run, not a copy of the first
     again = b.write(tmp_path / "run2.sqlite")
     store = tmp_path / "ci" / "perf.sqlite"
-    code, out, err = run_main(
-        monkeypatch, capsys, "history", "add", store, trace, again, "--ref", "main", "--commit", "abc123"
-    )
+    code, out, err = run_cli("history", "add", store, trace, again, "--ref", "main", "--commit", "abc123")
     assert (code, out) == (0, "")
     assert err == f"nsysdiff: added 2 run(s) to {store}: main@abc123#1, main@abc123#2\n"
-    code, _, err = run_main(
-        monkeypatch,
-        capsys,
+    code, _, err = run_cli(
         "history",
         "add",
         f"sqlite:///{store}",
@@ -73,18 +68,16 @@ def test_add_list_show(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
         "--failed",
     )
     assert code == 0 and "main@def456#1" in err
-    code, out, _ = run_main(monkeypatch, capsys, "history", "list", store, "--width", "120")
+    code, out, _ = run_cli("history", "list", store, "--width", "120")
     assert code == 0 and "3 runs of 2 commits on 1 ref(s): main" in " ".join(out.split())
     assert out.count("failed") == 1
-    code, out, _ = run_main(monkeypatch, capsys, "history", "show", store, "gemm_kernel", "--width", "100")
+    code, out, _ = run_cli("history", "show", store, "gemm_kernel", "--width", "100")
     assert code == 0 and "kernel gemm_kernel" in out and "trend: " in out and out.count("failed") == 1
-    code, out, err = run_main(monkeypatch, capsys, "history", "show", store, "gemm")
+    code, out, err = run_cli("history", "show", store, "gemm")
     assert (code, out) == (2, "") and "no key 'gemm'" in err and "'gemm_kernel'" in err
 
 
-def test_bad_stores_are_one_line_exit_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_bad_stores_are_one_line_exit_2(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.sqlite"
     foreign.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     text = tmp_path / "notes.txt"
@@ -97,31 +90,27 @@ def test_bad_stores_are_one_line_exit_2(
         ("--base", f"history:{text}@main~5", "--candidate", *_candidates(tmp_path, 1.0)),
         ("--base", f"history:{foreign}@main~5", "--candidate", *_candidates(tmp_path, 1.0)),
     ):
-        code, out, err = run_main(monkeypatch, capsys, *argv)
+        code, out, err = run_cli(*argv)
         assert (code, out) == (2, ""), argv
         assert err.count("\n") == 1 and err.startswith("nsysdiff: error: "), err
 
 
-def test_changes_needs_otava_says_so_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_changes_needs_otava_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     store = _main_history(tmp_path, commits=6)
     monkeypatch.setitem(sys.modules, "otava", None)
-    code, out, err = run_main(monkeypatch, capsys, "history", "changes", store)
+    code, out, err = run_cli("history", "changes", store)
     assert (code, out) == (2, "")
     assert err == "nsysdiff: error: history changes needs Apache Otava's E-Divisive: pip install 'nsysdiff[history]'\n"
 
 
-def test_pr_diff_against_the_history_of_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_pr_diff_against_the_history_of_main(tmp_path: Path) -> None:
     """5 runs of main as the base, 3 runs of the PR: an unchanged PR passes, a PR whose GEMM
     is 8% slower fails, each with intervals from the runs of both sides."""
     store = _main_history(tmp_path)
     spec = f"history:{store}@main~5"
     (tmp_path / "same").mkdir()
     same = _candidates(tmp_path / "same", 1.0)
-    code, out, err = run_main(monkeypatch, capsys, "--base", spec, "--candidate", *same, "--format", "json")
+    code, out, err = run_cli("--base", spec, "--candidate", *same, "--format", "json")
     doc = json.loads(out)
     assert (code, err) == (0, ""), out[:2000]
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 3
@@ -133,25 +122,19 @@ def test_pr_diff_against_the_history_of_main(
         "    each: true\n    metric: total_time\n    max_ratio: 1.05x\n",
         encoding="utf-8",
     )
-    code, out, err = run_main(
-        monkeypatch, capsys, "--base", spec, "--candidate", *slow, "--rules", rules, "--format", "json"
-    )
+    code, out, err = run_cli("--base", spec, "--candidate", *slow, "--rules", rules, "--format", "json")
     doc = json.loads(out)
     assert code == 1, out[:2000]
     assert [f["subject"] for f in doc["findings"] if f["rule_id"] == "gemm-each" and f["level"] == "error"] == [GEMM]
     (gemm,) = [k for k in doc["runs"]["keys"] if k["kind"] == "kernel" and k["key"] == GEMM]
     assert gemm["total"]["ci_low"] > 1.06 and gemm["total"]["ci_high"] < 1.10
     # The positional form reads the same.
-    code, _, _ = run_main(monkeypatch, capsys, spec, slow[0], "--no-rules")
+    code, _, _ = run_cli(spec, slow[0], "--no-rules")
     assert code == 0
 
 
-def test_first_run_without_a_store_is_inconclusive(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    code, out, err = run_main(
-        monkeypatch,
-        capsys,
+def test_first_run_without_a_store_is_inconclusive(tmp_path: Path) -> None:
+    code, out, err = run_cli(
         "--base",
         f"history:{tmp_path / 'none.sqlite'}@main~5",
         "--candidate",
@@ -162,9 +145,7 @@ def test_first_run_without_a_store_is_inconclusive(
     assert not (tmp_path / "none.sqlite").exists()
 
 
-def test_history_base_refuses_fewer_than_two(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_history_base_refuses_fewer_than_two(tmp_path: Path) -> None:
     store = _main_history(tmp_path, commits=1)
     other_gpu = tmp_path / "h200.json"
     fp = histories.spec_build()[0]
@@ -174,14 +155,12 @@ def test_history_base_refuses_fewer_than_two(
 
     fp = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, gpus=(GpuInfo(0, "NVIDIA H200", 132),)))
     other_gpu.write_text(fingerprint_to_json(fp), encoding="utf-8")
-    code, out, err = run_main(monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", other_gpu)
+    code, out, err = run_cli("--base", f"history:{store}@main~5", "--candidate", other_gpu)
     assert (code, out) == (3, "")
     assert "0 run(s) of 'main' comparable with the candidate (GPU 'NVIDIA H200'" in err and err.count("\n") == 1
 
 
-def test_pr_diff_against_history_built_from_the_real_repeats(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_pr_diff_against_history_built_from_the_real_repeats(tmp_path: Path) -> None:
     """Main's history built from h100/llm_bs16 with the noise its repeat shows; the PR is the
     two real captures themselves (llm_bs16 and llm_bs16_r2): a repeat of one build passes."""
     from nsysdiff import api
@@ -195,17 +174,13 @@ def test_pr_diff_against_history_built_from_the_real_repeats(
         for fp in runs:
             s.add(fp, ref="main", commit=commit)
     s.close()
-    code, out, _ = run_main(
-        monkeypatch, capsys, "--base", f"history:{store}@main~5", "--candidate", first, repeat, "--format", "json"
-    )
+    code, out, _ = run_cli("--base", f"history:{store}@main~5", "--candidate", first, repeat, "--format", "json")
     doc = json.loads(out)
     assert code == 0, out[:3000]
     assert doc["runs"]["base_runs"] == 5 and doc["runs"]["candidate_runs"] == 2
 
 
-def test_names_from_a_store_reach_the_terminal_inert(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_names_from_a_store_reach_the_terminal_inert(tmp_path: Path) -> None:
     """A kernel name (from a trace) and a ref (from a tampered store) carrying escape
     sequences and workflow commands print neutralised in every history output."""
     import sqlite3
@@ -229,7 +204,7 @@ def test_names_from_a_store_reach_the_terminal_inert(
     con.close()
     outputs = []
     for argv in (("list", store), ("show", store, evil), ("changes", store), ("changes", store, "--format", "json")):
-        code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+        code, out, err = run_cli("history", *argv)
         outputs.append(out + err)
     # The tampered schema is refused; the rows before it were printed inert.
     assert "schema differs" in outputs[0]
@@ -239,7 +214,7 @@ def test_names_from_a_store_reach_the_terminal_inert(
     con.close()
     outputs = []
     for argv in (("list", store), ("show", store, evil), ("changes", store), ("changes", store, "--format", "json")):
-        code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+        code, out, err = run_cli("history", *argv)
         assert code == 0, err
         outputs.append(out + err)
     for text in outputs:
@@ -249,16 +224,12 @@ def test_names_from_a_store_reach_the_terminal_inert(
     assert "pwned" in outputs[1] and "H100" in outputs[0]
 
 
-def test_add_a_run_set_adds_each_run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_add_a_run_set_adds_each_run(tmp_path: Path) -> None:
     from nsysdiff.fingerprint.runset import run_set, run_set_to_json
 
     base, noise = histories.spec_build()
     ((_, runs),) = histories.history(base, noise, lambda c, n: 1.0, commits=1, runs=3)
     saved = tmp_path / "runs.json"
     saved.write_text(run_set_to_json(run_set(runs, ["a", "b", "c"])), encoding="utf-8")
-    code, _, err = run_main(
-        monkeypatch, capsys, "history", "add", tmp_path / "h.sqlite", saved, "--ref", "main", "--commit", "c0"
-    )
+    code, _, err = run_cli("history", "add", tmp_path / "h.sqlite", saved, "--ref", "main", "--commit", "c0")
     assert code == 0 and err.endswith("main@c0#1, main@c0#2, main@c0#3\n")

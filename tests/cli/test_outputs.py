@@ -10,30 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from fpspec import fingerprint
 
-from nsysdiff import cli
 from nsysdiff.cli import outputs
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.synth.builder import TraceBuilder
 
 KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(30)}
 REPORT = b"NVIDIA Tegra Profiler Report\x00\x01" + bytes(200)
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    out, err = capsys.readouterr()
-    assert isinstance(info.value.code, int)
-    return info.value.code, out, err
 
 
 def _fake_nsys(bin_dir: Path, trace: Path, log: Path) -> None:
@@ -79,41 +67,35 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     ],
     ids=["fingerprint", "summary", "summary-ranks", "noise", "run-set", "diff", "diff-through-a-link"],
 )
-def test_an_output_naming_an_input_is_refused_before_reading(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], argv: list[str]
-) -> None:
+def test_an_output_naming_an_input_is_refused_before_reading(pair: tuple[Path, Path], argv: list[str]) -> None:
     a, b = pair
     link = a.parent / "link.json"
     link.symlink_to(b)
     before = {p: _digest(p) for p in (a, b)}
-    code, out, err = run_main(monkeypatch, capsys, *(w.format(a=a, b=b, link=link) for w in argv))
+    code, out, err = run_cli(*(w.format(a=a, b=b, link=link) for w in argv))
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1 and "is the input" in err, err
     assert {p: _digest(p) for p in (a, b)} == before
 
 
-def test_a_saved_fingerprint_diffed_into_itself(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_a_saved_fingerprint_diffed_into_itself(tmp_path: Path) -> None:
     a = tmp_path / "A.json"
     a.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
     before = _digest(a)
-    code, _, err = run_main(monkeypatch, capsys, "diff", a, a, "-o", a)
+    code, _, err = run_cli("diff", a, a, "-o", a)
     assert code == 2 and "is the input" in err
     assert _digest(a) == before
 
 
-def test_an_output_in_a_missing_directory_fails_before_the_report(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_an_output_in_a_missing_directory_fails_before_the_report(pair: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = pair
-    code, out, err = run_main(monkeypatch, capsys, a, b, "-o", tmp_path / "nodir" / "x.json")
+    code, out, err = run_cli(a, b, "-o", tmp_path / "nodir" / "x.json")
     assert (code, out) == (2, "")  # no FAIL report printed before the error
     assert err.startswith("nsysdiff: error: -o ") and "no such directory" in err and len(err.splitlines()) == 1
 
 
 def test_a_failed_verdict_keeps_its_code_when_a_report_is_lost(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, pair: tuple[Path, Path], tmp_path: Path
 ) -> None:
     a, b = pair
     out_file = tmp_path / "r.json"
@@ -125,33 +107,27 @@ def test_a_failed_verdict_keeps_its_code_when_a_report_is_lost(
         return real_write(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "write_text", full_disk)
-    code, out, err = run_main(monkeypatch, capsys, a, b, "-o", out_file)
+    code, out, err = run_cli(a, b, "-o", out_file)
     assert code == 1 and "FAIL" in out
     assert "No space left on device" in err
     assert outputs.settle(0, ["lost"]) == 2 and outputs.settle(3, ["lost"]) == 3 and outputs.settle(1, []) == 1
 
 
-def test_fingerprint_into_a_directory_named_with_a_slash(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_fingerprint_into_a_directory_named_with_a_slash(pair: tuple[Path, Path], tmp_path: Path) -> None:
     a, _ = pair
-    code, _, err = run_main(monkeypatch, capsys, "fingerprint", a, "-o", f"{tmp_path / 'newdir'}{os.sep}")
+    code, _, err = run_cli("fingerprint", a, "-o", f"{tmp_path / 'newdir'}{os.sep}")
     assert code == 0, err
     assert (tmp_path / "newdir").is_dir() and (tmp_path / "newdir" / "a.json").is_file()
 
 
-def test_several_fingerprints_into_one_json_name(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_several_fingerprints_into_one_json_name(pair: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = pair
-    code, _, err = run_main(monkeypatch, capsys, "fingerprint", a, b, "-o", tmp_path / "set.json")
+    code, _, err = run_cli("fingerprint", a, b, "-o", tmp_path / "set.json")
     assert code == 2 and "use --run-set for one file, or -o DIR" in err
     assert not (tmp_path / "set.json").exists()
 
 
-def test_fingerprint_into_a_directory_holding_an_input(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_fingerprint_into_a_directory_holding_an_input(tmp_path: Path) -> None:
     d = tmp_path / "d"
     d.mkdir()
     saved = d / "a.json"
@@ -159,7 +135,7 @@ def test_fingerprint_into_a_directory_holding_an_input(
     other = d / "b.json"
     other.write_text(fingerprint_to_json(fingerprint(KERNELS)), encoding="utf-8")
     before = _digest(saved)
-    code, _, err = run_main(monkeypatch, capsys, "fingerprint", saved, other, "-o", d)
+    code, _, err = run_cli("fingerprint", saved, other, "-o", d)
     assert code == 2 and "is the input" in err
     assert _digest(saved) == before
 
@@ -174,22 +150,18 @@ def nsys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pair: tuple[Path, Path
     return tmp_path / "nsys.log"
 
 
-def test_a_kept_export_never_replaces_its_own_input(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
-) -> None:
+def test_a_kept_export_never_replaces_its_own_input(tmp_path: Path, nsys: Path) -> None:
     d = tmp_path / "d"
     d.mkdir()
     rep = d / "r.sqlite"  # a report renamed .sqlite: its export would have its name
     rep.write_bytes(REPORT)
-    code, _, err = run_main(monkeypatch, capsys, "summary", rep, "--keep-export", d)
+    code, _, err = run_cli("summary", rep, "--keep-export", d)
     assert code == 0, err
     assert rep.read_bytes() == REPORT
     assert (d / "r-2.sqlite").is_file() and f"kept as {d / 'r-2.sqlite'}" in err
 
 
 def test_a_kept_export_never_replaces_the_other_side(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     nsys: Path,
     pair: tuple[Path, Path],
@@ -201,46 +173,40 @@ def test_a_kept_export_never_replaces_the_other_side(
     cand = d / "r.sqlite"
     cand.write_bytes(pair[0].read_bytes())
     before = _digest(cand)
-    code, _, err = run_main(monkeypatch, capsys, rep, cand, "--keep-export", d, "--no-rules")
+    code, _, err = run_cli(rep, cand, "--keep-export", d, "--no-rules")
     assert code == 0, err
     assert _digest(cand) == before
 
 
-def test_two_reports_with_one_name_are_kept_apart(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
-) -> None:
+def test_two_reports_with_one_name_are_kept_apart(tmp_path: Path, nsys: Path) -> None:
     reps = []
     for side in ("base", "cand"):
         (tmp_path / side).mkdir()
         reps.append(tmp_path / side / "report1.nsys-rep")
         reps[-1].write_bytes(REPORT)
     keep = tmp_path / "keep"
-    code, _, err = run_main(monkeypatch, capsys, *reps, "--keep-export", keep, "--no-rules")
+    code, _, err = run_cli(*reps, "--keep-export", keep, "--no-rules")
     assert code == 0, err
     assert sorted(p.name for p in keep.iterdir()) == ["report1-2.sqlite", "report1.sqlite"]
 
 
-def test_a_report_named_like_an_option(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
-) -> None:
+def test_a_report_named_like_an_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nsys: Path) -> None:
     monkeypatch.chdir(tmp_path)
     Path("-x.nsys-rep").write_bytes(REPORT)
-    code, _, err = run_main(monkeypatch, capsys, "summary", "--", "-x.nsys-rep")
+    code, _, err = run_cli("summary", "--", "-x.nsys-rep")
     assert code == 0, err
     assert nsys.read_text(encoding="utf-8").split()[-1] == str(tmp_path / "-x.nsys-rep")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    code, _, err = run_main(monkeypatch, capsys, "summary", "--", "-x.nsys-rep")
+    code, _, err = run_cli("summary", "--", "-x.nsys-rep")
     assert code == 2 and f"--output {tmp_path / '-x.sqlite'} {tmp_path / '-x.nsys-rep'}" in err
 
 
-def test_keep_export_with_fingerprint_into_a_directory(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys: Path
-) -> None:
+def test_keep_export_with_fingerprint_into_a_directory(tmp_path: Path, nsys: Path) -> None:
     reps = []
     for name in ("p1", "p2"):
         reps.append(tmp_path / f"{name}.nsys-rep")
         reps[-1].write_bytes(REPORT)
     keep = tmp_path / "keep"
-    code, _, err = run_main(monkeypatch, capsys, "fingerprint", *reps, "-o", tmp_path / "fps", "--keep-export", keep)
+    code, _, err = run_cli("fingerprint", *reps, "-o", tmp_path / "fps", "--keep-export", keep)
     assert code == 0, err
     assert sorted(p.name for p in keep.iterdir()) == ["p1.sqlite", "p2.sqlite"]

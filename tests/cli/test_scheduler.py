@@ -7,14 +7,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import NSYSDIFF, ROOT, Result, run_cli
 from fpspec import fingerprint
 
 from nsysdiff import api
@@ -81,18 +80,10 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return out
 
 
-def _fingerprint(traces: list[Path], out: Path, address: str, **popen: object) -> subprocess.Popen[str]:
+def _fingerprint(traces: list[Path], out: Path, address: str) -> Result:
     pytest.importorskip("distributed")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSDIFF_SCHEDULER_TIMEOUT": TIMEOUT}
-    return subprocess.Popen(
-        [sys.executable, "-m", "nsysdiff", "fingerprint", *map(str, traces), "-o", str(out), "--scheduler", address],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        **popen,  # type: ignore[call-overload]
-    )
+    env = {"NSYSDIFF_SCHEDULER_TIMEOUT": TIMEOUT}
+    return run_cli("fingerprint", *traces, "-o", out, "--scheduler", address, env=env)
 
 
 @pytest.mark.parametrize("server", ["silent", "http"])
@@ -101,18 +92,16 @@ def test_a_scheduler_that_is_no_scheduler_fails_in_one_line(
 ) -> None:
     port = request.getfixturevalue(server)
     started = time.monotonic()
-    proc = _fingerprint(traces, tmp_path / "o", f"tcp://127.0.0.1:{port}")
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2, err
+    code, _, err = _fingerprint(traces, tmp_path / "o", f"tcp://127.0.0.1:{port}")
+    assert code == 2, err
     assert len(err.splitlines()) == 1 and f"--scheduler tcp://127.0.0.1:{port}" in err, err
     assert time.monotonic() - started < 30
 
 
 @pytest.mark.parametrize("address", ["tcp://x:y:z", "tcp://127.0.0.1:99999", "http://h:1", "h o s t:1"])
 def test_a_malformed_address_fails_at_once(address: str, traces: list[Path], tmp_path: Path) -> None:
-    proc = _fingerprint(traces, tmp_path / "o", address)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and len(err.splitlines()) == 1 and "not a scheduler address" in err, err
+    code, _, err = _fingerprint(traces, tmp_path / "o", address)
+    assert code == 2 and len(err.splitlines()) == 1 and "not a scheduler address" in err, err
 
 
 def test_ctrl_c_stops_a_wait_for_the_scheduler(silent: int, traces: list[Path], tmp_path: Path) -> None:
@@ -120,9 +109,7 @@ def test_ctrl_c_stops_a_wait_for_the_scheduler(silent: int, traces: list[Path], 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSDIFF_SCHEDULER_TIMEOUT": "60"}
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "nsysdiff",
+            *NSYSDIFF,
             "fingerprint",
             *map(str, traces),
             "-o",

@@ -5,31 +5,17 @@ noise profile given where a trace belongs, inconclusive reasons said once."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import real_trace
+from conftest import real_trace, run_cli
 from fpspec import fingerprint
 
-from nsysdiff import cli
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.synth.builder import Generation, TraceBuilder
 from nsysdiff.trace import progress
 
 KERNELS = {f"kernel_{i}": (100, 1_000_000 + i) for i in range(300)}
-
-
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
-    with pytest.raises(SystemExit) as info:
-        cli.main()
-    out, err = capsys.readouterr()
-    code = info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -47,49 +33,41 @@ def fps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     "before",
     [["--no-rules"], ["--rules", "default"], ["-r", "default"], ["--strict"], ["--format", "json"], ["--details"]],
 )
-def test_diff_options_before_the_files(
-    before: list[str], fps: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, out, err = run_main(monkeypatch, capsys, *before, *fps)
-    after = run_main(monkeypatch, capsys, *fps, *before)
+def test_diff_options_before_the_files(before: list[str], fps: tuple[Path, Path]) -> None:
+    code, out, err = run_cli(*before, *fps)
+    after = run_cli(*fps, *before)
     assert "No such option" not in err
     assert (code, out) == after[:2]
     assert code in (0, 1)
 
 
-def test_output_option_before_the_files(
-    fps: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_output_option_before_the_files(fps: tuple[Path, Path], tmp_path: Path) -> None:
     report = tmp_path / "x.json"
-    code, _, err = run_main(monkeypatch, capsys, "-o", report, *fps)
+    code, _, err = run_cli("-o", report, *fps)
     assert code == 1, err
     assert json.loads(report.read_text(encoding="utf-8"))["format"] == "nsysdiff-diff"
 
 
-def test_root_options_keep_their_meaning(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_main(monkeypatch, capsys, "--version")
+def test_root_options_keep_their_meaning() -> None:
+    code, out, _ = run_cli("--version")
     assert code == 0 and out.startswith("nsysdiff ")
-    code, out, _ = run_main(monkeypatch, capsys, "--help")
+    code, out, _ = run_cli("--help")
     assert code == 0 and "before or after" in out
 
 
 @pytest.mark.parametrize(
     ("typed", "meant"), [("--rule", "--rules"), ("--detail", "--details"), ("--no-rule", "--no-rules")]
 )
-def test_a_mistyped_option_gets_a_suggestion(
-    typed: str, meant: str, fps: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_mistyped_option_gets_a_suggestion(typed: str, meant: str, fps: tuple[Path, Path]) -> None:
     for argv in ([*fps, typed, "tpot"], [typed, "tpot", *fps]):
-        code, _, err = run_main(monkeypatch, capsys, *argv)
+        code, _, err = run_cli(*argv)
         assert code == 2
         assert f"No such option: {typed}; did you mean {meant}?" in err
         assert len(err.strip().splitlines()) == 1
 
 
-def test_a_far_option_gets_no_guess(
-    fps: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = run_main(monkeypatch, capsys, *fps, "--bogus")
+def test_a_far_option_gets_no_guess(fps: tuple[Path, Path]) -> None:
+    code, _, err = run_cli(*fps, "--bogus")
     assert code == 2 and "did you mean" not in err
 
 
@@ -100,38 +78,32 @@ def _one_ms_trace(path: Path) -> Path:
     return b.write(path)
 
 
-def test_a_window_without_kernels_is_a_bad_scope(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_window_without_kernels_is_a_bad_scope(tmp_path: Path) -> None:
     t = _one_ms_trace(tmp_path / "t.sqlite")
     for argv in (["--window", "2s:5s", t, t], ["summary", t, "--window", "2s:5s"]):
-        code, out, err = run_main(monkeypatch, capsys, *argv)
+        code, out, err = run_cli(*argv)
         assert code == 2, err
         assert out == ""
         assert "--window 2s:5s: no kernel of t.sqlite starts in it" in err
         assert "its kernels run from 0 ns to 992.00 us after the first kernel" in err
 
 
-def test_rules_without_a_rule_never_pass(
-    fps: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_rules_without_a_rule_never_pass(fps: tuple[Path, Path], tmp_path: Path) -> None:
     empty = tmp_path / "rules.yaml"
     empty.write_text("version: 1\n", encoding="utf-8")
-    code, out, err = run_main(monkeypatch, capsys, *fps, "--rules", empty)
+    code, out, err = run_cli(*fps, "--rules", empty)
     assert code == 3
     assert out.startswith("nsysdiff: INCONCLUSIVE (exit 3) · nothing judged")
     assert "no rule to judge with" in err and "warning" in err
-    code, out, err = run_main(monkeypatch, capsys, "rules", "validate", empty)
+    code, out, err = run_cli("rules", "validate", empty)
     assert code == 0 and "(0 rules, 0 waivers)" in out
     assert "judges nothing and exits 3" in err
 
 
-def test_a_noise_profile_as_a_side_names_the_option(
-    fps: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_noise_profile_as_a_side_names_the_option(fps: tuple[Path, Path], tmp_path: Path) -> None:
     profile = tmp_path / "noise.json"
     profile.write_text(json.dumps({"format": "nsysdiff-noise-profile", "version": 1}), encoding="utf-8")
-    code, _, err = run_main(monkeypatch, capsys, profile, fps[1])
+    code, _, err = run_cli(profile, fps[1])
     assert code == 2
     assert "it is a noise profile (nsysdiff noise): give it with --noise-profile FILE" in err
 
@@ -142,27 +114,21 @@ def test_progress_says_reading_only_of_tables() -> None:
     assert progress.describe("", "scoping (kernels)") == "scoping (kernels)"
 
 
-def test_inconclusive_reasons_are_printed_once_and_graph_data_is_data(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_inconclusive_reasons_are_printed_once_and_graph_data_is_data() -> None:
     graph, node = real_trace("h100/graph_mode"), real_trace("h100/graph_node")
-    code, out, _ = run_main(monkeypatch, capsys, graph, node, "--width", "80")
+    code, out, _ = run_cli(graph, node, "--width", "80")
     assert code == 3
     assert out.startswith("nsysdiff: INCONCLUSIVE (exit 3) · can't compare (the reason below)")
     assert out.count("CUDA graph trace modes differ") == 1
     assert "has no kernel data" not in out
-    code, md, _ = run_main(monkeypatch, capsys, graph, node, "--format", "markdown")
+    code, md, _ = run_cli(graph, node, "--format", "markdown")
     assert code == 3 and md.count("CUDA graph trace modes differ") == 1
     assert md.startswith("**nsysdiff: INCONCLUSIVE** (exit 3) · can't compare (the reason below)")
 
 
-def test_a_scoped_diff_shows_scope_and_coverage_first(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_scoped_diff_shows_scope_and_coverage_first() -> None:
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
-    code, out, _ = run_main(
-        monkeypatch, capsys, a, b, "--nvtx", "decode_step", "--per", "decode_step", "--no-rules", "--width", "80"
-    )
+    code, out, _ = run_cli(a, b, "--nvtx", "decode_step", "--per", "decode_step", "--no-rules", "--width", "80")
     assert code == 0
     first = out.split("More with --details")[0]
     assert "scope        --nvtx decode_step --per decode_step (both)" in first
@@ -171,6 +137,6 @@ def test_a_scoped_diff_shows_scope_and_coverage_first(
     assert "decode_step step" not in out
     compiled = real_trace("h100/llm_bs16_compile")
     scoped = ("--nvtx", "decode_step", "--per", "decode_step")
-    details = run_main(monkeypatch, capsys, a, compiled, *scoped, "--rules", "tpot", "--details")[1]
+    details = run_cli(a, compiled, *scoped, "--rules", "tpot", "--details")[1]
     assert "per decode_step (32 -> 32 steps)" in " ".join(details.split())
     assert "decode_step step" not in " ".join(details.split())

@@ -7,12 +7,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import real_trace, traces_dir
+from conftest import real_trace, run_cli, traces_dir
 from fpspec import fingerprint
-from typer.testing import CliRunner
 
 from nsysdiff.api import load
-from nsysdiff.cli import app, route
 from nsysdiff.compare.diff import compare
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.trace.records import GraphMode, GraphStats
@@ -20,12 +18,8 @@ from nsysdiff.trace.records import GraphMode, GraphStats
 MS = 1_000_000
 T = traces_dir()
 RANGES = {f"stage{i}": (100, (10 + i) * MS) for i in range(8)}
-
-
-def run(*args: str) -> tuple[int, str]:
-    # The whole text report (--details), 120 columns wide, whatever the terminal.
-    r = CliRunner().invoke(app, route([*args, "--details", "--width", "120"]))
-    return r.exit_code, r.stdout
+# The whole text report (--details), 120 columns wide, whatever the terminal.
+WHOLE = ("--details", "--width", "120")
 
 
 def test_nvtx_only_sides_compare_their_ranges() -> None:
@@ -44,28 +38,28 @@ def test_nvtx_only_cli_verdicts(tmp_path: Path) -> None:
     b.write_text(fingerprint_to_json(fingerprint({}, nvtx=RANGES)))
     same.write_text(fingerprint_to_json(fingerprint({}, nvtx=RANGES)))
     c.write_text(fingerprint_to_json(fingerprint({}, nvtx=cand)))
-    code, out = run(str(b), str(same))
+    code, out, _ = run_cli(str(b), str(same), *WHOLE)
     assert code == 0 and "compared     NVTX ranges (no kernel data on either side)" in out
-    code, out = run(str(b), str(c))
+    code, out, _ = run_cli(str(b), str(c), *WHOLE)
     assert code == 1 and "outlier · stage3" in out and "NVTX ranges by absolute change" in out
     # Rules can select ranges.
     rules = tmp_path / "r.yaml"
     rules.write_text("version: 1\nrules:\n  - id: s0\n    kind: budget\n    nvtx: '^stage0$'\n    max_ratio: 1.1x\n")
-    code, out = run(str(b), str(c), "--rules", str(rules))
+    code, out, _ = run_cli(str(b), str(c), "--rules", str(rules), *WHOLE)
     assert code == 1 and "s0 · nvtx:^stage0$" in out
 
 
 def test_real_nvtx_only_pair_is_judged() -> None:
     b, c = real_trace("ecf_nvtxonly_baseline"), real_trace("ecf_nvtxonly_poolformer")
-    code, out = run(str(b), str(c))
+    code, out, _ = run_cli(str(b), str(c), *WHOLE)
     assert code in (0, 1) and "NVTX ranges by absolute change" in out
     assert "find_centers" in out
-    assert run(str(b), str(b))[0] == 0
+    assert run_cli(str(b), str(b), *WHOLE)[0] == 0
 
 
 def test_graph_mode_against_itself_passes_and_says_what_it_cannot_see() -> None:
     g = real_trace("h100/graph_mode")
-    code, out = run(str(g), str(g))
+    code, out, _ = run_cli(str(g), str(g), *WHOLE)
     assert code == 0
     assert "kernels inside the graphs are not visible" in out
     assert "graph 1       200 → 200" in out
@@ -78,10 +72,10 @@ def test_graph_mode_regression_fails_the_total_budget(tmp_path: Path) -> None:
     b, c = tmp_path / "b.json", tmp_path / "c.json"
     b.write_text(fingerprint_to_json(fp))
     c.write_text(fingerprint_to_json(slow))
-    code, out = run(str(b), str(c))
+    code, out, _ = run_cli(str(b), str(c), *WHOLE)
     assert code == 1 and "total-time · whole trace" in out
 
 
 def test_graph_against_node_capture_stays_inconclusive() -> None:
-    code, out = run(str(real_trace("h100/graph_mode")), str(real_trace("h100/graph_node")))
+    code, out, _ = run_cli(str(real_trace("h100/graph_mode")), str(real_trace("h100/graph_node")), *WHOLE)
     assert code == 3 and "CUDA graph trace modes differ" in out

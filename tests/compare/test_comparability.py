@@ -5,16 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from typer.testing import CliRunner
+from conftest import run_cli
 
 from nsysdiff import api
-from nsysdiff.cli import app
 from nsysdiff.compare import comparability
 from nsysdiff.fingerprint.model import Fingerprint, Scope
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace.records import GpuInfo, GraphMode
-
-runner = CliRunner()
 
 
 def trace(
@@ -122,14 +119,14 @@ def test_unknown_gpu(tmp_path: Path) -> None:
 def test_cli_require_same_gpu(tmp_path: Path) -> None:
     a = trace(tmp_path / "a.sqlite")
     b = trace(tmp_path / "b.sqlite", gpus=(Gpu(name="NVIDIA H100 80GB HBM3"),))
-    res = runner.invoke(app, ["diff", str(a), str(b), "--no-rules", "--details"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("diff", str(a), str(b), "--no-rules", "--details")
+    assert res.exit_code == 0, res.stderr
     assert "note: different GPU models" in res.stdout
     assert "Comparability" in res.stdout
-    res = runner.invoke(app, ["diff", str(a), str(b), "--no-rules", "--require-same-gpu"])
-    assert res.exit_code == 3, res.output
+    res = run_cli("diff", str(a), str(b), "--no-rules", "--require-same-gpu")
+    assert res.exit_code == 3, res.stderr
     assert "inconclusive: different GPU models" in res.stdout
-    md = runner.invoke(app, ["diff", str(a), str(b), "--no-rules", "--format", "markdown"])
+    md = run_cli("diff", str(a), str(b), "--no-rules", "--format", "markdown")
     assert "GPUs: 1x NVIDIA H200 → 1x NVIDIA H100 80GB HBM3" in md.stdout
-    js = runner.invoke(app, ["diff", str(a), str(b), "--no-rules", "--format", "json"])
+    js = run_cli("diff", str(a), str(b), "--no-rules", "--format", "json")
     assert '"label": "GPUs"' in js.stdout

@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from jobs import COMPUTE_NS, GATHER_NS, SLOW_NS, STEPS, TRANSFER_NS, allreduce_ns, one_file, per_file
-from typer.testing import CliRunner
 
 from nsysdiff import api
-from nsysdiff.cli import app
 from nsysdiff.compare import ranks
 from nsysdiff.errors import FingerprintError
 from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
@@ -142,8 +141,8 @@ def test_rank_diff_pairs_by_number() -> None:
 
 def test_summary_of_several_traces_is_the_job_view(tmp_path: Path) -> None:
     paths = [str(p) for p in per_file(tmp_path, ranks=3, slow=1)]
-    res = CliRunner().invoke(app, ["summary", *paths, "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", *paths, "--format", "json")
+    assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["format"] == "nsysdiff-ranks" and doc["sources"] == paths
     assert doc["slowest_rank"] == 1 and doc["fastest_rank"] == 0
@@ -153,7 +152,7 @@ def test_summary_of_several_traces_is_the_job_view(tmp_path: Path) -> None:
 
 def test_summary_of_several_traces_refuses_scope_options(tmp_path: Path) -> None:
     paths = [str(p) for p in per_file(tmp_path, ranks=2, slow=1)]
-    res = CliRunner().invoke(app, ["summary", *paths, "--window", "0:1s"])
+    res = run_cli("summary", *paths, "--window", "0:1s")
     assert res.exit_code == 2
     assert res.stderr.strip().splitlines() == [
         "nsysdiff: error: --window applies to one trace; several traces are summarised as the ranks of one job"
@@ -164,7 +163,7 @@ def test_summary_of_several_traces_names_a_bad_one(tmp_path: Path) -> None:
     (good,) = per_file(tmp_path, ranks=1, slow=-1)
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database at all")
-    res = CliRunner().invoke(app, ["summary", str(good), str(bad)])
+    res = run_cli("summary", str(good), str(bad))
     assert res.exit_code == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "bad.sqlite" in res.stderr
 
@@ -172,8 +171,8 @@ def test_summary_of_several_traces_names_a_bad_one(tmp_path: Path) -> None:
 def test_diff_json_carries_both_sides_ranks(tmp_path: Path) -> None:
     base = one_file(tmp_path / "base.sqlite", ranks=2, slow=1)
     cand = one_file(tmp_path / "cand.sqlite", ranks=2, slow=1, slow_ns=COMPUTE_NS)  # the skew is gone
-    res = CliRunner().invoke(app, ["diff", str(base), str(cand), "--no-rules", "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("diff", str(base), str(cand), "--no-rules", "--format", "json")
+    assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)["ranks"]
     assert doc["paired"] is True
     assert (doc["base"]["waiting_ns"], doc["candidate"]["waiting_ns"]) == (STEPS * (SLOW_NS - COMPUTE_NS), 0)
@@ -182,9 +181,9 @@ def test_diff_json_carries_both_sides_ranks(tmp_path: Path) -> None:
 
 def test_one_gpu_outputs_have_no_rank_section(tmp_path: Path) -> None:
     (a, b) = per_file(tmp_path, ranks=2, slow=1)
-    res = CliRunner().invoke(app, ["diff", str(a), str(b), "--no-rules", "--format", "json"])
+    res = run_cli("diff", str(a), str(b), "--no-rules", "--format", "json")
     assert "ranks" not in json.loads(res.stdout)
-    res = CliRunner().invoke(app, ["summary", str(a), "--format", "json"])
+    res = run_cli("summary", str(a), "--format", "json")
     assert "ranks" not in json.loads(res.stdout)
 
 
@@ -200,8 +199,8 @@ def test_a_trace_without_kernels_is_a_rank_that_ran_nothing(tmp_path: Path) -> N
     empty = TraceBuilder()
     empty.nvtx_range("idle", 0, 1000)
     paths = [str(busy), str(empty.write(tmp_path / "empty.sqlite"))]
-    res = CliRunner().invoke(app, ["summary", *paths, "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", *paths, "--format", "json")
+    assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     assert [(r["label"], r["kernels"], r["kernel_ns"]) for r in doc["ranks"]] == [
         ("rank0.sqlite", 3 * STEPS, STEPS * (SLOW_NS + TRANSFER_NS + GATHER_NS)),
@@ -223,13 +222,13 @@ def test_traces_of_other_jobs_are_refused_as_ranks_unless_forced(tmp_path: Path)
     # An RTX 3070 trace and an A30 trace, captured days apart by other programs, are no job.
     a = _trace(tmp_path / "rtx3070.sqlite", gpu="NVIDIA GeForce RTX 3070", process="./bench")
     b = _trace(tmp_path / "a30.sqlite", gpu="NVIDIA A30", start=START + 3 * 86_400 * 10**9)
-    r = CliRunner().invoke(app, ["summary", str(a), str(b)])
+    r = run_cli("summary", str(a), str(b))
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith("nsysdiff: error: these traces do not look like the ranks of one job: different GPUs")
     assert "nsys sessions started 3.0 days apart" in r.stderr
     assert "different programs ran the kernels (rtx3070.sqlite: ./bench; a30.sqlite: python)" in r.stderr
     assert "give --ranks to show them side by side anyway" in r.stderr and r.stderr.count("\n") == 1
-    forced = CliRunner().invoke(app, ["summary", str(a), str(b), "--ranks"])
+    forced = run_cli("summary", str(a), str(b), "--ranks")
     assert forced.exit_code == 0 and "slowest rank" in forced.stdout
     assert "shown as ranks of one job (--ranks), although: different GPUs" in forced.stderr
 
@@ -238,7 +237,7 @@ def test_ranks_of_one_job_pass_the_check(tmp_path: Path) -> None:
     # Same program, same GPU model, sessions 30 s apart: one job.
     a = _trace(tmp_path / "rank0.sqlite")
     b = _trace(tmp_path / "rank1.sqlite", start=START + 30 * 10**9)
-    r = CliRunner().invoke(app, ["summary", str(a), str(b)])
+    r = run_cli("summary", str(a), str(b))
     assert r.exit_code == 0 and r.stderr == ""
 
 

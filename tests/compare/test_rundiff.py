@@ -12,7 +12,7 @@ import fpspec
 import numpy as np
 import pytest
 import runs
-from cli.test_cli_conventions import run_main
+from conftest import run_cli
 
 from nsysdiff import cli
 from nsysdiff.compare import rundiff
@@ -29,8 +29,8 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[P
     return runs.write_runs(tmp_path_factory.mktemp("runs"))
 
 
-def _json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path) -> dict:  # type: ignore[type-arg]
-    code, out, err = run_main(monkeypatch, capsys, *argv, "--format", "json", "--no-rules")
+def _json(*argv: str | Path) -> dict:  # type: ignore[type-arg]
+    code, out, err = run_cli(*argv, "--format", "json", "--no-rules")
     assert (code, err) == (0, "")
     doc: dict = json.loads(out)  # type: ignore[type-arg]
     return doc
@@ -69,11 +69,9 @@ def test_base_and_candidate_take_every_path_up_to_the_next_option() -> None:
     ]
 
 
-def test_three_runs_against_three_from_globs(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]]
-) -> None:
+def test_three_runs_against_three_from_globs(traces: tuple[list[Path], list[Path]]) -> None:
     base, cand = traces
-    doc = _json(monkeypatch, capsys, "--base", *base, "--candidate", *cand)
+    doc = _json("--base", *base, "--candidate", *cand)
     r = doc["runs"]
     assert (r["base_runs"], r["candidate_runs"], r["intervals"]) == (3, 3, True)
     assert r["base_sources"] == [str(p) for p in base]
@@ -93,37 +91,31 @@ def test_three_runs_against_three_from_globs(
     assert totals["ci_low"] < totals["ratio"] < totals["ci_high"]
 
 
-def test_positionals_and_run_options_mix(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]]
-) -> None:
+def test_positionals_and_run_options_mix(traces: tuple[list[Path], list[Path]]) -> None:
     base, cand = traces
-    doc = _json(monkeypatch, capsys, "diff", base[0], "--candidate", *cand)
+    doc = _json("diff", base[0], "--candidate", *cand)
     assert (doc["runs"]["base_runs"], doc["runs"]["candidate_runs"], doc["runs"]["intervals"]) == (1, 3, False)
     gemm = next(k for k in doc["runs"]["keys"] if k["key"] == GEMM)
     assert gemm["mean"]["verdict"] == "no interval (one run)" and gemm["mean"]["ci_low"] is None
 
 
 def test_a_saved_run_set_is_a_side(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
 ) -> None:
     base, cand = traces
     saved = tmp_path / "baseline.json"
-    assert run_main(monkeypatch, capsys, "fingerprint", "--run-set", *base, "-o", saved)[0] == 0
-    from_traces = _json(monkeypatch, capsys, "--base", *base, "--candidate", *cand)["runs"]
-    from_saved = _json(monkeypatch, capsys, saved, "--candidate", *cand)["runs"]
+    assert run_cli("fingerprint", "--run-set", *base, "-o", saved)[0] == 0
+    from_traces = _json("--base", *base, "--candidate", *cand)["runs"]
+    from_saved = _json(saved, "--candidate", *cand)["runs"]
     assert from_saved["keys"] == from_traces["keys"] and from_saved["scale"] == from_traces["scale"]
     assert from_saved["base_sources"] == [f"{saved} runs[{i}]" for i in range(3)]
 
 
-def test_one_run_per_side_is_todays_diff(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]]
-) -> None:
+def test_one_run_per_side_is_todays_diff(traces: tuple[list[Path], list[Path]]) -> None:
     base, cand = traces
-    positional = run_main(monkeypatch, capsys, base[0], cand[0], "--format", "json")
-    options = run_main(monkeypatch, capsys, "--base", base[0], "--candidate", cand[0], "--format", "json")
+    positional = run_cli(base[0], cand[0], "--format", "json")
+    options = run_cli("--base", base[0], "--candidate", cand[0], "--format", "json")
     assert positional == options
     assert "runs" not in json.loads(positional[1])
 
@@ -136,23 +128,19 @@ def test_one_run_per_side_is_todays_diff(
         (["diff", "a", "b", "--candidate", "c"], "b: one path too many; give BASE CANDIDATE, or --base RUN..."),
     ],
 )
-def test_sides_badly_given_are_one_usage_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
-) -> None:
-    code, out, err = run_main(monkeypatch, capsys, *argv)
+def test_sides_badly_given_are_one_usage_line(argv: list[str], message: str) -> None:
+    code, out, err = run_cli(*argv)
     assert (code, out) == (2, "")
     assert err.startswith(f"nsysdiff: error: {message}") and err.count("\n") == 1
 
 
 def test_the_odd_run_out_of_a_side_exits_2(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
 ) -> None:
     base, cand = traces
     other = runs.write_run(tmp_path / "a100.sqlite", True, 7, gpu="NVIDIA A100-SXM4-80GB")
-    code, out, err = run_main(monkeypatch, capsys, "--base", *base, "--candidate", cand[0], other, cand[2])
+    code, out, err = run_cli("--base", *base, "--candidate", cand[0], other, cand[2])
     assert (code, out) == (2, "")
     assert err == (
         f"nsysdiff: error: {other}: GPU model 'NVIDIA A100-SXM4-80GB' differs from the other runs of its side "
@@ -275,23 +263,19 @@ def test_per_step_runs_compare_per_step() -> None:
 
 
 def test_a_missing_run_is_one_line_naming_it(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     traces: tuple[list[Path], list[Path]],
     tmp_path: Path,
 ) -> None:
     base, cand = traces
     missing = tmp_path / "gone.sqlite"
-    code, out, err = run_main(monkeypatch, capsys, "--base", base[0], missing, "--candidate", *cand)
+    code, out, err = run_cli("--base", base[0], missing, "--candidate", *cand)
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and err.startswith(f"nsysdiff: error: {missing}: ")
 
 
-def test_one_run_against_three_says_no_interval_exists(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], traces: tuple[list[Path], list[Path]]
-) -> None:
+def test_one_run_against_three_says_no_interval_exists(traces: tuple[list[Path], list[Path]]) -> None:
     base, cand = traces
-    code, out, err = run_main(monkeypatch, capsys, base[0], "--candidate", *cand, "--width", "200", "--details")
+    code, out, err = run_cli(base[0], "--candidate", *cand, "--width", "200", "--details")
     assert (code, err) == (0, "")
     assert "over runs    no interval: a side has one run (an interval needs two runs on each side)" in out
     assert "1 vs 3 runs" in out.splitlines()[0]
@@ -316,9 +300,7 @@ def test_runs_without_kernel_rows_compare_their_nvtx_ranges() -> None:
     assert {k.kind for k in d.runs.keys} == {runset.KeyKind.NVTX}
 
 
-def test_a_real_capture_given_as_several_identical_runs(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_a_real_capture_given_as_several_identical_runs(tmp_path: Path) -> None:
     """One capture given as several runs would fake point intervals marked "changed": the
     same file twice, a byte-identical copy and its own saved fingerprint are each refused."""
     from conftest import real_trace
@@ -327,9 +309,9 @@ def test_a_real_capture_given_as_several_identical_runs(
     copy = tmp_path / "copy.sqlite"
     copy.write_bytes(Path(bs1).read_bytes())
     saved = tmp_path / "bs1.json"
-    assert run_main(monkeypatch, capsys, "fingerprint", bs1, "-o", saved)[0] == 0
+    assert run_cli("fingerprint", bs1, "-o", saved)[0] == 0
     for again, why in ((bs1, "the same file as"), (copy, "byte-identical copy"), (saved, "the same capture as")):
-        code, out, err = run_main(monkeypatch, capsys, "--base", bs1, again, "--candidate", bs16, "--format", "json")
+        code, out, err = run_cli("--base", bs1, again, "--candidate", bs16, "--format", "json")
         assert (code, out) == (2, "") and why in err and len(err.splitlines()) == 1, err
 
 
@@ -381,21 +363,19 @@ def test_a_real_outlier_is_found_across_runs() -> None:
     assert flagged_rates(3.0, 0.05) == (1.0, 1.0)
 
 
-def test_runs_with_no_kernel_time_report_without_a_time_interval(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_runs_with_no_kernel_time_report_without_a_time_interval(tmp_path: Path) -> None:
     # Copies only: no kernel, graph or NVTX time in any run, nothing to take a log of.
     paths = []
     for i in range(4):
         fp = fpspec.fingerprint({}, memcpy={"HtoD": (2, 1 << 20, 900 + i)}, source=f"r{i}.json")
         paths.append(tmp_path / f"r{i}.json")
         paths[-1].write_text(fingerprint_to_json(fp))
-    single = run_main(monkeypatch, capsys, paths[0], paths[2], "--no-rules")[0]
-    code, out, err = run_main(monkeypatch, capsys, "--base", *paths[:2], "--candidate", *paths[2:], "--no-rules")
+    single = run_cli(paths[0], paths[2], "--no-rules")[0]
+    code, out, err = run_cli("--base", *paths[:2], "--candidate", *paths[2:], "--no-rules")
     # The same outcome as one run per side (no kernel data to judge), and no traceback.
     assert (code, err) == (single, "")
     assert "kernel time none in some run · scale none" in " ".join(out.split())
-    code, out, _ = run_main(monkeypatch, capsys, "--base", *paths[:2], "--candidate", *paths[2:], "-f", "json")
+    code, out, _ = run_cli("--base", *paths[:2], "--candidate", *paths[2:], "-f", "json")
     doc = json.loads(out)
     assert doc["runs"]["kernel_time"] is None
     assert [k["key"] for k in doc["runs"]["keys"]] == ["HtoD"]
@@ -428,19 +408,17 @@ def test_a_whole_a_a_diff_stays_under_alpha(runs: int) -> None:
     assert per_test <= 0.05
 
 
-def test_kernels_across_runs_are_named_as_in_the_other_tables(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_kernels_across_runs_are_named_as_in_the_other_tables() -> None:
     # The real example: demangled keys are long C++ signatures; the runs section names a
     # kernel by the same label as the headline and the kernel table.
     h100 = Path(__file__).resolve().parents[2] / "examples" / "h100"
     bs1, bs16 = h100 / "bs1.sqlite", h100 / "bs16.sqlite"
     runs_args = ("--base", bs1, bs16, "--candidate", bs16, bs1, "--no-rules")
-    _, text, _ = run_main(monkeypatch, capsys, *runs_args, "--details", "--width", "200")
+    _, text, _ = run_cli(*runs_args, "--details", "--width", "200")
     section = text[text.index("Across runs (2 vs 2 runs)") :].split("\n\n")[0]
     kernels = [line.strip() for line in section.splitlines() if line.startswith("  kernel ")]
     assert "kernel indexSelectSmallIndex" in kernels
     assert not [k for k in kernels if "(" in k or "void " in k]
-    _, md, _ = run_main(monkeypatch, capsys, *runs_args, "--format", "markdown")
+    _, md, _ = run_cli(*runs_args, "--format", "markdown")
     assert "| kernel | <code>indexSelectSmallIndex</code> |" in md
     assert "<code>void at::native" not in md

@@ -10,10 +10,9 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from fpspec import fingerprint, kernel, saved_pair
-from typer.testing import CliRunner
 
-from nsysdiff.cli import app, route
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Diff, compare
 from nsysdiff.fingerprint.model import KernelStats
@@ -159,7 +158,7 @@ def test_a_family_flagged_as_a_whole_is_reported_as_one(tmp_path: Path) -> None:
     cand = [*(kernel(n, c, t) for n, (c, t) in rest.items()), *_variants(3.0)]
     d = compare(fingerprint(base), fingerprint(cand))
     assert [r.key for r in d.outlier_families] == ["vectorized_elementwise_kernel"]
-    r = CliRunner().invoke(app, route(list(saved_pair(tmp_path, fingerprint(base), fingerprint(cand)))))
+    r = run_cli(*saved_pair(tmp_path, fingerprint(base), fingerprint(cand)))
     assert r.exit_code == 1
     assert "Families flagged as a whole (1)" in r.stdout and "[21 variants]" in r.stdout
     (finding,) = [line for line in r.stdout.splitlines() if "outlier · " in line]

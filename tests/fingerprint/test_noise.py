@@ -13,11 +13,9 @@ from typing import Any
 import fpspec
 import numpy as np
 import pytest
-from conftest import real_trace
-from typer.testing import CliRunner
+from conftest import real_trace, run_cli
 
 from nsysdiff import api
-from nsysdiff.cli import app, route
 from nsysdiff.compare.diff import compare
 from nsysdiff.errors import ExitCode, FingerprintError, UsageError
 from nsysdiff.fingerprint import noise, runset
@@ -30,11 +28,6 @@ from nsysdiff.trace import inputs
 
 GEMM = "ampere_sgemm_128x64_nn"
 NORM = "rms_norm_kernel"
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(app, route(list(args)))
-    return r.exit_code, r.stdout, r.stderr
 
 
 def _jittered(
@@ -144,7 +137,7 @@ def test_noise_command_on_traces(tmp_path: Path) -> None:
     factors = [1.0, 1.03, 0.97, 1.01, 0.99]
     traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate(factors)]
     out = tmp_path / "noise.json"
-    code, stdout, err = _cli("noise", *traces, "-o", str(out), "--width", "100")
+    code, stdout, err = run_cli("noise", *traces, "-o", str(out), "--width", "100")
     assert (code, err) == (0, "")
     assert stdout.startswith("nsysdiff noise: 5 runs of one build")
     assert "Noisiest per-call means" in stdout and "A noise width is the SD" in stdout
@@ -159,23 +152,23 @@ def test_noise_command_on_traces(tmp_path: Path) -> None:
 
 def test_noise_command_formats(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02])]
-    code, stdout, _ = _cli("noise", *traces, "--format", "json")
+    code, stdout, _ = run_cli("noise", *traces, "--format", "json")
     assert code == 0 and json.loads(stdout)["runs"] == 2
-    code, stdout, _ = _cli("noise", *traces, "--format", "markdown")
+    code, stdout, _ = run_cli("noise", *traces, "--format", "markdown")
     assert code == 0 and stdout.startswith("### nsysdiff noise: 2 runs") and "| key | kind |" in stdout
 
 
 def test_noise_command_mixes_inputs(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02, 0.98])]
     saved = tmp_path / "two.json"
-    assert _cli("fingerprint", "--run-set", traces[0], traces[1], "-o", str(saved))[0] == 0
-    code, stdout, err = _cli("noise", str(saved), traces[2], "-f", "json")
+    assert run_cli("fingerprint", "--run-set", traces[0], traces[1], "-o", str(saved))[0] == 0
+    code, stdout, err = run_cli("noise", str(saved), traces[2], "-f", "json")
     assert (code, err) == (0, "")
     assert json.loads(stdout)["sources"] == [f"{saved} runs[0]", f"{saved} runs[1]", traces[2]]
 
 
 def test_noise_command_needs_two_runs(tmp_path: Path) -> None:
-    code, stdout, err = _cli("noise", _trace(tmp_path / "one.sqlite", 1.0), "-o", str(tmp_path / "n.json"))
+    code, stdout, err = run_cli("noise", _trace(tmp_path / "one.sqlite", 1.0), "-o", str(tmp_path / "n.json"))
     assert (code, stdout) == (2, "")
     assert err == (
         "nsysdiff: error: a noise profile needs at least 2 runs of one build, got 1 "
@@ -269,7 +262,7 @@ def test_hostile_profiles_exit_2_in_one_line(good: str, case: str, tmp_path: Pat
         noise.profile_from_json(path.read_text(encoding="utf-8"), "p.json")
     assert message in str(info.value) and "\n" not in str(info.value)
     b, c = fpspec.saved_pair(tmp_path, {GEMM: (100, 10_000_000)}, {GEMM: (100, 10_000_000)})
-    code, stdout, err = _cli("diff", b, c, "--noise-profile", str(path))
+    code, stdout, err = run_cli("diff", b, c, "--noise-profile", str(path))
     assert (code, stdout) == (2, "") and err.count("\n") == 1 and str(path) in err
 
 
@@ -365,8 +358,8 @@ def test_a_budget_below_the_noise_is_inconclusive(calibrated: tuple[Path, str, s
     rules = tmp_path / "tight.yaml"
     rules.write_text(TIGHT, encoding="utf-8")
     # Without the profile: exactly today's verdict (a pass: no change at all).
-    assert _cli("diff", base, same, "--rules", str(rules))[0] == 0
-    code, stdout, err = _cli(
+    assert run_cli("diff", base, same, "--rules", str(rules))[0] == 0
+    code, stdout, err = run_cli(
         "diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200"
     )
     assert (code, err) == (int(ExitCode.INCONCLUSIVE), "")
@@ -385,7 +378,9 @@ def test_a_failing_rule_decides_over_an_inconclusive_one(
         TIGHT + "  - id: calls\n    kind: budget\n    whole: trace\n    metric: total_time\n    max_value: 1ms\n",
         encoding="utf-8",
     )
-    code, stdout, _ = _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200")
+    code, stdout, _ = run_cli(
+        "diff", base, same, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200"
+    )
     assert code == int(ExitCode.REGRESSION)
     assert "  note: rule 'gemm-tight': limit +1.0% is below the measured noise" in stdout
 
@@ -394,8 +389,10 @@ def test_a_rule_at_3_noise_widths(calibrated: tuple[Path, str, str, str], tmp_pa
     profile, base, same, slow = calibrated
     rules = tmp_path / "noisy.yaml"
     rules.write_text(NOISY, encoding="utf-8")
-    assert _cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile))[0] == 0
-    code, stdout, _ = _cli("diff", base, slow, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200")
+    assert run_cli("diff", base, same, "--rules", str(rules), "--noise-profile", str(profile))[0] == 0
+    code, stdout, _ = run_cli(
+        "diff", base, slow, "--rules", str(rules), "--noise-profile", str(profile), "--width", "200"
+    )
     assert code == int(ExitCode.REGRESSION)
     assert "gemm-noise · kernel:sgemm" in stdout and "noise widths vs limit max_noise_widths 3 (" in stdout
 
@@ -404,15 +401,15 @@ def test_the_rule_file_names_its_profile(calibrated: tuple[Path, str, str, str],
     _, base, _, slow = calibrated
     rules = tmp_path / "noisy.yaml"
     rules.write_text(NOISY.replace("version: 1\n", "version: 1\nnoise_profile: noise.json\n"), encoding="utf-8")
-    assert _cli("rules", "validate", str(rules))[0] == 0
-    assert _cli("diff", base, slow, "--rules", str(rules))[0] == int(ExitCode.REGRESSION)
+    assert run_cli("rules", "validate", str(rules))[0] == 0
+    assert run_cli("diff", base, slow, "--rules", str(rules))[0] == int(ExitCode.REGRESSION)
 
 
 def test_a_noise_limit_without_a_profile_fails_before_reading(tmp_path: Path) -> None:
     rules = tmp_path / "noisy.yaml"
     rules.write_text(NOISY, encoding="utf-8")
-    assert _cli("rules", "validate", str(rules))[0] == 0  # the profile may come with the diff
-    code, stdout, err = _cli(
+    assert run_cli("rules", "validate", str(rules))[0] == 0  # the profile may come with the diff
+    code, stdout, err = run_cli(
         "diff", str(tmp_path / "missing-a.sqlite"), str(tmp_path / "missing-b.sqlite"), "--rules", str(rules)
     )
     assert (code, stdout) == (2, "")
@@ -425,7 +422,7 @@ def test_a_noise_limit_without_a_profile_fails_before_reading(tmp_path: Path) ->
 
 def test_noise_profile_with_no_rules_is_a_usage_error(calibrated: tuple[Path, str, str, str]) -> None:
     profile, base, same, _ = calibrated
-    code, _, err = _cli("diff", base, same, "--no-rules", "--noise-profile", str(profile))
+    code, _, err = run_cli("diff", base, same, "--no-rules", "--noise-profile", str(profile))
     assert code == 2
     assert err == "nsysdiff: error: --noise-profile judges rules; --no-rules judges none: give one of them\n"
 
@@ -460,7 +457,7 @@ def test_a_profile_of_another_gpu_does_not_fit(calibrated: tuple[Path, str, str,
     )
     rules = tmp_path / "tight.yaml"
     rules.write_text(TIGHT, encoding="utf-8")
-    code, stdout, err = _cli("diff", str(other), same, "--rules", str(rules), "--noise-profile", str(profile))
+    code, stdout, err = run_cli("diff", str(other), same, "--rules", str(rules), "--noise-profile", str(profile))
     assert (code, stdout) == (2, "")
     assert err == (
         "nsysdiff: error: the noise profile does not fit the base: a100.sqlite: GPU model 'NVIDIA A100' differs "
@@ -476,7 +473,7 @@ def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, s
     reason = "rule 'gemm-tight': limit +1.0% is below the measured noise ±"
     out: dict[str, str] = {}
     for fmt in ("text", "markdown", "json", "github", "junit", "csv"):
-        code, stdout, err = _cli(*args, "--format", fmt, "--width", "200")
+        code, stdout, err = run_cli(*args, "--format", fmt, "--width", "200")
         assert (code, err) == (int(ExitCode.INCONCLUSIVE), ""), fmt
         out[fmt] = stdout
     assert "INCONCLUSIVE (exit 3) · too small to tell (the reason below)" in out["text"]
@@ -488,7 +485,7 @@ def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, s
     assert doc["findings"][0]["fails"] is False
     assert out["github"].startswith("::warning title=gemm-tight%3A kernel%3Asgemm::")
     assert 'type="inconclusive"' in out["junit"]
-    details = _cli(*args, "--details", "--width", "200")[1]
+    details = run_cli(*args, "--details", "--width", "200")[1]
     assert "error, inconclusive gemm-tight · kernel:sgemm" in details
 
 
@@ -501,14 +498,14 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     path = tmp_path / "noise.json"
     # The same file twice is refused (it would pass for a quiet build); the degenerate pair
     # is made on purpose here: the capture's fingerprint, and a copy whose capture ends 1 ns later.
-    code, _, err = _cli("noise", str(bs1), str(bs1), "-o", str(path))
+    code, _, err = run_cli("noise", str(bs1), str(bs1), "-o", str(path))
     assert code == 2 and "the same file as" in err and not path.exists()
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    assert _cli("fingerprint", str(bs1), "-o", str(first))[0] == 0
+    assert run_cli("fingerprint", str(bs1), "-o", str(first))[0] == 0
     doc = json.loads(first.read_text(encoding="utf-8"))
     doc["meta"]["capture_end_ns"] += 1
     second.write_text(json.dumps(doc), encoding="utf-8")
-    code, stdout, err = _cli("noise", str(first), str(second), "-o", str(path), "--width", "120")
+    code, stdout, err = run_cli("noise", str(first), str(second), "-o", str(path), "--width", "120")
     assert (code, err) == (0, "")
     assert stdout.startswith("nsysdiff noise: 2 runs of one build · NVIDIA H100 80GB HBM3")
     profile = api.load_noise_profile(path)
@@ -521,7 +518,7 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
         "  - id: tight\n    kind: budget\n    whole: trace\n    max_ratio: 1.01x\n    level: warning\n",
         encoding="utf-8",
     )
-    code, stdout, _ = _cli("diff", str(bs1), str(bs16), "--rules", str(rules), "-f", "json")
+    code, stdout, _ = run_cli("diff", str(bs1), str(bs16), "--rules", str(rules), "-f", "json")
     assert code == int(ExitCode.REGRESSION)
     doc = json.loads(stdout)
     assert not any(f.get("inconclusive") for f in doc["findings"])
@@ -542,7 +539,7 @@ def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
     runs = [str(serving(tmp_path / f"aa{i}.sqlite", 6, slow=f)) for i, f in enumerate([1.0, 1.02, 0.98])]
     profile = tmp_path / "noise.json"
     scope = ("--nvtx", "decode", "--per", "decode_step")
-    code, _, err = _cli("noise", *runs, *scope, "-o", str(profile), "-q")
+    code, _, err = run_cli("noise", *runs, *scope, "-o", str(profile), "-q")
     assert (code, err) == (0, "")
     assert {(fp.scope.per, fp.scope.steps) for fp in api.load_noise_profile(profile).runs.runs} == {("decode_step", 6)}
     base = str(serving(tmp_path / "base.sqlite", 6))
@@ -554,11 +551,11 @@ def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     judged = ("--rules", str(rules), "--noise-profile", str(profile), "-f", "json")
-    code, stdout, err = _cli("diff", base, cand, *scope, *judged)
+    code, stdout, err = run_cli("diff", base, cand, *scope, *judged)
     assert (code, err) == (int(ExitCode.REGRESSION), "")
     finding = json.loads(stdout)["findings"][0]
     assert "per decode_step (6 -> 8 steps)" in finding["evidence"] and "noise widths" in finding["observed"]
-    code, stdout, err = _cli("diff", base, cand, *judged)
+    code, stdout, err = run_cli("diff", base, cand, *judged)
     assert (code, stdout) == (2, "")
     assert err.startswith("nsysdiff: error: the noise profile does not fit the base: ") and "scope" in err
 
@@ -568,11 +565,11 @@ def test_a_run_set_with_a_huge_integer_is_refused(tmp_path: Path) -> None:
     (it used to reach the re-serialisation of the run and end as an internal error)."""
     traces = [_trace(tmp_path / f"aa{i}.sqlite", f) for i, f in enumerate([1.0, 1.02])]
     saved = tmp_path / "runs.json"
-    assert _cli("fingerprint", "--run-set", *traces, "-o", str(saved))[0] == 0
+    assert run_cli("fingerprint", "--run-set", *traces, "-o", str(saved))[0] == 0
     doc = json.loads(saved.read_text(encoding="utf-8"))
     doc["runs"][1]["kernels"][0]["calls"] = 2**70
     saved.write_text(json.dumps(doc), encoding="utf-8")
-    code, stdout, err = _cli("noise", str(saved), traces[0])
+    code, stdout, err = run_cli("noise", str(saved), traces[0])
     assert (code, stdout) == (2, "")
     assert err == (
         f"nsysdiff: error: {saved} runs[1]: malformed fingerprint at $.kernels[0].calls: 'an integer of 22 digits' "
@@ -588,14 +585,14 @@ def test_levels_strict_and_waivers_of_a_limit_within_the_noise(
     judged = ("diff", base, same, "--noise-profile", str(profile), "--rules")
     warning = tmp_path / "warning.yaml"
     warning.write_text(TIGHT + "    level: warning\n", encoding="utf-8")
-    assert _cli(*judged, str(warning))[0] == int(ExitCode.PASS)
-    assert _cli(*judged, str(warning), "--strict")[0] == int(ExitCode.INCONCLUSIVE)
+    assert run_cli(*judged, str(warning))[0] == int(ExitCode.PASS)
+    assert run_cli(*judged, str(warning), "--strict")[0] == int(ExitCode.INCONCLUSIVE)
     waived = tmp_path / "waived.yaml"
     waived.write_text(
         TIGHT + "waivers:\n  - rule: gemm-tight\n    subject: kernel:sgemm\n"
         "    reason: calibrating\n    expires: 2999-12-31\n",
         encoding="utf-8",
     )
-    code, stdout, _ = _cli(*judged, str(waived), "-f", "json")
+    code, stdout, _ = run_cli(*judged, str(waived), "-f", "json")
     assert code == int(ExitCode.PASS)
     assert json.loads(stdout)["findings"][0]["waived"] is True

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import fpspec
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
 from nsysdiff import api
-from nsysdiff.cli import app, route
 from nsysdiff.compare import runstats
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint import runset
@@ -166,22 +165,17 @@ def _trace(path: Path, gemm_ns: int, gpu: str = "NVIDIA H200") -> str:
     return str(b.write(path))
 
 
-def _cli(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(app, route(list(args)))
-    return r.exit_code, r.stdout, r.stderr
-
-
 def test_fingerprint_run_set_writes_every_run_and_reads_back(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / f"run{i}.sqlite", ns) for i, ns in enumerate([1000, 1010, 990])]
     out = tmp_path / "baseline.json"
-    code, _, err = _cli("fingerprint", "--run-set", *traces, "-o", str(out))
+    code, _, err = run_cli("fingerprint", "--run-set", *traces, "-o", str(out))
     assert (code, err) == (0, "")
     saved = runset.run_set_from_json(out.read_text(), str(out))
     assert [fp.kernel_ns for fp in saved.runs] == [4000, 4040, 3960]
     # A saved run set and a single fingerprint mix as inputs of one side.
     single = tmp_path / "one.json"
     more = [_trace(tmp_path / f"run{i}.sqlite", ns) for i, ns in ((3, 1020), (4, 980))]
-    assert _cli("fingerprint", more[0], "-o", str(single))[0] == 0
+    assert run_cli("fingerprint", more[0], "-o", str(single))[0] == 0
     both = api.load_runs([out, single, more[1]])
     assert len(both.runs) == 5
     assert both.sources[0] == f"{out} runs[0]" and both.sources[3:] == (str(single), more[1])
@@ -193,7 +187,7 @@ def test_fingerprint_run_set_writes_every_run_and_reads_back(tmp_path: Path) -> 
 def test_fingerprint_run_set_names_the_odd_run_out(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / "a.sqlite", 1000), _trace(tmp_path / "b.sqlite", 1000, gpu="NVIDIA A100-SXM4-80GB")]
     traces.append(_trace(tmp_path / "c.sqlite", 1000))
-    code, out, err = _cli("fingerprint", "--run-set", *traces, "-o", str(tmp_path / "x.json"))
+    code, out, err = run_cli("fingerprint", "--run-set", *traces, "-o", str(tmp_path / "x.json"))
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "b.sqlite: GPU model 'NVIDIA A100-SXM4-80GB' differs" in err
     assert not (tmp_path / "x.json").exists()
@@ -201,7 +195,7 @@ def test_fingerprint_run_set_names_the_odd_run_out(tmp_path: Path) -> None:
 
 def test_fingerprint_of_several_traces_needs_run_set(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / f"run{i}.sqlite", 1000) for i in range(2)]
-    code, out, err = _cli("fingerprint", *traces)
+    code, out, err = run_cli("fingerprint", *traces)
     assert (code, out) == (2, "")
     assert "2 traces given" in err and "--run-set" in err
 
@@ -261,10 +255,10 @@ def test_one_capture_is_never_several_runs(tmp_path: Path) -> None:
     copy = tmp_path / "copy.sqlite"
     copy.write_bytes(Path(a).read_bytes())
     saved = tmp_path / "a.json"
-    assert _cli("fingerprint", a, "-o", str(saved))[0] == 0
+    assert run_cli("fingerprint", a, "-o", str(saved))[0] == 0
     cases = ((a, "the same file as"), (str(copy), "byte-identical copy"), (str(saved), "the same capture as"))
     for again, why in cases:
         for argv in (["noise", a, again, b], ["diff", "--base", a, again, "--candidate", b]):
-            code, out, err = _cli(*argv)
+            code, out, err = run_cli(*argv)
             assert (code, out) == (2, ""), (argv, err)
             assert why in err and err.count("\n") == 1, err

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import real_trace, traces_dir
-from typer.testing import CliRunner
+from conftest import real_trace, run_cli, traces_dir
 
 from nsysdiff import api
-from nsysdiff.cli import app
 from nsysdiff.compare.diff import Verdict, compare
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import scope
@@ -312,20 +310,18 @@ def test_saved_fingerprint_scope_must_match(tmp_path: Path) -> None:
 
 # --- CLI -------------------------------------------------------------------------------
 
-runner = CliRunner()
-
 
 def test_cli_fingerprint_saves_scope(tmp_path: Path) -> None:
     path = serving(tmp_path / "s.sqlite", 3)
-    res = runner.invoke(app, ["fingerprint", str(path), "--nvtx", "decode", "--per", "decode_step"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("fingerprint", str(path), "--nvtx", "decode", "--per", "decode_step")
+    assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["scope"]["nvtx"] == "decode" and doc["scope"]["steps"] == 3
 
 
 def test_cli_bad_window_exits_2(tmp_path: Path) -> None:
     path = serving(tmp_path / "s.sqlite", 3)
-    res = runner.invoke(app, ["summary", str(path), "--window", "5"])
+    res = run_cli("summary", str(path), "--window", "5")
     assert res.exit_code == 2
     assert "--window '5'" in res.stderr
 
@@ -333,7 +329,7 @@ def test_cli_bad_window_exits_2(tmp_path: Path) -> None:
 def test_cli_rescoping_saved_fingerprint_exits_2(tmp_path: Path) -> None:
     saved = tmp_path / "b.json"
     saved.write_text(fingerprint_to_json(api.load(serving(tmp_path / "b.sqlite", 3))))
-    res = runner.invoke(app, ["diff", str(saved), str(saved), "--nvtx", "decode", "--no-rules"])
+    res = run_cli("diff", str(saved), str(saved), "--nvtx", "decode", "--no-rules")
     assert res.exit_code == 2
     assert "can't be re-scoped" in res.stderr
 
@@ -342,7 +338,7 @@ def test_cli_bad_phases_file_exits_2(tmp_path: Path) -> None:
     path = serving(tmp_path / "s.sqlite", 3)
     bad = tmp_path / "p.yaml"
     bad.write_text("phases:\n  decode: {}\n")
-    res = runner.invoke(app, ["summary", str(path), "--phases", str(bad)])
+    res = run_cli("summary", str(path), "--phases", str(bad))
     assert res.exit_code == 2
     assert "decode: expected an NVTX pattern" in res.stderr
 
@@ -353,8 +349,8 @@ def test_done_when_tpot(tmp_path: Path) -> None:
     cand = serving(tmp_path / "cand.sqlite", 20, slow=1.2)
     scoped = ["--nvtx", "decode", "--per", "decode_step"]
     args = ["diff", str(base), str(cand), *scoped, "--rules", "tpot"]
-    res = runner.invoke(app, [*args, "--format", "json"])
-    assert res.exit_code == 1, res.output
+    res = run_cli(*args, "--format", "json")
+    assert res.exit_code == 1, res.stderr
     doc = json.loads(res.stdout)
     overall = doc["overall"]
     assert (overall["base_steps"], overall["candidate_steps"]) == (12, 20)
@@ -365,7 +361,7 @@ def test_done_when_tpot(tmp_path: Path) -> None:
     kernels = {r["name"]: r for r in doc["kernels"]}
     slowed = [n for n, r in kernels.items() if r["verdict"] != "unchanged"]
     assert slowed == [ATTN]
-    text = runner.invoke(app, [*args, "--details", "--width", "120"])
+    text = run_cli(*args, "--details", "--width", "120")
     assert text.exit_code == 1
     assert "12 → 20 steps" in text.stdout
     assert "per step     90.00 us → 94.00 us" in text.stdout
@@ -375,8 +371,8 @@ def test_done_when_tpot(tmp_path: Path) -> None:
 def test_graph_vs_node_is_inconclusive(tmp_path: Path) -> None:
     g = serving(tmp_path / "g.sqlite", 5, graph="graph")
     n = serving(tmp_path / "n.sqlite", 5, graph="node")
-    res = runner.invoke(app, ["diff", str(n), str(g), "--nvtx", "decode", "--per", "decode_step"])
-    assert res.exit_code == 3, res.output
+    res = run_cli("diff", str(n), str(g), "--nvtx", "decode", "--per", "decode_step")
+    assert res.exit_code == 3, res.stderr
     assert "--cuda-graph-trace=node" in res.stdout
     assert "graph trace modes differ" in res.stdout
 
@@ -409,8 +405,8 @@ def test_real_saxpy_nvtx() -> None:
     ],
 )
 def test_real_nvtx_coverage(name: str, nvtx: str) -> None:
-    res = runner.invoke(app, ["summary", str(_real(name)), "--nvtx", nvtx, "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", str(_real(name)), "--nvtx", nvtx, "--format", "json")
+    assert res.exit_code == 0, res.stderr
     cov = json.loads(res.stdout)["scope"]["coverage"]
     assert cov is None or 0.0 <= cov <= 1.0
 
@@ -460,8 +456,8 @@ def test_a_rule_packs_step_range_is_the_per_of_a_trace_that_has_it(tmp_path: Pat
 
 def test_diff_with_the_tpot_pack_reads_steps(tmp_path: Path) -> None:
     a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 20)
-    result = CliRunner().invoke(app, ["diff", str(a), str(b), "--rules", "tpot", "--format", "json"])
-    assert result.exit_code == 0, result.output
+    result = run_cli("diff", str(a), str(b), "--rules", "tpot", "--format", "json")
+    assert result.exit_code == 0, result.stderr
     overall = json.loads(result.stdout)["overall"]
     assert (overall["per"], overall["base_steps"], overall["candidate_steps"]) == ("decode_step", 10, 20)
     assert overall["base_per_step_ns"] == overall["candidate_per_step_ns"] == (20 + 60 + 10) * US
@@ -471,8 +467,8 @@ def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) 
     a, b = serving(tmp_path / "a.sqlite", 10), serving(tmp_path / "b.sqlite", 10)
     saved = tmp_path / "a.json"
     saved.write_text(fingerprint_to_json(api.load(a)), encoding="utf-8")  # saved without --per
-    result = CliRunner().invoke(app, ["diff", str(saved), str(b), "--rules", "tpot", "--format", "json"])
-    assert result.exit_code == 0, result.output
+    result = run_cli("diff", str(saved), str(b), "--rules", "tpot", "--format", "json")
+    assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["overall"]["per"] is None and doc["scope"]["candidate"]["per"] is None
 
@@ -480,9 +476,9 @@ def test_the_tpot_packs_steps_fall_back_when_the_sides_disagree(tmp_path: Path) 
 def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> None:
     runs = [serving(tmp_path / f"r{i}.sqlite", 10, slow=1.0 + i / 100) for i in range(3)]
     profile = tmp_path / "noise.json"
-    made = CliRunner().invoke(app, ["noise", *map(str, runs), "-o", str(profile)])
-    assert made.exit_code == 0, made.output
+    made = run_cli("noise", *map(str, runs), "-o", str(profile))
+    assert made.exit_code == 0, made.stderr
     args = ["diff", str(runs[0]), str(runs[1]), "--rules", "tpot", "--noise-profile", str(profile), "--format", "json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code in (0, 3), result.output
+    result = run_cli(*args)
+    assert result.exit_code in (0, 3), result.stderr
     assert json.loads(result.stdout)["overall"]["per"] is None

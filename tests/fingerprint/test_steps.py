@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import real_trace
+from conftest import real_trace, run_cli
 from stepspec import US, T, two_steps
 
 from nsysdiff import api
@@ -129,13 +129,9 @@ def test_real_step_figures(name: str) -> None:
 
 
 def test_fingerprint_command_saves_the_steps(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from nsysdiff.cli import app, route
-
     trace, out = two_steps(tmp_path / "t.sqlite"), tmp_path / "t.json"
-    result = CliRunner().invoke(app, route(["fingerprint", str(trace), "--per", "decode_step", "-o", str(out)]))
-    assert result.exit_code == 0, result.output
+    result = run_cli("fingerprint", str(trace), "--per", "decode_step", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
     saved = api.load(out)
     assert saved == api.load(trace, ScopeOptions(per="decode_step"))
     assert saved.steps is not None and [s.period_ns for s in saved.steps.steps] == [120 * US, 80 * US]

@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_traces, real_traces
-from typer.testing import CliRunner
+from conftest import needs_traces, real_traces, run_cli
 
 from nsysdiff import api
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, FingerprintError
 from nsysdiff.fingerprint import model, steps
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
@@ -151,7 +149,7 @@ def test_cli_exit_2_one_line(tmp_path: Path, good: str) -> None:
     bad.write_text(_edit(good, _set("kernels.0.total_ns", -5)), encoding="utf-8")
     ok = tmp_path / "ok.json"
     ok.write_text(good, encoding="utf-8")
-    result = CliRunner().invoke(app, route(["diff", str(ok), str(bad)]))
+    result = run_cli("diff", str(ok), str(bad))
     assert result.exit_code == int(ExitCode.BAD_INPUT)
     assert result.stderr.count("\n") == 1
     assert "bad.json: malformed fingerprint at $.kernels[0].total_ns" in result.stderr

@@ -8,17 +8,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import traces_dir
+from conftest import run_cli, traces_dir
 from render.test_render import HOSTILE, MakeReport, hostile_specs
-from typer.testing import CliRunner
 
-from nsysdiff.cli import app
 from nsysdiff.render import csv_report
 from nsysdiff.safe import neutral
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
-runner = CliRunner()
 
 
 def rows_of(text: str) -> list[dict[str, str]]:
@@ -79,8 +76,8 @@ def test_kernel_table_columns_and_exact_numbers(make_report: MakeReport) -> None
 
 def test_cli_csv_on_stdout_and_one_file_per_table(tmp_path: Path) -> None:
     args = ["diff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"), "--no-rules"]
-    res = runner.invoke(app, [*args, "--format", "csv", "-o", str(tmp_path)])
-    assert res.exit_code == 0, res.output
+    res = run_cli(*args, "--format", "csv", "-o", str(tmp_path))
+    assert res.exit_code == 0, res.stderr
     assert res.stdout.startswith("Name,Demangled Name,")
     assert len(rows_of(res.stdout)) == 35
     written = sorted(p.name for p in tmp_path.iterdir())
@@ -110,8 +107,8 @@ def test_kernel_csv_matches_nsys_stats_gpukernsum(trace: str) -> None:
     oracle = traces_dir() / "nsys-stats" / f"{trace}_gpukernsum.csv"
     if not path.exists() or not oracle.exists() or not oracle.read_text().strip():
         pytest.skip("no kernels or no oracle for this trace")
-    res = runner.invoke(app, ["diff", str(path), str(path), "--no-rules", "--format", "csv"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("diff", str(path), str(path), "--no-rules", "--format", "csv")
+    assert res.exit_code == 0, res.stderr
     ours = {
         r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"])) for r in rows_of(res.stdout)
     }
@@ -137,8 +134,8 @@ def test_by_name_and_launch_matches_gpukernsum_rows(trace: str) -> None:
     if not path.exists() or not oracle.exists() or not oracle.read_text().strip():
         pytest.skip("no kernels or no oracle for this trace")
     args = ["diff", str(path), str(path), "--no-rules", "--format", "csv", "--by", "name+launch"]
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
+    res = run_cli(*args)
+    assert res.exit_code == 0, res.stderr
     ours = {
         r["Demangled Name"]: (int(r["Base Total Time (ns)"]), int(r["Base Instances"])) for r in rows_of(res.stdout)
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import histories
 import pytest
-from cli.test_cli_conventions import run_main
+from conftest import run_cli
 
 from nsysdiff.history import store as st
 
@@ -45,14 +45,13 @@ def history_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_history_golden(
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     golden: Callable[[str, str], None],
     history_dir: Path,
     name: str,
     argv: tuple[str, ...],
 ) -> None:
     monkeypatch.chdir(history_dir)
-    code, out, err = run_main(monkeypatch, capsys, "history", *argv)
+    code, out, err = run_cli("history", *argv)
     assert (code, err) == (0, "")
     golden(f"history/{name}", out)
 

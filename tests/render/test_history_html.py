@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import histories
 import pytest
-from cli.test_cli_conventions import run_main
+from conftest import run_cli
 from render.htmlcheck import svg_texts, svgs
 
 from nsysdiff.fingerprint.reduce import group_by
@@ -48,14 +46,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def site(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"  # created by the command
-    result = subprocess.run(
-        [sys.executable, "-m", "nsysdiff", "history", "report", str(store), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_cli("history", "report", store, "-o", out)
+    assert result.exit_code == 0, result.stderr
     assert result.stdout == "" and "pages to" in result.stderr
     return out
 
@@ -91,8 +83,6 @@ def test_names_are_escaped_and_files_named_safely(site: Path) -> None:
         assert not [line for line in text.splitlines() if line.lstrip().startswith("::")]
 
 
-def test_never_overwrites_the_store(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    code, out, err = run_main(monkeypatch, capsys, "history", "report", store, "-o", store)
+def test_never_overwrites_the_store(store: Path, tmp_path: Path) -> None:
+    code, out, err = run_cli("history", "report", store, "-o", store)
     assert (code, out) == (2, "") and "exists and is not a folder" in err

@@ -134,13 +134,11 @@ def test_missing_matplotlib_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None
     require(Format.markdown)  # the other formats need nothing more
 
 
-def test_missing_matplotlib_fails_before_reading(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from cli.test_cli_conventions import run_main
+def test_missing_matplotlib_fails_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import run_cli
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    code, out, err = run_main(monkeypatch, capsys, "missing-a.sqlite", "missing-b.sqlite", "-o", "report.html")
+    code, out, err = run_cli("missing-a.sqlite", "missing-b.sqlite", "-o", "report.html")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [f"nsysdiff: error: {charts.INSTALL_HINT}"]
 

@@ -8,18 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import traces_dir
+from conftest import run_cli, traces_dir
 from render.test_render import MakeReport
-from typer.testing import CliRunner
 
 from nsysdiff import api
-from nsysdiff.cli import app, route
 from nsysdiff.render import layout, summary, text
 from nsysdiff.synth.builder import Gpu, TraceBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
-runner = CliRunner()
 
 
 class Tty(io.StringIO):
@@ -38,8 +35,8 @@ def test_width_policy() -> None:
 
 def test_readme_command_1_fits_one_80x40_screen() -> None:
     args = [str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"), "--no-rules"]
-    res = runner.invoke(app, route(args), env={"COLUMNS": "80"})
-    assert res.exit_code == 0, res.output
+    res = run_cli(*args, env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0].startswith("nsysdiff: NOT JUDGED (exit 0)")
     assert len(lines) <= 40 and max(len(line) for line in lines) <= 80
@@ -49,9 +46,9 @@ def test_readme_command_1_fits_one_80x40_screen() -> None:
 def test_diff_honours_columns() -> None:
     args = [str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"), "--no-rules", "--details"]
     for cols in (60, 100, 200):
-        res = runner.invoke(app, route(args), env={"COLUMNS": str(cols)})
+        res = run_cli(*args, env={"COLUMNS": str(cols)})
         assert max(len(line) for line in res.stdout.splitlines()) <= cols
-    wide = runner.invoke(app, route(args), env={"COLUMNS": "200"}).stdout
+    wide = run_cli(*args, env={"COLUMNS": "200"}).stdout
     assert "nvjet_tst_192x128_64x4_2x1_v_bz_coopA_TNN" in wide
 
 
@@ -80,8 +77,8 @@ def _summary_trace(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("width", [60, 80, 140])
 def test_summary_never_cuts_a_number(tmp_path: Path, width: int) -> None:
     path = _summary_trace(tmp_path)
-    res = runner.invoke(app, ["summary", str(path), "--width", str(width)])
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", str(path), "--width", str(width))
+    assert res.exit_code == 0, res.stderr
     lines = res.stdout.splitlines()
     assert max(len(line) for line in lines) <= width
     # Every number shown is whole: each is one the widest rendering shows too.
@@ -94,8 +91,8 @@ def test_summary_never_cuts_a_number(tmp_path: Path, width: int) -> None:
 def test_summary_to_a_file_uses_the_same_policy(tmp_path: Path) -> None:
     path = _summary_trace(tmp_path)
     out = tmp_path / "summary.txt"
-    res = runner.invoke(app, ["summary", str(path), "-o", str(out)], env={"COLUMNS": "72"})
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", str(path), "-o", str(out), env={"COLUMNS": "72"})
+    assert res.exit_code == 0, res.stderr
     assert max(len(line) for line in out.read_text().splitlines()) <= 72
 
 
@@ -107,8 +104,8 @@ def test_summary_header_counts_identical_gpus(tmp_path: Path) -> None:
 
 def test_summary_markdown(tmp_path: Path) -> None:
     path = _summary_trace(tmp_path)
-    res = runner.invoke(app, ["summary", str(path), "--format", "markdown"])
-    assert res.exit_code == 0, res.output
+    res = run_cli("summary", str(path), "--format", "markdown")
+    assert res.exit_code == 0, res.stderr
     assert res.stdout.startswith("### <code>run1_2024.sqlite</code>")
     assert "| kernel | calls | total | mean | p50 | p90 | max | % |" in res.stdout
     assert "| short_kernel | 5 |" in res.stdout
@@ -117,22 +114,22 @@ def test_summary_markdown(tmp_path: Path) -> None:
 @pytest.mark.skipif(not (traces_dir() / "ecf_nvtxonly_baseline.sqlite").exists(), reason="real traces not found")
 def test_nvtx_only_pair_shows_its_ranges() -> None:
     args = [str(traces_dir() / f"ecf_nvtxonly_{n}.sqlite") for n in ("baseline", "poolformer")]
-    first = runner.invoke(app, route([*args, "--no-rules"]), env={"COLUMNS": "80"})
-    assert first.exit_code == 0, first.output
+    first = run_cli(*args, "--no-rules", env={"COLUMNS": "80"})
+    assert first.exit_code == 0, first.stderr
     assert "NVTX ranges by absolute change (10 of 113)" in first.stdout
     assert "find_centers" in first.stdout and "103 more NVTX ranges" in first.stdout
-    full = runner.invoke(app, route([*args, "--no-rules", "--details"]), env={"COLUMNS": "80"})
+    full = run_cli(*args, "--no-rules", "--details", env={"COLUMNS": "80"})
     assert full.stdout.count("NVTX ranges by absolute") == 1  # the compared ranges, once
-    md = runner.invoke(app, route([*args, "--no-rules", "--format", "markdown"]))
+    md = run_cli(*args, "--no-rules", "--format", "markdown")
     assert "### NVTX ranges" in md.stdout and "<summary>NVTX ranges" not in md.stdout  # once
 
 
 def test_by_name_and_launch_needs_the_whole_trace(tmp_path: Path) -> None:
     path = _summary_trace(tmp_path)
-    res = runner.invoke(app, ["summary", str(path), "--by", "name+launch", "--window", "0:1s"])
+    res = run_cli("summary", str(path), "--by", "name+launch", "--window", "0:1s")
     assert res.exit_code == 2
-    split = runner.invoke(app, ["summary", str(path), "--by", "name+launch", "--width", "120"])
-    assert split.exit_code == 0, split.output
+    split = run_cli("summary", str(path), "--by", "name+launch", "--width", "120")
+    assert split.exit_code == 0, split.stderr
     assert "short_kernel [grid 1,1,1, block 128,1,1]" in split.stdout
 
 
@@ -141,16 +138,16 @@ def test_summary_names_demangled(tmp_path: Path) -> None:
     b.kernels("k", [0, 10_000], [1_000, 1_000], demangled="void ns::k<float>(int)")
     b.kernels("k", [20_000], [2_000], demangled="void ns::k<double>(int)")
     path = b.write(tmp_path / "two.sqlite")
-    short = runner.invoke(app, ["summary", str(path), "--width", "100"]).stdout
+    short = run_cli("summary", str(path), "--width", "100").stdout
     assert "k ⟨double⟩" in short and "k ⟨float⟩" in short
-    full = runner.invoke(app, ["summary", str(path), "--width", "100", "--names", "demangled"]).stdout
+    full = run_cli("summary", str(path), "--width", "100", "--names", "demangled").stdout
     assert "void ns::k<double>(int)" in full and "void ns::k<float>(int)" in full
 
 
 def test_by_name_and_launch_refuses_a_saved_fingerprint(tmp_path: Path) -> None:
     path = _summary_trace(tmp_path)
     saved = tmp_path / "fp.json"
-    assert runner.invoke(app, ["fingerprint", str(path), "-o", str(saved)]).exit_code == 0
-    res = runner.invoke(app, ["summary", str(saved), "--by", "name+launch"])
+    assert run_cli("fingerprint", str(path), "-o", str(saved)).exit_code == 0
+    res = run_cli("summary", str(saved), "--by", "name+launch")
     assert res.exit_code == 2
     assert "needs the trace" in res.stderr

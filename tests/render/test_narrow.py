@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from pathlib import Path
 
-import pytest
-from conftest import real_trace
+from conftest import real_trace, run_cli
 
-from nsysdiff import cli
 from nsysdiff.render.layout import break_name
-
-
-def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str | Path) -> str:
-    monkeypatch.setattr(sys, "argv", ["nsysdiff", *map(str, argv)])
-    with pytest.raises(SystemExit):
-        cli.main()
-    return capsys.readouterr().out
 
 
 def test_names_break_where_names_break() -> None:
@@ -41,13 +31,11 @@ def _joined_pieces(table: str) -> list[tuple[str, str]]:
     return out
 
 
-def test_h100_tables_at_80_columns(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_h100_tables_at_80_columns(tmp_path: Path) -> None:
     phases = tmp_path / "phases.yaml"
     phases.write_text("phases:\n  prefill: prefill\n  decode: decode_step\n", encoding="utf-8")
     a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
-    out = run_main(monkeypatch, capsys, a, b, "--phases", phases, "--details", "--no-rules", "--width", "80")
+    out = run_cli(a, b, "--phases", phases, "--details", "--no-rules", "--width", "80").stdout
     assert "…" not in out  # numbers are never cut
     section = out.split("\nPhases\n")[1].split("\n\n")[0]
     assert re.search(r"^prefill +1 → 1 +3\.72 ms +37\.81 ms +10\.16x", section, re.M)
@@ -63,11 +51,9 @@ def test_h100_tables_at_80_columns(
     assert re.search(r"^nvjet_sm90_tst_256x128_64x4_1x2_ .*\nh_bz_coopA_TNT$", top, re.M)
 
 
-def test_noise_at_80_columns_keeps_kind_and_robust(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_noise_at_80_columns_keeps_kind_and_robust() -> None:
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
-    out = run_main(monkeypatch, capsys, "noise", a, b, "--width", "80")
+    out = run_cli("noise", a, b, "--width", "80").stdout
     table = out.split("noise width)\n")[1]
     assert table.splitlines()[0].split() == ["key", "kind", "mean/call", "width", "robust"]
     assert "void at::native" not in out  # kernels by their labels, as the diff names them
@@ -75,15 +61,11 @@ def test_noise_at_80_columns_keeps_kind_and_robust(
     assert re.search(r"^nvjet_sm90_tst_64x16_64x16_4x1_v_bz_ +kernel .*\nTNT$", table, re.M)
 
 
-def test_one_label_per_kernel_in_every_output(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_one_label_per_kernel_in_every_output(tmp_path: Path) -> None:
     a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
     junit = tmp_path / "r.xml"
-    text = run_main(
-        monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--details", "--width", "200", "-o", junit
-    )
-    github = run_main(monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--format", "github")
+    text = run_cli(a, b, "--rules", "batch-invariance", "--details", "--width", "200", "-o", junit).stdout
+    github = run_cli(a, b, "--rules", "batch-invariance", "--format", "github").stdout
     label = "elementwise_kernel ⟨CUDAFunctor_add⟩"
     assert f"outlier · {label}" in text
     assert f"title=outlier%3A {label}" in github
@@ -91,17 +73,15 @@ def test_one_label_per_kernel_in_every_output(
     assert "void at::native::elementwise_kernel<" not in github
 
 
-def test_a_subject_is_never_broken(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_subject_is_never_broken() -> None:
     a, b = real_trace("h100/example_bs1"), real_trace("h100/example_bs16")
-    out = run_main(monkeypatch, capsys, a, b, "--rules", "batch-invariance", "--width", "80")
+    out = run_cli(a, b, "--rules", "batch-invariance", "--width", "80").stdout
     subject = "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_*_cga1x1x1_kernel0"
     assert f"  {subject}\n" in out
     assert "gemm-selection · nvjet_sm90_tst_*_bz\n" in out
 
 
-def test_a_budget_on_each_kernel_names_it_by_its_label(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_a_budget_on_each_kernel_names_it_by_its_label(tmp_path: Path) -> None:
     rules = tmp_path / "each.yaml"
     rules.write_text(
         "version: 1\nrules:\n  - id: each-add\n    kind: budget\n    kernel: CUDAFunctor_add\n    each: true\n"
@@ -109,6 +89,6 @@ def test_a_budget_on_each_kernel_names_it_by_its_label(
         encoding="utf-8",
     )
     a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
-    out = run_main(monkeypatch, capsys, a, b, "--rules", rules, "--details", "--width", "200")
+    out = run_cli(a, b, "--rules", rules, "--details", "--width", "200").stdout
     assert "each-add · elementwise_kernel ⟨CUDAFunctor_add⟩\n" in out
     assert "each-add · void " not in out

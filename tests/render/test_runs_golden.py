@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import runs
-from cli.test_cli_conventions import run_main
+from conftest import run_cli
 
 FORMATS = {
     "screen.80.txt": ("--width", "80"),
@@ -39,14 +39,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_one_run_per_side_is_unchanged(
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     golden: Callable[[str, str], None],
     run_dir: Path,
     suffix: str,
     sides: tuple[str, ...],
 ) -> None:
     monkeypatch.chdir(run_dir)
-    code, out, err = run_main(monkeypatch, capsys, *sides, *FORMATS[suffix])
+    code, out, err = run_cli(*sides, *FORMATS[suffix])
     assert (code, err) == (0, "")
     golden(f"runs/single.{suffix}", out)
 
@@ -54,7 +53,6 @@ def test_one_run_per_side_is_unchanged(
 @pytest.mark.parametrize("suffix", ["screen.80.txt", "details.80.txt", "md", "html"])
 def test_three_runs_against_three(
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     golden: Callable[[str, str], None],
     run_dir: Path,
     suffix: str,
@@ -70,7 +68,7 @@ def test_three_runs_against_three(
         "cand2.sqlite",
         "cand3.sqlite",
     )
-    code, out, err = run_main(monkeypatch, capsys, *argv, *RUN_FORMATS[suffix])
+    code, out, err = run_cli(*argv, *RUN_FORMATS[suffix])
     assert (code, err) == (0, "")
     golden(f"runs/3v3.{suffix}", out)
 

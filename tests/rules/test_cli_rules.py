@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from nsysdiff.cli import app, route
+from nsysdiff.cli import route
 from nsysdiff.rules import KINDS, SECTIONS
-
-runner = CliRunner()
 
 
 def test_rules_is_a_command_not_a_trace() -> None:
@@ -19,8 +17,8 @@ def test_rules_is_a_command_not_a_trace() -> None:
 
 
 def test_list_shows_every_pack_with_counts() -> None:
-    r = runner.invoke(app, ["rules", "list"])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "list")
+    assert r.exit_code == 0, r.stderr
     # One entry a pack, its description wrapped under it (indented).
     lines = [line for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert [line.split()[0] for line in lines] == ["batch-invariance", "default", "strict", "tpot"]
@@ -30,8 +28,8 @@ def test_list_shows_every_pack_with_counts() -> None:
 
 @pytest.mark.parametrize("name", [*KINDS, *SECTIONS])
 def test_explain_every_kind(name: str) -> None:
-    r = runner.invoke(app, ["rules", "explain", name])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "explain", name)
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines()[0].split()[1] == f"{name}:"
     documented = KINDS[name].options if name in KINDS else SECTIONS[name].options
     for option in documented:
@@ -39,15 +37,15 @@ def test_explain_every_kind(name: str) -> None:
 
 
 def test_explain_a_pack_rule() -> None:
-    r = runner.invoke(app, ["rules", "explain", "dz-split-k"])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "explain", "dz-split-k")
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("rule dz-split-k: danger-zone, level warning (rules/batch-invariance.yaml:")
     assert "in packs: batch-invariance, strict" in r.stdout
     assert "Split-K divides the reduction dimension" in r.stdout
 
 
 def test_explain_unknown() -> None:
-    r = runner.invoke(app, ["rules", "explain", "nope"])
+    r = run_cli("rules", "explain", "nope")
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
@@ -58,7 +56,7 @@ def test_explain_unknown() -> None:
 
 
 def test_explain_suggests_a_close_name() -> None:
-    r = runner.invoke(app, ["rules", "explain", "tpt"])
+    r = run_cli("rules", "explain", "tpt")
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr == (
         "nsysdiff: error: 'tpt' is no pack, rule, kind or section; did you mean 'tpot'? (packs: "
@@ -68,8 +66,8 @@ def test_explain_suggests_a_close_name() -> None:
 
 
 def test_explain_a_pack() -> None:
-    r = runner.invoke(app, ["rules", "explain", "tpot"])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "explain", "tpot")
+    assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "pack tpot: 21 rules (rules/tpot.yaml)"
     assert lines[1] == ""
@@ -83,15 +81,15 @@ def test_validate_ok(tmp_path: Path) -> None:
         "    expires: 2030-01-01\n",
         encoding="utf-8",
     )
-    r = runner.invoke(app, ["rules", "validate", str(path)])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "validate", str(path))
+    assert r.exit_code == 0, r.stderr
     assert r.stdout == f"ok: {path} (21 rules, 1 waiver)\n"
 
 
 def test_validate_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("version: 1\nrules:\n  - id: t\n    kind: nope\n", encoding="utf-8")
-    r = runner.invoke(app, ["rules", "validate", str(path)])
+    r = run_cli("rules", "validate", str(path))
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
@@ -101,19 +99,16 @@ def test_validate_error(tmp_path: Path) -> None:
 
 
 def test_validate_every_pack() -> None:
-    r = runner.invoke(app, ["rules", "validate", "default", "tpot", "batch-invariance", "strict"])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", "validate", "default", "tpot", "batch-invariance", "strict")
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("ok: default, tpot, batch-invariance, strict (")
 
 
 @pytest.mark.parametrize("argv", [["list"], ["explain", "tpot"], ["explain", "budget"], ["explain", "waivers"]])
 def test_rules_documentation_fits_the_width(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Pack descriptions and option docs wrap to COLUMNS like every report (they ran to 450)."""
-    from typer.testing import CliRunner
-
-    from nsysdiff import cli
 
     monkeypatch.setenv("COLUMNS", "60")
-    r = CliRunner().invoke(cli.app, ["rules", *argv])
-    assert r.exit_code == 0, r.output
+    r = run_cli("rules", *argv)
+    assert r.exit_code == 0, r.stderr
     assert max(len(line) for line in r.stdout.splitlines()) <= 60

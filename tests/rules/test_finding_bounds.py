@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from nsysdiff.cli import app
 from nsysdiff.rules.engine import MAX_FINDINGS_PER_RULE
 from nsysdiff.synth.builder import TraceBuilder
 
@@ -32,7 +31,7 @@ def test_findings_per_rule_are_bounded(tmp_path: Path) -> None:
         "    metric: total_time\n    max_ratio: 1.1x\n",
         encoding="utf-8",
     )
-    r = CliRunner().invoke(app, ["diff", str(base), str(cand), "--rules", str(rules), "--format", "json"])
+    r = run_cli("diff", str(base), str(cand), "--rules", str(rules), "--format", "json")
     assert r.exit_code == 1, r.stderr
     doc = json.loads(r.stdout)
     mine = [f for f in doc["findings"] if f["rule_id"] == "each"]
@@ -41,7 +40,7 @@ def test_findings_per_rule_are_bounded(tmp_path: Path) -> None:
     assert mine[-1]["subject"] == f"{KERNELS - MAX_FINDINGS_PER_RULE} more findings" and not mine[-1]["fails"]
     listed = {f["subject"] for f in mine[:-1]}
     gone = next(f"kernel_{i:03d}" for i in range(KERNELS) if f"kernel_{i:03d}" not in listed)
-    github = CliRunner().invoke(app, ["diff", str(base), str(cand), "--rules", str(rules), "--format", "github"])
+    github = run_cli("diff", str(base), str(cand), "--rules", str(rules), "--format", "github")
     assert github.exit_code == 1
     assert len(github.stdout.splitlines()) == MAX_FINDINGS_PER_RULE + 2  # the note and the verdict
     assert f"each: {gone}" not in github.stdout
@@ -56,13 +55,13 @@ def test_a_waiver_still_sees_a_finding_beyond_the_bound(tmp_path: Path) -> None:
     rules = tmp_path / "r.yaml"
     rules.write_text(rule, encoding="utf-8")
     args = ["diff", str(base), str(cand), "--rules", str(rules), "--format", "json"]
-    listed = {f["subject"] for f in json.loads(CliRunner().invoke(app, args).stdout)["findings"]}
+    listed = {f["subject"] for f in json.loads(run_cli(*args).stdout)["findings"]}
     gone = next(f"kernel_{i:03d}" for i in range(KERNELS) if f"kernel_{i:03d}" not in listed)
     rules.write_text(
         rule + f"waivers:\n  - rule: each\n    subject: {gone}\n    reason: known\n    expires: 2999-01-01\n",
         encoding="utf-8",
     )
-    r = CliRunner().invoke(app, args)
+    r = run_cli(*args)
     assert r.exit_code == 1 and "matches no finding" not in r.stderr
     waived = [f for f in json.loads(r.stdout)["findings"] if f["subject"] == gone]
     assert len(waived) == 1 and waived[0]["waived"]

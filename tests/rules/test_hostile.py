@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from nsysdiff.cli import app
 from nsysdiff.errors import RuleError, UsageError
 from nsysdiff.fingerprint.scope import load_phases
 from nsysdiff.rules import load_rules
@@ -57,7 +56,7 @@ def test_hostile_rule_file(name: str, message: str) -> None:
 
 @pytest.mark.parametrize("name", ["nul.yaml", "deep.yaml", "extends-absolute.yaml"])
 def test_hostile_rule_file_through_the_cli(name: str) -> None:
-    r = CliRunner().invoke(app, ["rules", "validate", str(HOSTILE / name)])
+    r = run_cli("rules", "validate", str(HOSTILE / name))
     assert r.exit_code == 2
     assert r.stdout == ""
     assert len(r.stderr.splitlines()) == 1

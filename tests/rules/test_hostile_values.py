@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from nsysdiff.cli import app
 from nsysdiff.errors import RuleError, UsageError
 from nsysdiff.fingerprint.scope import load_phases, options
 from nsysdiff.rules import load_rules
@@ -60,8 +59,8 @@ def test_dates_and_huge_numbers_load_or_fail_in_one_line(tmp_path: Path, text: s
         load_rules([str(path)])  # a date-shaped description is a string, and fine
     except RuleError as e:
         assert "\n" not in str(e) and str(path) in str(e)
-    r = CliRunner().invoke(app, ["rules", "validate", str(path)])
-    assert r.exit_code in (0, 2) and "Traceback" not in r.output
+    r = run_cli("rules", "validate", str(path))
+    assert r.exit_code in (0, 2) and "Traceback" not in r.stderr
 
 
 def test_a_date_shaped_description_is_a_string(tmp_path: Path) -> None:
@@ -91,8 +90,8 @@ def test_every_limit_is_a_finite_number_in_its_domain(tmp_path: Path, key: str, 
     path = _write(tmp_path, BUDGET.format(selector=selector, metric=metric, key=key, value=value))
     message = _refused(path)
     assert ":7:" in message or ":7" in message, message
-    r = CliRunner().invoke(app, ["rules", "validate", str(path)])
-    assert r.exit_code == 2 and "Traceback" not in r.output
+    r = run_cli("rules", "validate", str(path))
+    assert r.exit_code == 2 and "Traceback" not in r.stderr
 
 
 def test_a_name_too_long_for_the_file_system(tmp_path: Path) -> None:

@@ -13,14 +13,12 @@ import csv
 import io
 import json
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, traces_dir
+from conftest import run_cli, traces_dir
 from render.test_render import hostile_findings, hostile_specs
 
 from nsysdiff.render import Format, github, markdown, render
@@ -179,13 +177,8 @@ def _hostile_trace(path: Path) -> Path:
     return b.write(path)
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "nsysdiff", *args], capture_output=True, text=True, env=full, timeout=120
-    )
+# Wide enough that no name is broken across lines: what is checked is each name whole.
+WIDE = {"COLUMNS": "200"}
 
 
 @pytest.fixture(scope="module")
@@ -194,8 +187,8 @@ def hostile_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_summary_prints_names_as_text(hostile_trace: Path) -> None:
-    r = _run("summary", str(hostile_trace), "--top", "50")
-    assert r.returncode == 0, r.stderr
+    r = run_cli("summary", str(hostile_trace), "--top", "50", env=WIDE)
+    assert r.exit_code == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert "{ForeignNode[/ConstantOfShape_3_.../ScatterND_23]}" in r.stdout
     assert "[bold]not bold[/bold]" in r.stdout
@@ -206,14 +199,14 @@ def test_summary_prints_names_as_text(hostile_trace: Path) -> None:
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json", "junit", "github"])
 def test_diff_in_github_actions_injects_nothing(hostile_trace: Path, tmp_path: Path, fmt: str) -> None:
     summary = tmp_path / "summary.md"
-    r = _run(
-        str(hostile_trace),
-        str(hostile_trace),
+    r = run_cli(
+        hostile_trace,
+        hostile_trace,
         "--format",
         fmt,
-        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+        env={**WIDE, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
     )
-    assert r.returncode == 0, r.stderr
+    assert r.exit_code == 0, r.stderr
     own = [line for line in r.stdout.splitlines() if re.match(r"^::(error|warning|notice)[ :]", line)]
     assert_inert(r.stdout, commands=len(own))
     assert_inert(summary.read_text())
@@ -223,27 +216,27 @@ def test_nvtx_only_real_trace_summary() -> None:
     trace = traces_dir() / "ecf_nvtxonly_poolformer.sqlite"
     if not trace.exists():
         pytest.skip("real traces not found")
-    r = _run("summary", str(trace), "--top", "2000")
-    assert r.returncode == 0, r.stderr
+    r = run_cli("summary", str(trace), "--top", "2000", env=WIDE)
+    assert r.exit_code == 0, r.stderr
     assert "ForeignNode[/ConstantOfShape_3_" in r.stdout
 
 
 def test_new_sections_and_formats_inject_nothing(hostile_trace: Path, tmp_path: Path) -> None:
     """NVTX ranges (--details and the NVTX-only first screen), CSV files and the
     summary as Markdown carry hostile names inertly."""
-    details = _run(str(hostile_trace), str(hostile_trace), "--no-rules", "--details")
-    assert details.returncode == 0, details.stderr
+    details = run_cli(str(hostile_trace), str(hostile_trace), "--no-rules", "--details", env=WIDE)
+    assert details.exit_code == 0, details.stderr
     assert "NVTX ranges by absolute time" in details.stdout
     assert_inert(details.stdout)
     out = tmp_path / "csv"
     out.mkdir()
-    csv_run = _run(str(hostile_trace), str(hostile_trace), "--no-rules", "--format", "csv", "-o", str(out))
-    assert csv_run.returncode == 0, csv_run.stderr
+    csv_run = run_cli(str(hostile_trace), str(hostile_trace), "--no-rules", "--format", "csv", "-o", str(out), env=WIDE)
+    assert csv_run.exit_code == 0, csv_run.stderr
     for doc in [csv_run.stdout, *(p.read_text() for p in out.iterdir())]:
         assert_inert(doc)
         cells = [c for row in csv.reader(io.StringIO(doc)) for c in row]
         assert not any(c.startswith(("=", "+", "@")) for c in cells)
-    md = _run("summary", str(hostile_trace), "--format", "markdown", "--top", "50")
-    assert md.returncode == 0, md.stderr
+    md = run_cli("summary", str(hostile_trace), "--format", "markdown", "--top", "50", env=WIDE)
+    assert md.exit_code == 0, md.stderr
     assert_inert(md.stdout)
     assert "[bold]" not in md.stdout  # brackets are entities in Markdown

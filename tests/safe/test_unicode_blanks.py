@@ -5,15 +5,13 @@ command unless it is neutralised. Every format, every blank."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import run_cli
 from render.test_render import hostile_findings, hostile_specs
 
 from nsysdiff.render import Format, render
@@ -88,16 +86,11 @@ def test_text_report_of_a_wrapping_name_end_to_end(tmp_path: Path) -> None:
         b.launch(WRAPPING, 0, 3_000, 2_000 + i)
         b.launch("gemm", 10_000, 13_000, 2_000)
         runs.append(str(b.write(tmp_path / f"t{i}.sqlite")))
-    import os
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
     for args in (
         [runs[0], runs[1], "--details"],
         ["summary", runs[0]],
         ["--base", *runs, "--candidate", *reversed(runs), "--details"],
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", "nsysdiff", *args], capture_output=True, text=True, env=env, timeout=120, check=False
-        )
-        assert r.returncode in (0, 3), r.stderr
+        r = run_cli(*args, env={"COLUMNS": "80"})
+        assert r.exit_code in (0, 3), r.stderr
         assert runner_commands(r.stdout) == [] and runner_commands(r.stderr) == []

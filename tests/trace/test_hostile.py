@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.cli import app, route
 from nsysdiff.errors import ExitCode, TraceError
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.synth.writer import tamper
@@ -47,11 +46,6 @@ def _fails(path: Path, *parts: str) -> str:
     for part in parts:
         assert part in message
     return message
-
-
-def _cli(*args: object) -> tuple[int, str]:
-    result = CliRunner().invoke(app, route([str(a) for a in args]))
-    return result.exit_code, result.stderr
 
 
 # --- types nsys never writes ------------------------------------------------------------
@@ -122,7 +116,7 @@ SCOPED_CLI_CASES = {
 def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
     sql, options, table = SCOPED_CLI_CASES[case]
     path = tamper(_trace(tmp_path / "t.sqlite"), sql)
-    code, err = _cli("summary", *options, path)
+    code, _, err = run_cli("summary", *options, path)
     assert code == int(ExitCode.BAD_INPUT), err
     assert err.count("\n") == 1 and table in err and "rowid" in err
 
@@ -133,7 +127,7 @@ def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
 def test_end_before_start(tmp_path: Path) -> None:
     path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {KERNEL} SET "end" = start - 19000 WHERE rowid IN (6, 9)')
     message = _fails(path, KERNEL, "2 row(s)", "ending before they start", "first rowid 6")
-    code, err = _cli("summary", path)
+    code, _, err = run_cli("summary", path)
     assert (code, err) == (int(ExitCode.BAD_INPUT), f"nsysdiff: error: {message}\n")
 
 
@@ -259,7 +253,7 @@ def test_table_names_are_never_spliced_into_sql(tmp_path: Path) -> None:
 
 def test_error_text_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     path = tmp_path / "two\nlines.sqlite"
-    code, err = _cli("summary", path)
+    code, _, err = run_cli("summary", path)
     assert code == int(ExitCode.BAD_INPUT)
     assert err.count("\n") == 1 and "Traceback" not in err
 
@@ -460,7 +454,7 @@ def test_scoped_reads_refuse_impossible_rows(tmp_path: Path, case: str, scope: t
     if value == "PHASES":
         value = str(tmp_path / "phases.yaml")
         Path(value).write_text("phases:\n  one: step 1\n", encoding="utf-8")
-    code, err = _cli("summary", path, option, value)
+    code, _, err = run_cli("summary", path, option, value)
     assert code == int(ExitCode.BAD_INPUT), err
     assert err.startswith(f"nsysdiff: error: {path}: ") and err.count("\n") == 1
     for part in parts:

@@ -6,15 +6,15 @@ import io
 import os
 import pty
 import subprocess
-import sys
-from pathlib import Path
+
+from conftest import NSYSDIFF, ROOT, run_process
 
 from nsysdiff import api
 from nsysdiff.trace import progress
 
-ROOT = Path(__file__).resolve().parents[2]
 CASCADE = ROOT / "examples" / "cascade"
-DIFF = [sys.executable, "-m", "nsysdiff", str(CASCADE / "bs1.sqlite"), str(CASCADE / "bs16.sqlite"), "--no-rules"]
+ARGS = (CASCADE / "bs1.sqlite", CASCADE / "bs16.sqlite", "--no-rules")
+DIFF = [*NSYSDIFF, *map(str, ARGS)]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -57,7 +57,7 @@ def test_silent_with_quiet_in_ci_and_off_a_terminal() -> None:
         out, err = _run_with_stderr_on_a_pty(args, env)
         assert "reading" not in err, (args, env)
         assert out.startswith("nsysdiff: NOT JUDGED")
-    piped = subprocess.run(DIFF, capture_output=True, text=True, env=_env(), cwd=ROOT)
+    piped = run_process(*ARGS, env={"CI": None, "GITHUB_ACTIONS": None, "COLUMNS": None})
     assert piped.stderr == "" and piped.stdout.startswith("nsysdiff: NOT JUDGED")
 
 

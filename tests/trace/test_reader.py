@@ -13,14 +13,12 @@ import os
 import shutil
 import sqlite3
 import stat
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import real_traces
+from conftest import real_traces, run_process
 
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
@@ -525,17 +523,11 @@ def test_graph_mode_detected(tmp_path: Path) -> None:
 
 
 def run_summary(path: Path, *args: str) -> str:
-    """`python -m nsysdiff summary PATH ARGS` in a real process (no shared state)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "nsysdiff", "summary", str(path), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "160"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
-    return proc.stdout
+    """`python -m nsysdiff summary PATH ARGS` in a real process (no shared state), which passes silently."""
+    code, out, err = run_process("summary", path, *args, env={"COLUMNS": "160"})
+    assert code == 0, err
+    assert err == ""
+    return out
 
 
 def snapshot(directory: Path) -> dict[str, tuple[str, int, int]]:

@@ -9,14 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from nsysdiff.cli import app
 from nsysdiff.errors import ExitCode, TraceError
 from nsysdiff.synth.builder import TraceBuilder
 from nsysdiff.trace import schema, sides
-
-runner = CliRunner()
 
 # A query of ~10^9 steps: minutes when nothing stops it.
 _LONG = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"
@@ -152,8 +149,8 @@ def test_a_stopped_read_says_so_and_is_not_a_damaged_file(trace: Path) -> None:
 def test_diff_names_the_bad_side(tmp_path: Path, trace: Path) -> None:
     missing = tmp_path / "missing.sqlite"
     for args, named in (([str(trace), str(missing)], missing), ([str(missing), str(trace)], missing)):
-        r = runner.invoke(app, ["diff", *args])
+        r = run_cli("diff", *args)
         assert r.exit_code == ExitCode.BAD_INPUT
-        assert r.output.strip() == f"nsysdiff: error: {named}: no such file"
-    both = runner.invoke(app, ["diff", str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")])
-    assert both.output.strip() == f"nsysdiff: error: {tmp_path / 'a.sqlite'}: no such file"
+        assert (r.stdout, r.stderr) == ("", f"nsysdiff: error: {named}: no such file\n")
+    both = run_cli("diff", str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite"))
+    assert (both.stdout, both.stderr) == ("", f"nsysdiff: error: {tmp_path / 'a.sqlite'}: no such file\n")

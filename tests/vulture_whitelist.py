@@ -1,0 +1,41 @@
+"""The names of nsysdiff that are used, but not by a name vulture can see called.
+
+tests/test_dead_code.py reads this file as a caller, so a name listed here counts as used.
+It lists only what a framework, a library or a field-by-field reader uses: the public API
+is used by the tests and the example notebook, and typer's commands are known by their
+decorators. Each entry looks its name up, so that importing this file (as the test does)
+fails on an entry whose name is gone: delete the entry with the name.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from nsysdiff.cli import root
+from nsysdiff.fingerprint import steps
+from nsysdiff.history import changes
+from nsysdiff.render import layout, page
+from nsysdiff.safe import regex
+
+USED = (
+    # click calls these on an argument while it builds the usage line and the help.
+    root._PlainArgument.get_usage_pieces,
+    root._PlainArgument.display_type_rich,
+    # Assigned to give an argument typer made the class above; Python reads it on every lookup.
+    object.__class__,
+    # textwrap.TextWrapper calls it for a word longer than the line.
+    layout._Wrapper._handle_long_word,
+    # Read by the libraries they configure: RE2 from its options, sqlite3 from the connection.
+    regex._OPTIONS.log_errors,
+    sqlite3.Connection.text_factory,
+    # Fields read by name: StepParts.of looks a part's field up by the part's value, and the
+    # history's JSON writes every slot of a Step.
+    steps.StepParts.sync_ns,
+    steps.StepParts.host_ns,
+    changes.Step.before_runs,
+    changes.Step.after_runs,
+    # No caller: delete each with its entry here.
+    steps.StepParts.gpu_busy_ns,
+    steps.as_series,
+    page.Column.numeric,
+)
