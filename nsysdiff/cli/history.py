@@ -10,11 +10,12 @@ from typing import Annotated
 import typer
 
 from nsysdiff import api
+from nsysdiff.cli import outputs
 from nsysdiff.cli.options import NvtxOpt, OriginOpt, PerOpt, QuietOpt, SkipOpt, WidthOpt, WindowOpt, rows, write
 from nsysdiff.cli.root import CONTEXT, Command, app, handled, notify
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import scope
-from nsysdiff.history.store import KINDS
+from nsysdiff.history.store import KINDS, store_path
 from nsysdiff.render import layout
 from nsysdiff.trace import progress, sides
 
@@ -54,6 +55,8 @@ def history_add(
 ) -> None:
     """Append runs to a store (created on the first run); earlier entries are never rewritten."""
     opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)
+    # The store is written: it must be none of the runs, whichever link leads there.
+    outputs.refuse_inputs(store_path(store), outputs.existing(runs))
     with progress.reading(quiet) as report_progress:
         added = sides.read_one(
             lambda: api.history_add(
@@ -168,9 +171,10 @@ def history_report(
         raise UsageError(f"--output {output}: exists and is not a folder")
     board = api.history_dashboard(store, ref, top=top, max_pvalue=max_pvalue, window=window, last=last)
     site = history_html.pages(board)
-    source = Path(board.store).resolve()
-    if any((output / name).resolve() == source for name in site):
-        raise UsageError(f"--output {output}: would overwrite the store {board.store}")
+    # By file identity, not by resolved path: a page hard-linked to the store resolves to
+    # a path of its own, and writing it would replace the store's bytes.
+    store_file = Path(board.store)
+    outputs.files_in(output, site, outputs.existing([store_file]), "--output")
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -362,13 +362,11 @@ HOSTILE_REPLIES: dict[str, bytes] = {
 
 
 @pytest.mark.parametrize("case", list(HOSTILE_REPLIES))
-def test_a_hostile_server_is_one_neutral_line(
-    case: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_hostile_server_is_one_neutral_line(case: str, env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     server = RawServer(lambda head: HOSTILE_REPLIES[case])
     monkeypatch.setenv("GITHUB_API_URL", server.url)
     try:
-        code, out, err = _comment(monkeypatch, capsys, env)
+        code, out, err = _comment(env)
     finally:
         server.close()
     assert code == 0, err
@@ -380,7 +378,7 @@ def test_a_hostile_server_is_one_neutral_line(
 
 @pytest.mark.parametrize("where", ["another host", "another port"])
 def test_the_token_never_follows_a_redirect_to_another_origin(
-    where: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    where: str, env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     catcher = RawServer(lambda head: _json_reply("200 OK", b"[]"))
     port = catcher.url.rsplit(":", 1)[1]
@@ -394,7 +392,7 @@ def test_the_token_never_follows_a_redirect_to_another_origin(
         )
     monkeypatch.setenv("GITHUB_API_URL", api.url)
     try:
-        code, _, err = _comment(monkeypatch, capsys, env)
+        code, _, err = _comment(env)
     finally:
         api.close()
         catcher.close()
@@ -402,9 +400,7 @@ def test_the_token_never_follows_a_redirect_to_another_origin(
     assert not any(TOKEN.encode() in h for h in catcher.heads), "the token left the API's origin"
 
 
-def test_a_dripping_server_meets_the_deadline(
-    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_dripping_server_meets_the_deadline(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
     reply = _json_reply("200 OK", b"[]")
@@ -413,7 +409,7 @@ def test_a_dripping_server_meets_the_deadline(
     monkeypatch.setattr(github_api, "DEADLINE", 2.0)
     started = time.monotonic()
     try:
-        code, _, err = _comment(monkeypatch, capsys, env)
+        code, _, err = _comment(env)
     finally:
         server.close()
     assert code == 0 and "no complete answer within" in err, err
@@ -421,22 +417,20 @@ def test_a_dripping_server_meets_the_deadline(
 
 
 @pytest.mark.parametrize("which", ["report", "event"])
-def test_fifos_and_deep_payloads_are_refused_at_once(
-    which: str, env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_fifos_and_deep_payloads_are_refused_at_once(which: str, env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     fifo = env / "fifo"
     os.mkfifo(fifo)
     if which == "report":
-        code, _, err = run_main(monkeypatch, capsys, "comment", fifo)
+        code, _, err = run_cli("comment", fifo)
         assert code == 2 and "not a regular file" in err, err
         return
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(fifo))
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 2 and "not a regular file" in err, err
     deep = env / "deep.json"
     deep.write_bytes(DEEP)
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(deep))
-    code, _, err = _comment(monkeypatch, capsys, env)
+    code, _, err = _comment(env)
     assert code == 2 and "nested too deeply" in err and "Traceback" not in err, err
