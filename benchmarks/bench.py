@@ -840,7 +840,7 @@ def _size(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n / 1e6:g}M"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--kernels",
@@ -868,7 +868,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--scoped-summary", action="store_true", help="scoped summaries instead of scoped diffs")
     ap.add_argument("--mem-cap-gb", type=float, default=4.0, help="address-space cap of every child")
     ap.add_argument("--phases", action="store_true", help="also time each reader call in-process")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     tmp = None
     if args.keep:
@@ -901,53 +905,64 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
         rows: list[Row] = []
-        real = traces_dir()
-        shapes = ["kernel-heavy"] if args.no_nvtx else args.shape
         for n in args.kernels:
-            if not all((real / s).is_file() for s in SEEDS):
-                print(f"real traces not found in {real}: inflated case skipped", flush=True)
-            for shape in shapes if all((real / s).is_file() for s in SEEDS) else ():
-                nvtx = shape == "NVTX-dense"
-                kind = "nvtx" if nvtx else "activity"
-                pair = [work / f"inflated_{kind}_{n}_{side}.sqlite" for side in ("before", "after")]
-                for seed, dst in zip(SEEDS, pair, strict=True):
-                    if not dst.exists():
-                        t = time.perf_counter()
-                        inflate(real / seed, dst, n, nvtx=nvtx)
-                        print(f"inflated {seed} -> {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
-                label = f"{_size(n)} {shape}"
-                if not args.only_many:
-                    rows += measure_pair(label, pair[0], pair[1], plan)
-                if args.many:
-                    rows += measure_many(label, pair, args.many, plan)
-            if args.synthetic:
-                pair = [work / f"synthetic_{n}_{side}.sqlite" for side in ("base", "cand")]
-                for dst, cand in zip(pair, (False, True), strict=True):
-                    if not dst.exists():
-                        t = time.perf_counter()
-                        build_apart(dst, n, candidate=cand)
-                        print(f"built {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
-                rows += measure_pair(f"{_size(n)} synthetic", pair[0], pair[1], plan)
-        print()
-        print(table(rows))
-        if args.phases:
-            print("\nin-process seconds per phase (reader calls, then the numpy reduction):")
-            for path in sorted(work.glob("*.sqlite")):
-                spent = phases(path)
-                cells = ", ".join(f"{k} {v:.3f}" for k, v in spent.items())
-                print(f"  {path.name}: {cells}; total {sum(spent.values()):.3f}")
-        missed = [r.case for r in rows if not (r.ok and r.within_memory)]
-        print(
-            f"\n{len(rows) - len(missed)} of {len(rows)} targets met"
-            + (f"; missed: {', '.join(missed)}" if missed else "")
-        )
-        broken = [r.case for r in rows if not r.within_memory]
-        if broken:
-            print(f"memory bound ({MEMORY_BOUND // MB} MB) broken or command failed: {', '.join(broken)}")
-            return 1
+            rows += _measure_size(n, args, plan)
+        return _report(rows, args, work)
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _measure_size(n: int, args: argparse.Namespace, plan: Plan) -> list[Row]:
+    """The rows of one trace size: the inflated real traces per shape, and the synthetic pair."""
+    rows: list[Row] = []
+    real, work = traces_dir(), plan.work
+    shapes = ["kernel-heavy"] if args.no_nvtx else args.shape
+    if not all((real / s).is_file() for s in SEEDS):
+        print(f"real traces not found in {real}: inflated case skipped", flush=True)
+    for shape in shapes if all((real / s).is_file() for s in SEEDS) else ():
+        nvtx = shape == "NVTX-dense"
+        kind = "nvtx" if nvtx else "activity"
+        pair = [work / f"inflated_{kind}_{n}_{side}.sqlite" for side in ("before", "after")]
+        for seed, dst in zip(SEEDS, pair, strict=True):
+            if not dst.exists():
+                t = time.perf_counter()
+                inflate(real / seed, dst, n, nvtx=nvtx)
+                print(f"inflated {seed} -> {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
+        label = f"{_size(n)} {shape}"
+        if not args.only_many:
+            rows += measure_pair(label, pair[0], pair[1], plan)
+        if args.many:
+            rows += measure_many(label, pair, args.many, plan)
+    if args.synthetic:
+        pair = [work / f"synthetic_{n}_{side}.sqlite" for side in ("base", "cand")]
+        for dst, cand in zip(pair, (False, True), strict=True):
+            if not dst.exists():
+                t = time.perf_counter()
+                build_apart(dst, n, candidate=cand)
+                print(f"built {dst.name} in {time.perf_counter() - t:.1f} s", flush=True)
+        rows += measure_pair(f"{_size(n)} synthetic", pair[0], pair[1], plan)
+    return rows
+
+
+def _report(rows: Sequence[Row], args: argparse.Namespace, work: Path) -> int:
+    """The table, the phases when asked, and the targets met; 1 when a memory bound broke."""
+    print()
+    print(table(rows))
+    if args.phases:
+        print("\nin-process seconds per phase (reader calls, then the numpy reduction):")
+        for path in sorted(work.glob("*.sqlite")):
+            spent = phases(path)
+            cells = ", ".join(f"{k} {v:.3f}" for k, v in spent.items())
+            print(f"  {path.name}: {cells}; total {sum(spent.values()):.3f}")
+    missed = [r.case for r in rows if not (r.ok and r.within_memory)]
+    print(
+        f"\n{len(rows) - len(missed)} of {len(rows)} targets met" + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
+    broken = [r.case for r in rows if not r.within_memory]
+    if broken:
+        print(f"memory bound ({MEMORY_BOUND // MB} MB) broken or command failed: {', '.join(broken)}")
+        return 1
     return 0
 
 

@@ -723,26 +723,33 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
         problems.append(f"new files beside the inputs: {new}")
     fmt = case.argv[case.argv.index("--format") + 1] if "--format" in case.argv else "json"
     for where, data in docs.items():
-        text = data.decode("utf-8", "replace")
         # nsysdiff's own annotations: the github format, or any format in a workflow.
         own = where == "stdout" and (fmt == "github" or case.env.get("GITHUB_ACTIONS") == "true")
-        for line in text.split("\n"):
-            line = line.rstrip("\r")
-            if "##[" in line:
-                problems.append(f"injected command in {where}: {line[:80]!r}")
-            elif line.lstrip(BLANKS).startswith("::"):
-                # nsysdiff's own annotations start the line; after any blank it is injected.
-                m = _OWN_ANNOTATION.match(line)
-                if not own or m is None or MARKER in line[: m.end()] or line[m.end() :].startswith(MARKER):
-                    problems.append(f"injected command in {where}: {line[:80]!r}")
-        for ch, label in ((b"\x1b", "ESC"), (b"\x07", "BEL"), (b"\x00", "NUL")):
-            if ch in data:
-                problems.append(f"{label} in {where}")
+        problems += _injected(where, data, own)
     if fmt == "html" and code in (0, 1, 3) and (out.count(b"<script") != 1 or _HTML_INJECTED.search(out)):
         problems.append("markup injected into the HTML report")
     summary_md = docs.get("step-summary.md", b"")
     if (fmt == "markdown" and len(out) > MARKDOWN_LIMIT) or len(summary_md) > MARKDOWN_LIMIT:
         problems.append("markdown past GitHub's 1 MiB step-summary limit")
+    return problems
+
+
+def _injected(where: str, data: bytes, own: bool) -> list[str]:
+    """Workflow commands and terminal controls in one output (``own``: it may carry
+    nsysdiff's own annotations)."""
+    problems = []
+    for line in data.decode("utf-8", "replace").split("\n"):
+        line = line.rstrip("\r")
+        if "##[" in line:
+            problems.append(f"injected command in {where}: {line[:80]!r}")
+        elif line.lstrip(BLANKS).startswith("::"):
+            # nsysdiff's own annotations start the line; after any blank it is injected.
+            m = _OWN_ANNOTATION.match(line)
+            if not own or m is None or MARKER in line[: m.end()] or line[m.end() :].startswith(MARKER):
+                problems.append(f"injected command in {where}: {line[:80]!r}")
+    for ch, label in ((b"\x1b", "ESC"), (b"\x07", "BEL"), (b"\x00", "NUL")):
+        if ch in data:
+            problems.append(f"{label} in {where}")
     return problems
 
 

@@ -9,8 +9,6 @@ from typing import Any
 from nsysdiff.fingerprint.categories import categorize
 from nsysdiff.fingerprint.families import family
 from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
@@ -20,8 +18,8 @@ from nsysdiff.fingerprint.model import (
     fingerprint_to_json,
 )
 from nsysdiff.fingerprint.reduce import group_by
-from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, Step, StepPart, StepParts, Steps
-from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
+from nsysdiff.fingerprint.steps import HostCalls, Step, StepPart, StepParts, Steps
+from nsysdiff.trace.records import QUANTILE_GRID, ApiStats, CallTimes, CopyStats, GpuInfo, HostFamily, LaunchConfig
 
 
 def kernel(

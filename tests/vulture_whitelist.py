@@ -14,7 +14,7 @@ import sqlite3
 from nsysdiff.cli import root
 from nsysdiff.fingerprint import steps
 from nsysdiff.history import changes
-from nsysdiff.render import layout, page
+from nsysdiff.render import charts, html, layout, page
 from nsysdiff.safe import regex
 
 USED = (
@@ -34,6 +34,9 @@ USED = (
     steps.StepParts.host_ns,
     changes.Step.before_runs,
     changes.Step.after_runs,
+    # Fields the Jinja2 templates read (nsysdiff/render/templates/), where vulture can't look.
+    charts.Chart.caption,
+    html.Section.last_class,
     # No caller: delete each with its entry here.
     steps.StepParts.gpu_busy_ns,
     steps.as_series,

@@ -139,6 +139,24 @@ def assess(
     """(reasons, notes): reasons make the verdict inconclusive, notes are reported."""
     reasons: list[str] = []
     notes: list[str] = []
+    _data(base, cand, reasons, notes)
+    if _scope_key(base.scope) != _scope_key(cand.scope):
+        reasons.append(
+            f"the sides cover different scopes (base: {describe(base.scope)}; candidate: "
+            f"{describe(cand.scope)}); give both the same --window/--nvtx/--per/--skip-first"
+        )
+    elif base.scope.per and bool(base.scope.steps) != bool(cand.scope.steps):
+        reasons.append(f"only one side counted {base.scope.per} steps: per-step figures can't be compared")
+    gpu = _gpu_difference(base, cand, require_same_gpu)
+    if gpu is not None:
+        (reasons if require_same_gpu else notes).append(gpu)
+    notes += _capture_notes(base, cand)
+    return tuple(reasons), tuple(notes)
+
+
+def _data(base: Fingerprint, cand: Fingerprint, reasons: list[str], notes: list[str]) -> None:
+    """What the sides' data is compared by (kernels, NVTX ranges, graphs), and whether
+    either side lacks it."""
     basis = basis_of(base, cand)
     if basis == "nvtx":
         notes.append(
@@ -166,31 +184,25 @@ def assess(
             f"candidate {cand.meta.graph_mode.value})"
         )
 
-    if _scope_key(base.scope) != _scope_key(cand.scope):
-        reasons.append(
-            f"the sides cover different scopes (base: {describe(base.scope)}; candidate: "
-            f"{describe(cand.scope)}); give both the same --window/--nvtx/--per/--skip-first"
-        )
-    elif base.scope.per and bool(base.scope.steps) != bool(cand.scope.steps):
-        reasons.append(f"only one side counted {base.scope.per} steps: per-step figures can't be compared")
 
+def _gpu_difference(base: Fingerprint, cand: Fingerprint, require_same_gpu: bool) -> str | None:
+    """How the sides' GPUs differ, if they do (a reason when the rules require the same GPU)."""
     bg, cg = _gpus(base), _gpus(cand)
     b_models = {g.name for g in base.meta.gpus}
     c_models = {g.name for g in cand.meta.gpus}
+    required = "; the rules require the same GPU" if require_same_gpu else ""
     if b_models and c_models and b_models != c_models:
-        text = f"different GPU models (base {bg}, candidate {cg})"
-        (reasons if require_same_gpu else notes).append(
-            text + ("; the rules require the same GPU" if require_same_gpu else "")
-        )
-    elif b_models and c_models and len(base.meta.gpus) != len(cand.meta.gpus):
-        text = f"different GPU counts (base {bg}, candidate {cg})"
-        (reasons if require_same_gpu else notes).append(text)
-    elif not (b_models and c_models) and (b_models or c_models or require_same_gpu):
-        text = f"GPU model unknown on one side (base {bg}, candidate {cg})"
-        (reasons if require_same_gpu else notes).append(
-            text + ("; the rules require the same GPU" if require_same_gpu else "")
-        )
+        return f"different GPU models (base {bg}, candidate {cg})" + required
+    if b_models and c_models and len(base.meta.gpus) != len(cand.meta.gpus):
+        return f"different GPU counts (base {bg}, candidate {cg})"
+    if not (b_models and c_models) and (b_models or c_models or require_same_gpu):
+        return f"GPU model unknown on one side (base {bg}, candidate {cg})" + required
+    return None
 
+
+def _capture_notes(base: Fingerprint, cand: Fingerprint) -> list[str]:
+    """Harmless differences of the captures: tool versions, lengths, kernel sets, coverage."""
+    notes: list[str] = []
     bv, cv = base.meta.nsys_version, cand.meta.nsys_version
     if bv and cv and bv != cv:
         notes.append(f"different nsys versions (base {bv}, candidate {cv})")
@@ -212,7 +224,7 @@ def assess(
         cov = fp.scope.coverage
         if cov is not None and cov < LOW_COVERAGE:
             notes.append(f"{side} scope covers {_pct(cov)} of its kernel time ({describe(fp.scope)})")
-    return tuple(reasons), tuple(notes)
+    return notes
 
 
 _KEYS = {"kernels": "kernel families", "nvtx": "NVTX ranges"}

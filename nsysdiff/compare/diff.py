@@ -30,16 +30,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nsysdiff.compare import attribution, collective, labels, stats
 from nsysdiff.compare import steps as step_diff
 from nsysdiff.compare.runs import RunsDiff
 from nsysdiff.compare.scale import NO_SCALE, Scale, overall_scale, scale_of
-from nsysdiff.fingerprint.model import ApiStats, CopyStats, Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
+from nsysdiff.fingerprint.model import Fingerprint, GroupStats, KernelStats, RangeStats, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
-from nsysdiff.trace.records import GraphStats
+from nsysdiff.trace.records import ApiStats, CopyStats, GraphStats
 
 
 class Verdict(str, enum.Enum):
@@ -644,36 +644,14 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
     spread = max(info.spread, settings.mad_floor)
     scored = info.meaningful and basis == "kernels"
     other = info.meaningful and basis != "kernels"
-    kernels = _rows(
-        _per_step(_kernel_items(base), bn),
-        _per_step(_kernel_items(cand), cn),
-        bt,
-        ct,
-        settings,
-        scale,
-        spread,
-        scored,
-    )
-    fam = _rows(
-        _per_step(_group_items(group_by(base.kernels, "family"), "family", base.kernels), bn),
-        _per_step(_group_items(group_by(cand.kernels, "family"), "family", cand.kernels), cn),
-        bt,
-        ct,
-        settings,
-        scale,
-        spread,
-        scored,
-    )
-    cats = _rows(
-        _per_step(_group_items(group_by(base.kernels, "category"), "category", base.kernels), bn),
-        _per_step(_group_items(group_by(cand.kernels, "category"), "category", cand.kernels), cn),
-        bt,
-        ct,
-        settings,
-        scale,
-        spread,
-        scored,
-    )
+
+    def kernel_rows(items: Callable[[Fingerprint], list[_Item]]) -> tuple[Row, ...]:
+        """Rows of the kernels (or groups of them) of both sides, against the kernel totals."""
+        return _rows(_per_step(items(base), bn), _per_step(items(cand), cn), bt, ct, settings, scale, spread, scored)
+
+    kernels = kernel_rows(_kernel_items)
+    fam = kernel_rows(lambda fp: _group_items(group_by(fp.kernels, "family"), "family", fp.kernels))
+    cats = kernel_rows(lambda fp: _group_items(group_by(fp.kernels, "category"), "category", fp.kernels))
     b_names = {k.demangled for k in base.kernels}
     c_names = {k.demangled for k in cand.kernels}
     headline = Headline(

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from nsysdiff.fingerprint.steps import CallTimes, HostFamily, StepPart, Steps
+from nsysdiff.fingerprint.steps import StepPart, Steps
+from nsysdiff.trace.records import CallTimes, HostFamily
 
 # p99 / p50 of the periods above this: a systematic tail (a slow step every so often).
 TAIL_RATIO = 1.5

@@ -21,6 +21,8 @@ from nsysdiff.fingerprint.steps import Step, Steps, StepSeries
 # imported here because the fields below name them (from_data resolves the hints here).
 from nsysdiff.trace.records import (
     QUANTILE_GRID,
+    ApiStats,
+    CopyStats,
     GpuInfo,
     GraphMode,
     GraphStats,
@@ -115,29 +117,6 @@ class GroupStats:
     calls: int
     total_ns: int
     kernels: int
-
-
-@dataclass(frozen=True, slots=True)
-class CopyStats:
-    """Memcpy of one kind (``HtoD``, ``DtoD``, ...) or memset (kind ``memset``)."""
-
-    kind: str
-    ops: int
-    bytes: int
-    total_ns: int
-
-    @property
-    def gbps(self) -> float | None:
-        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
-
-
-@dataclass(frozen=True, slots=True)
-class ApiStats:
-    """A synchronising CUDA API call, version suffix stripped."""
-
-    name: str
-    calls: int
-    total_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,30 +240,41 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         real = [a for a in args if a is not type(None)]
         return _build(real[0], data, where)
     if origin is tuple:
-        args = typing.get_args(tp)
-        if not isinstance(data, list):
-            raise FingerprintError(f"{where}: expected a list")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_build(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
-        if len(args) != len(data):
-            raise FingerprintError(f"{where}: expected {len(args)} items")
-        return tuple(_build(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data, strict=True)))
+        return _build_tuple(typing.get_args(tp), data, where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise FingerprintError(f"{where}: expected an object")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise FingerprintError(f"{where}: missing field {f.name!r}")
-        return tp(**kwargs)
+        return _build_record(tp, data, where)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(data)
         except ValueError:
             raise FingerprintError(f"{where}: unknown value {data!r}") from None
+    return _build_scalar(tp, data, where)
+
+
+def _build_tuple(args: tuple[Any, ...], data: Any, where: str) -> tuple[Any, ...]:
+    if not isinstance(data, list):
+        raise FingerprintError(f"{where}: expected a list")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_build(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
+    if len(args) != len(data):
+        raise FingerprintError(f"{where}: expected {len(args)} items")
+    return tuple(_build(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data, strict=True)))
+
+
+def _build_record(tp: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise FingerprintError(f"{where}: expected an object")
+    hints = typing.get_type_hints(tp)
+    kwargs = {}
+    for f in dataclasses.fields(tp):
+        if f.name in data:
+            kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise FingerprintError(f"{where}: missing field {f.name!r}")
+    return tp(**kwargs)
+
+
+def _build_scalar(tp: Any, data: Any, where: str) -> Any:
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             raise FingerprintError(f"{where}: expected a number")

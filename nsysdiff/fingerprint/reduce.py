@@ -14,8 +14,6 @@ from pathlib import Path
 from nsysdiff.fingerprint.categories import categorize
 from nsysdiff.fingerprint.families import family
 from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
@@ -25,7 +23,7 @@ from nsysdiff.fingerprint.model import (
     Scope,
     TraceMeta,
 )
-from nsysdiff.trace.records import ApiRow, CopyRow, KernelGroups, LaunchConfig, Metadata, RangeRow
+from nsysdiff.trace.records import ApiStats, CopyStats, KernelGroups, LaunchConfig, Metadata, RangeRow
 
 # PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
 # op_id = 345, sizes = [...]"); without folding every call is its own range name.
@@ -116,14 +114,6 @@ def group_by(kernels: Iterable[KernelStats], key: str) -> tuple[GroupStats, ...]
     )
 
 
-def reduce_copies(rows: Sequence[CopyRow]) -> tuple[CopyStats, ...]:
-    return tuple(CopyStats(r.kind, r.ops, r.bytes, r.total_ns) for r in rows)
-
-
-def reduce_sync(rows: Sequence[ApiRow]) -> tuple[ApiStats, ...]:
-    return tuple(ApiStats(r.name, r.calls, r.total_ns) for r in rows)
-
-
 def reduce_nvtx(rows: Sequence[RangeRow]) -> tuple[RangeStats, ...]:
     acc: dict[tuple[str, str], list[int]] = {}
     for r in rows:
@@ -143,9 +133,9 @@ def assemble(
     meta: Metadata,
     groups: KernelGroups,
     has_kernels: bool,
-    memcpy: Sequence[CopyRow],
-    memset: Sequence[CopyRow],
-    sync: Sequence[ApiRow],
+    memcpy: Sequence[CopyStats],
+    memset: Sequence[CopyStats],
+    sync: Sequence[ApiStats],
     nvtx: Sequence[RangeRow],
     scope: Scope | None = None,
 ) -> Fingerprint:
@@ -169,9 +159,9 @@ def assemble(
         ),
         kernels=kernels,
         categories=group_by(kernels, "category"),
-        memcpy=reduce_copies(memcpy),
-        memset=reduce_copies(memset),
-        sync=reduce_sync(sync),
+        memcpy=tuple(memcpy),
+        memset=tuple(memset),
+        sync=tuple(sync),
         nvtx=reduce_nvtx(nvtx),
         devices=reduce_devices(groups),
         scope=scope or Scope(),

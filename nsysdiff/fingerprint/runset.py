@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from nsysdiff.errors import FingerprintError, UsageError
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
-from nsysdiff.fingerprint.steps import HostFamily, StepPart
+from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.trace.records import HostFamily
 from nsysdiff.trace.schema import check_stopped
 
 RUN_SET_FORMAT = "nsysdiff-run-set"

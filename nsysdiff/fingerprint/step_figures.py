@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from nsysdiff.fingerprint.steps import CallTimes, HostFamily, StepPart, Steps, StepSeries
+from nsysdiff.fingerprint.steps import StepPart, Steps, StepSeries
+from nsysdiff.trace.records import CallTimes, HostFamily
 from nsysdiff.trace.steps import StepRows
 
 
@@ -29,11 +30,7 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0) -> Steps:
             f"step {i}: parts add up to {int(parts[i].sum())} ns, not the period {int(period[i])} ns"
         )
     series = StepSeries.from_columns(start - start[0], duration, period, rows.kernel_ns, parts, rows.calls)
-    times = tuple(
-        CallTimes(HostFamily(t.family), t.calls, t.total_ns, t.bytes, t.p50_ns, t.p90_ns, t.p99_ns, t.max_ns)
-        for t in rows.times
-    )
-    return Steps(name, domain, series, times, skipped=skipped, last_period_is_duration=True)
+    return Steps(name, domain, series, rows.times, skipped=skipped, last_period_is_duration=True)
 
 
 # --- figures across the steps ------------------------------------------------------------

@@ -17,6 +17,11 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+# The host families and their call times are records of the step scan, kept in the trace
+# stage that makes them; imported here because the fields below name them (the JSON
+# reader resolves the hints here).
+from nsysdiff.trace.records import CallTimes, HostFamily
+
 
 class StepPart(str, enum.Enum):
     """The parts a step's period splits into, in the order they are shown."""
@@ -28,17 +33,6 @@ class StepPart(str, enum.Enum):
     SYNC = "sync"  # the GPU idles while the host is blocked in a sync call
     HOST = "host"  # the GPU idles and the host is elsewhere inside the step
     BETWEEN = "between"  # from the step's range end to the next step's start
-
-
-class HostFamily(str, enum.Enum):
-    """CUDA API calls grouped by what they do to the time per token."""
-
-    LAUNCH = "launch"  # cudaLaunchKernel*, cuLaunchKernel*, graph launches
-    SYNC = "sync"  # device, stream and event synchronisation
-    COPY_H2D = "copy_h2d"  # copy calls by direction, with the bytes their copies moved
-    COPY_D2H = "copy_d2h"
-    COPY_D2D = "copy_d2d"
-    ALLOC = "alloc"  # cudaMalloc*, cuMemAlloc*, async variants, and their frees
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,24 +193,6 @@ class StepSeries(Sequence[Step]):
 
 def as_series(steps: Any) -> StepSeries:
     return steps if isinstance(steps, StepSeries) else StepSeries(steps)
-
-
-@dataclass(frozen=True, slots=True)
-class CallTimes:
-    """The time per call of one host family across every step: mean and tail."""
-
-    family: HostFamily
-    calls: int
-    total_ns: int
-    bytes: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    max_ns: int
-
-    @property
-    def mean_ns(self) -> float:
-        return self.total_ns / self.calls if self.calls else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ from importlib import resources
 from typing import Any
 
 from nsysdiff.errors import FingerprintError
+from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.trace.records import HostFamily
 
 # Longest integer literal read as an integer: an int64 has at most 19 digits and a sign.
 _MAX_DIGITS = 20
@@ -220,9 +222,8 @@ def _rank_problems(ranks: Sequence[dict[str, Any]], path: str) -> Iterator[str]:
             yield f"{where}.collectives: more calls or time than the rank's kernels"
 
 
-_PARTS = ("compute_ns", "communication_ns", "copies_ns", "launch_bound_ns", "sync_ns", "host_ns", "between_ns")
-_FAMILIES = ("launch", "sync", "copy_h2d", "copy_d2h", "copy_d2d", "alloc")
-_COPY_FAMILIES = ("copy_h2d", "copy_d2h", "copy_d2d")
+_PARTS = tuple(f"{p.value}_ns" for p in StepPart)  # the fields of StepParts
+_FAMILIES = tuple(f.value for f in HostFamily)
 
 
 def _steps_problems(steps: dict[str, Any], path: str) -> Iterator[str]:
@@ -233,32 +234,48 @@ def _steps_problems(steps: dict[str, Any], path: str) -> Iterator[str]:
     last_is_duration = steps.get("last_period_is_duration", True)
     for i, st in enumerate(rows):
         where = f"{path}.steps[{i}]"
-        period, duration = st["period_ns"], st["duration_ns"]
-        if i == 0 and st["start_ns"] != 0:
-            yield f"{where}.start_ns: the first step starts at 0"
-        if i + 1 < len(rows):
-            if rows[i + 1]["start_ns"] - st["start_ns"] != period:
-                yield f"{where}.period_ns: not the time to the next step's start"
-        elif last_is_duration and period != duration:
-            yield f"{where}.period_ns: the last step's period is its duration"
-        parts = st["parts"]
-        if sum(parts[k] for k in _PARTS) != period:
-            yield f"{where}.parts: don't add up to period_ns ({period})"
-        if parts["between_ns"] != max(0, period - duration):
-            yield f"{where}.parts.between_ns: not the time from the range's end to the next start"
-        calls = st["calls"]
-        yield from _unique(calls, lambda c: c["family"], f"{where}.calls")
-        order = [_FAMILIES.index(c["family"]) for c in calls]
-        if order != sorted(order):
-            yield f"{where}.calls: not in family order"
-        for j, c in enumerate(calls):
-            if c.get("bytes", 0) and c["family"] not in _COPY_FAMILIES:
-                yield f"{where}.calls[{j}].bytes: only copies move bytes"
-            t = totals[c["family"]]
-            t[0] += c["calls"]
-            t[1] += c["total_ns"]
-            t[2] += c.get("bytes", 0)
-    times = steps["call_times"]
+        following = rows[i + 1] if i + 1 < len(rows) else None
+        yield from _period_problems(st, i, following, last_is_duration, where)
+        yield from _calls_problems(st["calls"], totals, where)
+    yield from _call_times_problems(steps["call_times"], totals, path)
+
+
+def _period_problems(
+    st: dict[str, Any], i: int, following: dict[str, Any] | None, last_is_duration: bool, where: str
+) -> Iterator[str]:
+    """One step's period: it reaches the next step's start and splits into its parts."""
+    period, duration = st["period_ns"], st["duration_ns"]
+    if i == 0 and st["start_ns"] != 0:
+        yield f"{where}.start_ns: the first step starts at 0"
+    if following is not None:
+        if following["start_ns"] - st["start_ns"] != period:
+            yield f"{where}.period_ns: not the time to the next step's start"
+    elif last_is_duration and period != duration:
+        yield f"{where}.period_ns: the last step's period is its duration"
+    parts = st["parts"]
+    if sum(parts[k] for k in _PARTS) != period:
+        yield f"{where}.parts: don't add up to period_ns ({period})"
+    if parts["between_ns"] != max(0, period - duration):
+        yield f"{where}.parts.between_ns: not the time from the range's end to the next start"
+
+
+def _calls_problems(calls: Sequence[dict[str, Any]], totals: dict[str, list[int]], where: str) -> Iterator[str]:
+    """One step's host calls, added to ``totals`` (calls, total ns, bytes per family)."""
+    yield from _unique(calls, lambda c: c["family"], f"{where}.calls")
+    order = [_FAMILIES.index(c["family"]) for c in calls]
+    if order != sorted(order):
+        yield f"{where}.calls: not in family order"
+    for j, c in enumerate(calls):
+        if c.get("bytes", 0) and not HostFamily(c["family"]).copies:
+            yield f"{where}.calls[{j}].bytes: only copies move bytes"
+        t = totals[c["family"]]
+        t[0] += c["calls"]
+        t[1] += c["total_ns"]
+        t[2] += c.get("bytes", 0)
+
+
+def _call_times_problems(times: Sequence[dict[str, Any]], totals: dict[str, list[int]], path: str) -> Iterator[str]:
+    """The call times across the steps: the steps' sums, and a tail in order."""
     yield from _unique(times, lambda c: c["family"], f"{path}.call_times")
     for j, c in enumerate(times):
         where = f"{path}.call_times[{j}]"

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps, StepSeries
+from nsysdiff.fingerprint.steps import StepPart, Steps, StepSeries
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
+from nsysdiff.trace.records import HostFamily
 
 # What a fingerprint without steps shows: the same columns, no rows.
 NO_STEPS = Steps(name="", domain="", steps=StepSeries(), call_times=())

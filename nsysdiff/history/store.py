@@ -502,15 +502,7 @@ def _sqlite_file(path: Path) -> None:
 
 def open_store(spec: str | Path) -> Store:
     """An existing store, read-only and checked."""
-    path = store_path(str(spec))
-    _sqlite_file(path)
-    con = _connect(path, readonly=True)
-    try:
-        _check(path, con)
-    except StoreError:
-        con.close()
-        raise
-    return Store(path, con)
+    return _opened(store_path(str(spec)), readonly=True)
 
 
 def create_or_open(spec: str | Path) -> Store:
@@ -534,8 +526,13 @@ def create_or_open(spec: str | Path) -> Store:
             con.close()
         except (sqlite3.Error, OSError) as e:
             raise StoreError(" ".join(f"{path}: can't create a history store ({e})".split())) from None
+    return _opened(path, readonly=False)
+
+
+def _opened(path: Path, *, readonly: bool) -> Store:
+    """The store at ``path``, checked before it is handed out (closed when it fails)."""
     _sqlite_file(path)
-    con = _connect(path, readonly=False)
+    con = _connect(path, readonly=readonly)
     try:
         _check(path, con)
     except StoreError:

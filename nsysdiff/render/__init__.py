@@ -87,8 +87,8 @@ def render(
 
 def require(fmt: Format) -> None:
     """Fail with one line, before any trace is read, when ``fmt`` needs an optional extra
-    that is not installed (HTML: matplotlib)."""
+    that is not installed (HTML: matplotlib and Jinja2)."""
     if fmt is Format.html:
-        from nsysdiff.render import charts
+        from nsysdiff.render import page
 
-        charts.require()
+        page.require()

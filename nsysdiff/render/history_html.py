@@ -1,11 +1,11 @@
 """The history dashboard: a static site (``nsysdiff history report STORE -o site/``) with an
 index of a ref's change points and keys, and a page per key with its series, change
 points and commits. Plain files, served from anywhere (GitHub Pages included), fetching
-nothing: each page has the HTML report's policy, style and script
+nothing: each page is a template with the HTML report's policy, style and script
 (:mod:`nsysdiff.render.page`), and its chart is inline SVG (:mod:`nsysdiff.render.charts`).
 
-Keys, commits and refs come from other jobs: every one is escaped, and a key's file name
-is made of its letters and digits and a hash, never of the key as it is.
+Keys, commits and refs come from other jobs: the templates escape every one, and a key's
+file name is made of its letters and digits and a hash, never of the key as it is.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from nsysdiff.history.changes import FALSE_ALARM, Drift, Step
 from nsysdiff.history.dashboard import Dashboard
 from nsysdiff.history.trend import Trend
 from nsysdiff.render import charts, page
-from nsysdiff.render.page import Column, code, num, table, td
+from nsysdiff.render.page import Cell, Column, Table, code, link, num, td
 from nsysdiff.safe import neutral
 
-esc = page.esc
 SHA = 10  # characters of a commit shown
 TICKS = 12  # commit labels on a chart's axis at most
 
@@ -38,27 +37,22 @@ def key_file(kind: str, key: str) -> str:
 
 def pages(d: Dashboard) -> dict[str, str]:
     """Every page of the site by file name: ``index.html`` and one per key."""
+    page.require()
     d = neutral.scrub(d, neutral.text)
     out = {"index.html": _index(d)}
     for t in d.trends:
         steps = [s for s in d.changes.steps if (s.kind, s.key) == (t.kind, t.key)]
         drifts = [x for x in d.changes.drifts if (x.kind, x.key) == (t.kind, t.key)]
         out[key_file(t.kind, t.key)] = _key_page(d, t, steps, drifts)
-    return {name: neutral.html_document(doc) for name, doc in out.items()}
+    return out
 
 
 def _sha(commit: str) -> str:
     return commit[:SHA]
 
 
-def _link(kind: str, key: str, known: set[tuple[str, str]]) -> str:
-    if (kind, key) not in known:
-        return code(key)
-    return f'<td><a href="{key_file(kind, key)}"><code>{esc(key)}</code></a></td>'
-
-
-def _span(x: Drift) -> str:
-    return f'<td class="nowrap">{esc(_sha(x.first_commit))} … {esc(_sha(x.last_commit))}</td>'
+def _link(kind: str, key: str, known: set[tuple[str, str]]) -> Cell:
+    return link(key_file(kind, key), key) if (kind, key) in known else code(key)
 
 
 def _interval(ratio: float, low: float | None, high: float | None) -> str:
@@ -68,9 +62,7 @@ def _interval(ratio: float, low: float | None, high: float | None) -> str:
 def _index(d: Dashboard) -> str:
     c = d.changes
     known = {(t.kind, t.key) for t in d.trends}
-    title = f"nsysdiff history: {d.ref}"
-    out = [*page.head(title, f"matplotlib {charts.version()}"), f"<h1>{esc(title)}</h1>"]
-    facts = [
+    about = [
         ("store", PurePath(d.store).name),
         (
             "scanned",
@@ -85,102 +77,99 @@ def _index(d: Dashboard) -> str:
             "(docs/history.md)",
         ),
     ]
-    out += ['<dl class="facts">', *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
-    if c.steps:
-        rows = [
-            (
-                "",
-                [
-                    td(s.kind),
-                    _link(s.kind, s.key, known),
-                    code(_sha(s.commit), s.commit, "nowrap"),
-                    num(s.before_ns, u.ns(s.before_ns)),
-                    num(s.after_ns, u.ns(s.after_ns)),
-                    num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
-                    num(s.p_value, f"{s.p_value:.2g}"),
-                    td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
-                ],
-            )
-            for s in c.steps
-        ]
-        cols = [
-            Column("kind"),
-            Column("key"),
-            Column("commit"),
-            Column("before", True),
-            Column("after", True),
-            Column("ratio [95%]", True),
-            Column("p", True),
-            Column(""),
-        ]
-        out += [f"<h2>Change points ({len(c.steps):,})</h2>", table("steps", cols, rows, "change points")]
-    if c.drifts:
-        rows = [
-            (
-                "",
-                [
-                    td(x.kind),
-                    _link(x.kind, x.key, known),
-                    _span(x),
-                    num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
-                    num(x.overall, u.ratio(x.overall)),
-                ],
-            )
-            for x in c.drifts
-        ]
-        cols = [
-            Column("kind"),
-            Column("key"),
-            Column("commits"),
-            Column("per commit [95%]", True),
-            Column("overall", True),
-        ]
-        out += [f"<h2>Drifts ({len(c.drifts):,})</h2>", table("drifts", cols, rows, "drifts")]
-    if not c.steps and not c.drifts:
-        out.append(f"<p>No change point and no drift on {esc(d.ref)} over these commits.</p>")
-    rows = []
+    steps = [
+        (
+            "",
+            [
+                td(s.kind),
+                _link(s.kind, s.key, known),
+                code(_sha(s.commit), s.commit, "nowrap"),
+                num(s.before_ns, u.ns(s.before_ns)),
+                num(s.after_ns, u.ns(s.after_ns)),
+                num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
+                num(s.p_value, f"{s.p_value:.2g}"),
+                td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
+            ],
+        )
+        for s in c.steps
+    ]
+    drifts = [
+        (
+            "",
+            [
+                td(x.kind),
+                _link(x.kind, x.key, known),
+                td(f"{_sha(x.first_commit)} … {_sha(x.last_commit)}", "nowrap"),
+                num(x.per_commit, _interval(x.per_commit, x.ci_low, x.ci_high)),
+                num(x.overall, u.ratio(x.overall)),
+            ],
+        )
+        for x in c.drifts
+    ]
+    keys = []
     for t in d.trends:
         first, newest = t.points[0], t.points[-1]
         n = sum((s.kind, s.key) == (t.kind, t.key) for s in c.steps)
         drifting = any((x.kind, x.key) == (t.kind, t.key) for x in c.drifts)
-        rows.append(
-            (
-                "",
-                [
-                    td(t.kind),
-                    _link(t.kind, t.key, known),
-                    num(first.total_ns, u.ns(first.total_ns)),
-                    num(newest.total_ns, u.ns(newest.total_ns)),
-                    num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
-                    num(len(t.points), f"{len(t.points):,}"),
-                    num(n, f"{n}, drifting" if drifting else str(n)),
-                ],
-            )
-        )
-    cols = [
-        Column("kind"),
-        Column("key"),
-        Column("first", True),
-        Column("newest", True),
-        Column("ratio", True),
-        Column("commits", True),
-        Column("change points", True),
-    ]
-    out += [
-        "<h2>Keys</h2>",
-        "<p>The keys that changed, then the largest categories, families and kernels.</p>",
-        table("keys", cols, rows, "keys"),
-        *page.tail(),
-    ]
-    return "\n".join(out) + "\n"
+        cells = [
+            td(t.kind),
+            _link(t.kind, t.key, known),
+            num(first.total_ns, u.ns(first.total_ns)),
+            num(newest.total_ns, u.ns(newest.total_ns)),
+            num(newest.total_ns / first.total_ns, u.ratio(newest.total_ns / first.total_ns)),
+            num(len(t.points), f"{len(t.points):,}"),
+            num(n, f"{n}, drifting" if drifting else str(n)),
+        ]
+        keys.append(("", cells))
+    return page.render(
+        "history_index.html",
+        title=f"nsysdiff history: {d.ref}",
+        ref=d.ref,
+        about=about,
+        steps=Table("steps", _STEP_COLUMNS, steps, "change points") if steps else None,
+        drifts=Table("drifts", _DRIFT_COLUMNS, drifts, "drifts") if drifts else None,
+        keys=Table("keys", _KEY_COLUMNS, keys, "keys"),
+    )
+
+
+_STEP_COLUMNS = (
+    Column("kind"),
+    Column("key"),
+    Column("commit"),
+    Column("before", True),
+    Column("after", True),
+    Column("ratio [95%]", True),
+    Column("p", True),
+    Column(""),
+)
+_DRIFT_COLUMNS = (
+    Column("kind"),
+    Column("key"),
+    Column("commits"),
+    Column("per commit [95%]", True),
+    Column("overall", True),
+)
+_KEY_COLUMNS = (
+    Column("kind"),
+    Column("key"),
+    Column("first", True),
+    Column("newest", True),
+    Column("ratio", True),
+    Column("commits", True),
+    Column("change points", True),
+)
+_COMMIT_COLUMNS = (
+    Column("commit"),
+    Column("runs", True),
+    Column("total (geometric mean)", True),
+    Column("fastest", True),
+    Column("slowest", True),
+    Column("calls", True),
+    Column("gate"),
+)
 
 
 def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> str:
-    out = [
-        *page.head(f"nsysdiff history: {d.ref}: {u.shorten(t.key)}", f"matplotlib {charts.version()}"),
-        '<p><a href="index.html">← all keys</a></p>',
-        f"<h1>{esc(t.kind)} <code>{esc(t.key)}</code></h1>",
-    ]
     parts = [f"{len(t.points):,} commits on {d.ref}"]
     if t.missing:
         parts.append(f"{t.missing:,} without this key")
@@ -188,9 +177,6 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
     parts += [
         f"drift {_interval(x.per_commit, x.ci_low, x.ci_high)} per commit, {u.ratio(x.overall)} overall" for x in drifts
     ]
-    out.append(f"<p>{esc('; '.join(parts))}</p>")
-    c = _trend_chart(t, steps, drifts)
-    out.append(f'<figure id="chart-trend" class="chart"><figcaption>{esc(c.caption)}</figcaption>\n{c.svg}\n</figure>')
     stepped = {s.commit for s in steps}
     rows = [
         (
@@ -207,17 +193,15 @@ def _key_page(d: Dashboard, t: Trend, steps: Sequence[Step], drifts: Sequence[Dr
         )
         for p in reversed(t.points)
     ]
-    cols = [
-        Column("commit"),
-        Column("runs", True),
-        Column("total (geometric mean)", True),
-        Column("fastest", True),
-        Column("slowest", True),
-        Column("calls", True),
-        Column("gate"),
-    ]
-    out += ["<h2>Commits, newest first</h2>", table("commits", cols, rows, "commits"), *page.tail()]
-    return "\n".join(out) + "\n"
+    return page.render(
+        "history_key.html",
+        title=f"nsysdiff history: {d.ref}: {u.shorten(t.key)}",
+        kind=t.kind,
+        key=t.key,
+        summary="; ".join(parts),
+        chart=_trend_chart(t, steps, drifts),
+        commits=Table("commits", _COMMIT_COLUMNS, rows, "commits"),
+    )
 
 
 def _trend_chart(t: Trend, steps: Sequence[Step], drifts: Sequence[Drift]) -> charts.Chart:

@@ -19,11 +19,12 @@ from nsysdiff.compare.attribution import Effects, Part
 from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, PhaseDiff, Row, Side, Variant, VariantDrift
 from nsysdiff.compare.runs import RunsDiff, Spread
 from nsysdiff.compare.runstats import KeyComparison
-from nsysdiff.fingerprint.model import CopyStats, Fingerprint, TraceMeta, to_data
+from nsysdiff.fingerprint.model import Fingerprint, TraceMeta, to_data
 from nsysdiff.render import steps as step_lines
 from nsysdiff.render.cells import finite
 from nsysdiff.rules.report import Finding, Report, RuleResult
 from nsysdiff.safe import neutral
+from nsysdiff.trace.records import CopyStats
 
 FORMAT = "nsysdiff-diff"
 VERSION = 1

@@ -27,11 +27,12 @@ from nsysdiff.render.cells import attr, cell
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.render.phrases import (
+    COPY_HEADER,
     attribution_line,
     basis_phrase,
     calls_pair,
     compared_ns,
-    copy_pair,
+    copy_figures,
     count,
     drift_totals,
     effect_cells,
@@ -39,6 +40,7 @@ from nsysdiff.render.phrases import (
     finding_counts_of,
     finding_mark,
     kernel_count_phrase,
+    method_line,
     no_outlier_line,
     per_call_pair,
     plural,
@@ -271,21 +273,8 @@ def _phases(diff: Diff) -> list[str]:
 
 
 def _copies(deltas: Sequence[CopyDelta]) -> list[str]:
-    rows = [
-        [
-            cell(d.kind),
-            copy_pair(d, "ops", count),
-            copy_pair(d, "bytes", u.nbytes),
-            copy_pair(d, "total_ns", u.ns),
-            u.ratio(d.ops_ratio),
-            u.ratio(d.bytes_ratio),
-            u.ratio(d.ratio),
-            d.verdict.value,
-        ]
-        for d in deltas
-    ]
-    header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
-    return _table(header, rows, "lrrrrrrl")
+    rows = [[cell(d.kind), *copy_figures(d)] for d in deltas]
+    return _table(COPY_HEADER, rows, "lrrrrrrl")
 
 
 def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
@@ -397,12 +386,28 @@ def _ranks(diff: Diff) -> list[str]:
 
 def _render(report: Report, names: Names = Names.short) -> str:
     d = report.diff
-    h = d.headline
     named = labels(d.kernels, names, mangled_of(d.base, d.candidate))
 
     def kcode(r: Row) -> str:
         return kernel_code(r, named.get(r.key))
 
+    out = _verdict(report, kcode)
+    out += _context(d, named)
+    if report.notes:
+        out += [f"- {cell(n)}" for n in report.notes]
+        out.append("")
+    lines = (*comparability.scope_lines(d), *comparability.fact_lines(d))
+    out += ["<sub>" + " · ".join(f"{k}: {cell(v)}" for k, v in lines) + "</sub>", ""]
+    out += _judged(report, kcode)
+    out += _folded(report, kcode)
+    out += _ranks(d)
+    out += _runs(d, named)
+    out.append(f"<sub>{method_line(d, cell)}</sub>")
+    return "\n".join(out) + "\n"
+
+
+def _verdict(report: Report, kcode: Callable[[Row], str]) -> list[str]:
+    """The verdict line and, under it, why nothing or too little could be judged."""
     first = f"**nsysdiff: {status_word(report)}** (exit {int(report.exit_code)})"
     # The reasons are listed once, in the warning under the line.
     out = [" · ".join([first, *verdict_details(report, kcode, reasons_below=True)]), ""]
@@ -416,6 +421,12 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += ["> [!WARNING]", why]
         out += [f"> - {cell(r)}" for r in report.reasons]
         out.append("")
+    return out
+
+
+def _context(d: Diff, named: Mapping[str, str]) -> list[str]:
+    """What was compared, the steps and where the change went."""
+    h = d.headline
     context = [
         f"base <code>{cell(d.base_meta.source)}</code> → candidate <code>{cell(d.candidate_meta.source)}</code>",
         *([cell(basis_phrase(d) or "")] if basis_phrase(d) else []),
@@ -430,7 +441,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     steps = steps_phrase(d)
     if steps:
         context.append(cell(steps))
-    out += [" · ".join(context), ""]
+    out = [" · ".join(context), ""]
     if d.steps is not None:
         out += [
             f"**Steps** {cell(line)}" if i == 0 else f"<br>{cell(line)}"
@@ -440,20 +451,20 @@ def _render(report: Report, names: Names = Names.short) -> str:
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
-    if report.notes:
-        out += [f"- {cell(n)}" for n in report.notes]
-        out.append("")
-    lines = (*comparability.scope_lines(d), *comparability.fact_lines(d))
-    out += ["<sub>" + " · ".join(f"{k}: {cell(v)}" for k, v in lines) + "</sub>", ""]
+    return out
 
-    failed = report.failed
-    if failed:
+
+def _judged(report: Report, kcode: Callable[[Row], str]) -> list[str]:
+    """The failed rules, the outliers, the tables by key, categories, steps and phases."""
+    d = report.diff
+    out = []
+    if report.failed:
         out += [f"### Failed rules ({len(failed_rules(report))})", ""]
-        out += _findings_table(failed)
+        out += _findings_table(report.failed)
         out.append("")
     if d.outliers:
         out += [
-            f"### Outliers ({len(d.outliers)}): scaled abnormally against the overall {h.scale:.2f}x",
+            f"### Outliers ({len(d.outliers)}): scaled abnormally against the overall {d.headline.scale:.2f}x",
             "",
         ]
         out += _outliers(d, kcode)
@@ -473,7 +484,14 @@ def _render(report: Report, names: Names = Names.short) -> str:
         out += ["### Phases", ""]
         out += _phases(d)
         out.append("")
-    others = [f for failing in [set(failed)] for f in report.findings if f not in failing]  # one set: linear
+    return out
+
+
+def _folded(report: Report, kcode: Callable[[Row], str]) -> list[str]:
+    """What a reader opens when they need it, each in its ``<details>``."""
+    d = report.diff
+    out = []
+    others = [f for failing in [set(report.failed)] for f in report.findings if f not in failing]  # one set: linear
     if others:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:
@@ -501,19 +519,4 @@ def _render(report: Report, names: Names = Names.short) -> str:
         )
     if d.base.devices or d.candidate.devices:
         out += _details("Devices: busy time and idle share of the kernel span", _devices(d))
-    out += _ranks(d)
-    out += _runs(d, named)
-    s = d.settings
-    out.append(
-        f"<sub>Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale "
-        f"(weighted median of family ratios, no family over a fifth of the weight), "
-        f"≥ {s.min_deviation:g}x beyond it, ≥ {100 * s.min_share:g}% of "
-        f"either side's kernel time; unchanged within {s.noise:g}x. "
-        + (
-            "One trace per side: ratios are not confidence intervals."
-            if d.runs is None
-            else cell(runs.method_text(d.runs))
-        )
-        + "</sub>"
-    )
-    return "\n".join(out) + "\n"
+    return out

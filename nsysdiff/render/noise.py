@@ -10,26 +10,18 @@ from nsysdiff.fingerprint.noise import MIN_RUNS, KeyNoise, NoiseProfile, Partial
 from nsysdiff.fingerprint.runset import KeyKind
 from nsysdiff.render.layout import grid, plain_console, wrap
 from nsysdiff.render.names import labels_of
+from nsysdiff.render.runs import KIND_WORDS
 from nsysdiff.render.summary import gpu_line
 from nsysdiff.safe import neutral
 
-_KIND_WORDS = {
-    KeyKind.KERNEL: ("kernel", "kernels"),
-    KeyKind.FAMILY: ("family", "families"),
-    KeyKind.CATEGORY: ("category", "categories"),
-    KeyKind.COPY: ("copy kind", "copy kinds"),
-    KeyKind.NVTX: ("NVTX range", "NVTX ranges"),
-    KeyKind.STEP: ("step figure", "step figures"),
-}
-
 
 def _count(n: int, kind: KeyKind) -> str:
-    one, many = _KIND_WORDS[kind]
+    one, many = KIND_WORDS[kind]
     return f"{n:,} {one if n == 1 else many}"
 
 
 def header_lines(p: NoiseProfile) -> list[str]:
-    counted = {kind: sum(k.kind is kind for k in p.keys) for kind in _KIND_WORDS}
+    counted = {kind: sum(k.kind is kind for k in p.keys) for kind in KIND_WORDS}
     # Kernels always (a profile without them says so); other kinds when the runs have some.
     counts = [_count(n, kind) for kind, n in counted.items() if n or kind is KeyKind.KERNEL]
     head = f"{p.count} runs of one build · {gpu_line(p.runs.runs[0])} · " + ", ".join(counts)
@@ -67,7 +59,7 @@ def _rows(keys: list[KeyNoise], named: dict[str, str]) -> list[list[str]]:
     return [
         [
             _key(k, named),
-            _KIND_WORDS[k.kind][0],
+            KIND_WORDS[k.kind][0],
             u.ns(k.median_mean_ns),
             fmt_width(k.mean.width),
             fmt_width(width(k.mean.robust_log)),
@@ -101,7 +93,7 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
         # key without its kind (a kernel, its family, its category) reads as three keys.
         console.print(grid(_title(p, len(shown)), HEADER, _rows(shown, named), width_cols, optional=(6, 5, 4)))
     if p.partial:
-        rows = [[_key(k, named), _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         console.print()
         console.print(
             grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows, width_cols)
@@ -132,6 +124,6 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
     if shown:
         out += table(_title(p, len(shown)), HEADER, _rows(shown, named))
     if p.partial:
-        rows = [[_key(k, named), _KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
         out += table("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows)
     return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))

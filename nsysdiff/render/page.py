@@ -1,8 +1,11 @@
-"""What every HTML page of nsysdiff shares: the style, the sorting and filtering script
-allowed by its hash, the head that forbids every request, and the table cells.
+"""What every HTML page of nsysdiff shares: the Jinja2 templates that write them, the table
+cells they are filled with, and the check that the HTML extra is installed.
 
-Used by the HTML report (:mod:`nsysdiff.render.html`) and the history dashboard. Every
-``text`` given to a cell is untrusted and escaped here (:func:`neutral.html`).
+Used by the HTML report (:mod:`nsysdiff.render.html`) and the history dashboard
+(:mod:`nsysdiff.render.history_html`). The pages are templates under ``templates/``, shipped
+in the package and rendered with autoescaping on: every value a template writes is
+HTML-escaped unless a template marks it safe, and before that every string is made one
+inert line (:func:`neutral.text`), so no caller has to remember to escape a name.
 """
 
 from __future__ import annotations
@@ -12,94 +15,19 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import nsysdiff
+from nsysdiff.errors import UsageError
+from nsysdiff.render import charts
 from nsysdiff.safe import neutral
 
-esc = neutral.html
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
-# Sorting and filtering: a click on a header sorts by that column (numbers by their
-# data-v value), typing in a table's filter box hides the rows that don't contain it.
-SCRIPT = """\
-"use strict";
-document.querySelectorAll("table.sortable").forEach(function (table) {
-  var body = table.tBodies[0];
-  table.querySelectorAll("th").forEach(function (th, col) {
-    th.tabIndex = 0;
-    function sort() {
-      var down = th.getAttribute("aria-sort") !== "descending";
-      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", down ? "descending" : "ascending");
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = a.cells[col], y = b.cells[col];
-        var nx = parseFloat(x.dataset.v), ny = parseFloat(y.dataset.v);
-        if (x.dataset.v !== undefined) {
-          // A number column: a row without a value (one side only) goes last either way.
-          if (!isFinite(nx) || !isFinite(ny)) { return isFinite(nx) ? -1 : isFinite(ny) ? 1 : 0; }
-          return down ? ny - nx : nx - ny;
-        }
-        var r = x.textContent.localeCompare(y.textContent);
-        return down ? -r : r;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
-    }
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", function (e) { if (e.key === "Enter") { sort(); } });
-  });
-});
-document.querySelectorAll("input.filter").forEach(function (input) {
-  var table = document.getElementById(input.dataset.table);
-  input.addEventListener("input", function () {
-    var q = input.value.toLowerCase();
-    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-      row.hidden = q !== "" && row.textContent.toLowerCase().indexOf(q) < 0;
-    });
-  });
-});
-"""
-
-# Exactly what stands between <script> and </script>: the policy allows it by its hash.
-SCRIPT_BODY = "\n" + SCRIPT
-
-STYLE = """\
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; margin: 0 auto;
-  max-width: 1100px; padding: 16px 24px 48px; }
-h1 { font-size: 22px; margin: 8px 0 4px; }
-h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-.verdict { padding: 10px 14px; border-radius: 6px; border-left: 6px solid; }
-.verdict.fail { background: #ffebe9; border-color: #cf222e; }
-.verdict.pass { background: #dafbe1; border-color: #1a7f37; }
-.verdict.inconclusive { background: #fff8c5; border-color: #9a6700; }
-.verdict.unjudged { background: #f6f8fa; border-color: #8c959f; }
-.verdict .word { font-weight: 700; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 12px 0; }
-dl.facts dt { color: #59636e; }
-dl.facts dd { margin: 0; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
-th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; }
-th { background: #f6f8fa; text-align: left; cursor: pointer; white-space: nowrap; }
-th[aria-sort="descending"]:after { content: " \\25BC"; }
-th[aria-sort="ascending"]:after { content: " \\25B2"; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.scroll { overflow-x: auto; }
-td code, li code { overflow-wrap: anywhere; }
-td.subject { min-width: 16em; }
-td.name { min-width: 20em; }
-td.wide { min-width: 22em; overflow-wrap: anywhere; }
-tr.outlier td { background: #fff1e5; }
-tr.error td:first-child { color: #cf222e; font-weight: 600; }
-tr.warning td:first-child { color: #9a6700; font-weight: 600; }
-figure { margin: 8px 0 16px; }
-figure svg { max-width: 100%; height: auto; }
-figcaption { color: #59636e; font-size: 13px; }
-input.filter { font: inherit; padding: 3px 6px; width: 24em; margin-top: 4px; }
-details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
-.nowrap { white-space: nowrap; }
-.note { color: #59636e; font-size: 12px; }
-"""
-
-FILTER_ROWS = 12
+INSTALL_HINT = "the HTML report is written through Jinja2 templates: pip install 'nsysdiff[html]'"
+FILTER_ROWS = 12  # rows from which a table gets a filter box
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,67 +36,100 @@ class Column:
     numeric: bool = False
 
 
-def csp(script: str) -> str:
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    # No request of any kind; the one script by its hash; styles inline (SVG uses attributes).
-    return f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One ``<td>``. Its strings are plain text: the template escapes them."""
+
+    text: str
+    cls: str = ""
+    sort: str | None = None  # the data-v a click sorts the column by ("" for no value)
+    code: bool = False  # the text is a name, set in <code>
+    title: str = ""  # shown on hover: the full name behind a short one
+    href: str = ""  # a page of the same site
 
 
-def head(title: str, generator: str = "") -> list[str]:
-    """The document up to ``<body>``: the policy that forbids every request, the style."""
-    gen = f", {generator}" if generator else ""
-    return [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{csp(SCRIPT_BODY)}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta name="generator" content="nsysdiff {esc(nsysdiff.__version__)}{esc(gen)}">',
-        f"<title>{esc(title)}</title>",
-        f"<style>\n{STYLE}</style>",
-        "</head>",
-        "<body>",
-    ]
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A sortable table with a filter box once it has rows enough to need one; each row is
+    (its class, its cells)."""
+
+    tid: str
+    columns: Sequence[Column]
+    rows: Sequence[tuple[str, Sequence[Cell]]]
+    what: str  # what a row is, for the filter box: "kernels"
 
 
-def tail() -> list[str]:
-    """The script and the end of the document."""
-    return [f"<script>{SCRIPT_BODY}</script>", "</body>", "</html>"]
+def td(text: str, cls: str = "") -> Cell:
+    return Cell(text, cls)
 
 
-def num(value: float | None, text: str) -> str:
+def code(text: str, title: str | None = None, cls: str = "") -> Cell:
+    """A name in ``<code>``; ``title`` (the full name) on hover where it says more."""
+    return Cell(text, cls, code=True, title=title if title and title != text else "")
+
+
+def num(value: float | None, text: str) -> Cell:
     """A numeric cell: sorted by ``value``, shown as ``text``."""
-    v = "" if value is None or not math.isfinite(value) else f"{value:.6g}"
-    return f'<td class="n" data-v="{v}">{text}</td>'
+    return Cell(text, "n", sort="" if value is None or not math.isfinite(value) else f"{value:.6g}")
 
 
-def table(tid: str, columns: Sequence[Column], rows: Sequence[tuple[str, Sequence[str]]], what: str) -> str:
-    """A sortable table with a filter box; each row is (its class, its ``<td>`` cells)."""
-    head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
-    # A filter box only where there are rows enough to need one.
-    box = (
-        (
-            f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {esc(what)}" '
-            f'aria-label="filter {esc(what)}">\n'
-        )
-        if len(rows) >= FILTER_ROWS
-        else ""
+def link(href: str, text: str) -> Cell:
+    """A name linking to another page of the same site."""
+    return Cell(text, code=True, href=href)
+
+
+def columns(*titles: str) -> list[Column]:
+    return [Column(t) for t in titles]
+
+
+def require() -> None:
+    """Fail with one line saying what to install when the HTML extra is missing: the charts'
+    matplotlib, or the templates' Jinja2."""
+    charts.require()
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+
+
+def render(template: str, **context: Any) -> str:
+    """The page ``template`` filled with ``context``, made inert for a CI log as well
+    (:func:`neutral.html_document`): printed to stdout, it starts no workflow command."""
+    return neutral.html_document(_environment().get_template(template).render(**context))
+
+
+@cache
+def _environment() -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        # Only templates shipped in the package, by the names the renderers give: a loader
+        # that refuses any name leading out of its folder, never a template from an input.
+        loader=PackageLoader("nsysdiff.render", "templates"),
+        autoescape=True,
+        finalize=_inert,
+        undefined=StrictUndefined,  # a misspelt name fails the test, never renders as ""
+        # A tag on a line of its own leaves no empty line behind, and a file's last newline
+        # stays (the style's, the script's): a page's lines are its template's lines.
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
-    body = "\n".join(
-        f'<tr class="{cls}">{"".join(cells)}</tr>' if cls else f"<tr>{''.join(cells)}</tr>" for cls, cells in rows
-    )
-    return (
-        f'{box}<div class="scroll"><table class="sortable" id="{tid}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
-        "</tbody></table></div>"
-    )
+    env.filters["sha256"] = _sha256
+    env.filters["count"] = "{:,}".format
+    env.globals.update(version=nsysdiff.__version__, matplotlib=charts.version(), filter_rows=FILTER_ROWS)
+    return env
 
 
-def td(text: str) -> str:
-    return f"<td>{esc(text)}</td>"
+def _inert(value: Any) -> Any:
+    # A string a template writes is untrusted until shown otherwise: one inert line first,
+    # as in every other format, then escaped by the autoescape. Markup (what has __html__)
+    # is what the templates made (a macro's output, a block) or marked safe: kept as it is.
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return neutral.text(value)
+    return value
 
 
-def code(text: str, title: str | None = None, cls: str = "") -> str:
-    t = f' title="{esc(title)}"' if title and title != text else ""
-    c = f' class="{cls}"' if cls else ""
-    return f"<td{c}><code{t}>{esc(text)}</code></td>"
+def _sha256(text: str) -> str:
+    """The base64 SHA-256 a Content-Security-Policy allows a script by."""
+    return base64.b64encode(hashlib.sha256(str(text).encode("utf-8")).digest()).decode("ascii")

@@ -337,11 +337,44 @@ def copy_pair(d: CopyDelta, field: str, fmt: Callable[[float], str]) -> str:
     return f"{b} → {c}"
 
 
+# The copy table of the text and Markdown reports: the kind, then copy_figures().
+COPY_HEADER = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
+
+
+def copy_figures(d: CopyDelta) -> list[str]:
+    """A copy kind's operations, bytes and time (base → candidate), their ratios, its verdict."""
+    return [
+        copy_pair(d, "ops", count),
+        copy_pair(d, "bytes", u.nbytes),
+        copy_pair(d, "total_ns", u.ns),
+        u.ratio(d.ops_ratio),
+        u.ratio(d.bytes_ratio),
+        u.ratio(d.ratio),
+        d.verdict.value,
+    ]
+
+
 def drift_totals(v: VariantDrift) -> str:
     """``7 appeared (88.00 ms), 7 disappeared (18.00 ms)``."""
     return (
         f"{len(v.appeared):,} appeared ({u.ns(v.appeared_ns)}), "
         f"{len(v.disappeared):,} disappeared ({u.ns(v.disappeared_ns)})"
+    )
+
+
+def method_line(d: Diff, clean: Callable[[str], str] = str) -> str:
+    """What an outlier is, and what the ratios are (``clean`` is applied to the runs'
+    statistics): the last line of the Markdown and HTML reports."""
+    s = d.settings
+    return (
+        f"Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale (weighted median "
+        f"of family ratios, no family over a fifth of the weight), ≥ {s.min_deviation:g}x beyond it, "
+        f"≥ {100 * s.min_share:g}% of either side's kernel time; unchanged within {s.noise:g}x. "
+        + (
+            "One trace per side: ratios are not confidence intervals."
+            if d.runs is None
+            else clean(runs.method_text(d.runs))
+        )
     )
 
 

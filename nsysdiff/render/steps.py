@@ -16,7 +16,8 @@ from typing import Any
 from nsysdiff import units as u
 from nsysdiff.compare.steps import TAIL_RATIO, FamilyChange, StepsDiff, StepSide
 from nsysdiff.fingerprint.model import to_data
-from nsysdiff.fingerprint.steps import HostFamily, StepPart
+from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.trace.records import HostFamily
 
 PART_WORDS = {
     StepPart.COMPUTE: "compute",

@@ -9,8 +9,9 @@ from typing import Any
 from nsysdiff import units as u
 from nsysdiff.fingerprint import step_figures as f
 from nsysdiff.fingerprint.model import Fingerprint, to_data
-from nsysdiff.fingerprint.steps import HostFamily, StepPart, Steps
+from nsysdiff.fingerprint.steps import StepPart, Steps
 from nsysdiff.safe import neutral
+from nsysdiff.trace.records import HostFamily
 
 # How a part and a family are named in reports.
 PART_LABELS = {

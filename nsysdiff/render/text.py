@@ -363,23 +363,10 @@ def _steps(console: Console, d: Diff, width: int) -> None:
 def _copies(console: Console, deltas: Sequence[CopyDelta], width: int) -> None:
     if not deltas:
         return
-    rows = [
-        [
-            x.kind,
-            phrases.copy_pair(x, "ops", phrases.count),
-            phrases.copy_pair(x, "bytes", u.nbytes),
-            phrases.copy_pair(x, "total_ns", u.ns),
-            u.ratio(x.ops_ratio),
-            u.ratio(x.bytes_ratio),
-            u.ratio(x.ratio),
-            x.verdict.value,
-        ]
-        for x in deltas
-    ]
-    header = ("kind", "ops", "bytes", "time", "ops ratio", "bytes ratio", "time ratio", "verdict")
+    rows = [[x.kind, *phrases.copy_figures(x)] for x in deltas]
     console.print()
     # The ratios give way before the bytes: "same bytes, more time" is the finding.
-    console.print(grid("Memory operations", header, rows, width, optional=(4, 5, 6, 1)))
+    console.print(grid("Memory operations", phrases.COPY_HEADER, rows, width, optional=(4, 5, 6, 1)))
 
 
 def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, named: dict[str, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,30 +15,74 @@ from nsysdiff.compare.diff import Diff
 from nsysdiff.fingerprint import categories
 from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 from nsysdiff.fingerprint.noise import NoiseProfile
-from nsysdiff.rules import noise_limits, units
+from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
+from nsysdiff.rules.limits import Limit, LimitKind, Quantity, exceeds
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.safe.regex import Regex
 from nsysdiff.trace.records import QUANTILE_GRID
 
+
+class Metric(str, enum.Enum):
+    """What a budget measures on its selection."""
+
+    TOTAL_TIME = "total_time"
+    CALLS = "calls"
+    MEAN = "mean"  # per call
+    P50 = "p50"  # per call
+    P90 = "p90"  # per call
+    BYTES = "bytes"
+    OPS = "ops"
+    SHARE = "share"  # of the side's kernel time
+
+    @property
+    def quantity(self) -> Quantity:
+        return _QUANTITIES.get(self, Quantity.TIME)
+
+    @property
+    def unit(self) -> str:
+        """The unit of its values in a finding's numbers."""
+        return "ops" if self is Metric.OPS else self.quantity.unit
+
+    @property
+    def additive(self) -> bool:
+        """Whether it sums over the selection, and so is divided by steps under ``per:``."""
+        return self in (Metric.TOTAL_TIME, Metric.CALLS, Metric.OPS, Metric.BYTES)
+
+
+_QUANTITIES = {
+    Metric.CALLS: Quantity.COUNT,
+    Metric.OPS: Quantity.COUNT,
+    Metric.BYTES: Quantity.SIZE,
+    Metric.SHARE: Quantity.SHARE,
+}
+
 SELECTORS = ("kernel", "family", "category", "memcpy", "memset", "nvtx", "sync", "whole")
 KERNEL_SELECTORS = ("kernel", "family", "category", "whole")
-METRICS = ("total_time", "calls", "mean", "p50", "p90", "bytes", "ops", "share")
-LIMITS = ("max_ratio", "max_increase", "max_value", "max_share", "max_noise_widths")
+METRICS = tuple(m.value for m in Metric)
+LIMITS = (
+    LimitKind.MAX_RATIO,
+    LimitKind.MAX_INCREASE,
+    LimitKind.MAX_VALUE,
+    LimitKind.MAX_SHARE,
+    LimitKind.MAX_NOISE_WIDTHS,
+)
 
+_KERNEL_METRICS = (Metric.TOTAL_TIME, Metric.CALLS, Metric.MEAN, Metric.P50, Metric.P90)
+_COPIES = (Metric.TOTAL_TIME, Metric.MEAN, Metric.OPS, Metric.BYTES)
+_CALLS = (Metric.TOTAL_TIME, Metric.CALLS, Metric.MEAN)
 # Which metrics each selector can measure.
-_METRICS_FOR: dict[str, tuple[str, ...]] = {
-    "kernel": ("total_time", "calls", "mean", "p50", "p90", "share"),
-    "family": ("total_time", "calls", "mean", "p50", "p90", "share"),
-    "category": ("total_time", "calls", "mean", "p50", "p90", "share"),
-    "whole": ("total_time", "calls", "mean", "p50", "p90"),
-    "memcpy": ("total_time", "mean", "ops", "bytes"),
-    "memset": ("total_time", "mean", "ops", "bytes"),
-    "nvtx": ("total_time", "calls", "mean"),
-    "sync": ("total_time", "calls", "mean"),
+_METRICS_FOR: dict[str, tuple[Metric, ...]] = {
+    "kernel": (*_KERNEL_METRICS, Metric.SHARE),
+    "family": (*_KERNEL_METRICS, Metric.SHARE),
+    "category": (*_KERNEL_METRICS, Metric.SHARE),
+    "whole": _KERNEL_METRICS,
+    "memcpy": _COPIES,
+    "memset": _COPIES,
+    "nvtx": _CALLS,
+    "sync": _CALLS,
 }
-_ADDITIVE = ("total_time", "calls", "ops", "bytes")  # divided by steps under `per:`
 
 
 def _category(value: Any) -> Regex:
@@ -123,14 +168,7 @@ OPTIONS = (
         "With max_noise_widths: fail only when candidate / base also exceeds this (a change "
         "too small to matter, however clear).",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a selection under this total time on both sides is too small to judge.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a selection under this total time on both sides is too small to judge."),
     Option(
         "min_step_share",
         "percent",
@@ -161,17 +199,13 @@ OPTIONS = (
 class BudgetOptions:
     selector: str
     pattern: Regex | None  # None for memset and whole
-    metric: str
-    max_ratio: float | None
-    max_increase: float | None
-    max_value: float | None
-    max_share: float | None
+    metric: Metric
+    limits: tuple[Limit, ...]  # in LIMITS order
     min_time_ns: float
     min_step_share: float | None
     each: bool
     per: str | None
-    max_noise_widths: float | None = None
-    min_ratio: float | None = None
+    min_ratio: float | None = None  # gates max_noise_widths
     noise: NoiseProfile | None = None  # attached after loading (noise_limits.attach)
 
     @property
@@ -183,29 +217,13 @@ class BudgetOptions:
         return f"{self.selector}:{self.pattern.pattern}"
 
 
-def _metric_parser(metric: str) -> Callable[[Any], float]:
-    if metric in ("calls", "ops"):
-        return opt.count
-    if metric == "bytes":
-        return opt.size
-    if metric == "share":
-        return opt.percent
-    return opt.time
-
-
 def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
-    chosen = [s for s in SELECTORS if s in given]
-    if not chosen:
-        raise OptionError(None, f"a budget needs a selector: one of {', '.join(SELECTORS)}")
-    if len(chosen) > 1:
-        raise OptionError(chosen[1], f"a budget has one selector; this one also has {chosen[0]!r}")
-    selector = chosen[0]
-    metric: str = values["metric"]
+    selector = _selector(given)
+    metric = Metric(values["metric"])
     if metric not in _METRICS_FOR[selector]:
-        allowed = ", ".join(_METRICS_FOR[selector])
-        raise OptionError("metric", f"{metric!r} can't be measured on a {selector} selection (use {allowed})")
-    if not any(lim in given for lim in LIMITS):
-        raise OptionError(None, f"a budget needs a limit: one of {', '.join(LIMITS)}")
+        allowed = ", ".join(m.value for m in _METRICS_FOR[selector])
+        raise OptionError("metric", f"{metric.value!r} can't be measured on a {selector} selection (use {allowed})")
+    limits.require(given, LIMITS, "a budget")
     if "max_share" in given and selector not in ("kernel", "family", "category"):
         raise OptionError(
             "max_share",
@@ -218,32 +236,27 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> BudgetOptions:
         )
     if values["each"] and selector == "whole":
         raise OptionError("each", "'whole: trace' is one item; 'each' needs another selector")
-    parse = _metric_parser(metric)
-    bounds: dict[str, float | None] = {}
-    for key in ("max_increase", "max_value"):
-        if key in given:
-            try:
-                bounds[key] = parse(values[key])
-            except ValueError as e:
-                raise OptionError(key, f"{e} (the unit of metric {metric!r})") from None
-        else:
-            bounds[key] = None
     raw = values[selector]
     return BudgetOptions(
         selector=selector,
         pattern=raw if isinstance(raw, Regex) else None,
         metric=metric,
-        max_ratio=values["max_ratio"],
-        max_increase=bounds["max_increase"],
-        max_value=bounds["max_value"],
-        max_share=values["max_share"],
+        limits=limits.build(values, given, LIMITS, metric.quantity, metric.value),
         min_time_ns=values["min_time"],
         min_step_share=values["min_step_share"],
         each=values["each"],
         per=values["per"],
-        max_noise_widths=values["max_noise_widths"],
         min_ratio=values["min_ratio"],
     )
+
+
+def _selector(given: frozenset[str]) -> str:
+    chosen = [s for s in SELECTORS if s in given]
+    if not chosen:
+        raise OptionError(None, f"a budget needs a selector: one of {', '.join(SELECTORS)}")
+    if len(chosen) > 1:
+        raise OptionError(chosen[1], f"a budget has one selector; this one also has {chosen[0]!r}")
+    return chosen[0]
 
 
 # --- measuring ------------------------------------------------------------------------
@@ -297,57 +310,64 @@ def _sum(kernels: Sequence[KernelStats]) -> Group:
 
 def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
     """Subject -> group on one side; a subject absent from the side is absent here."""
-    p = o.pattern
-    items: list[tuple[str, Group]] = []
     if o.selector in KERNEL_SELECTORS:
-        key_of: Callable[[KernelStats], str]
-        if o.selector == "kernel":
-            assert p is not None
-            ks = [k for k in fp.kernels if p.search(k.name) or p.search(k.demangled)]
-            key_of = lambda k: k.demangled  # noqa: E731
-        elif o.selector == "family":
-            assert p is not None
-            ks = [k for k in fp.kernels if p.search(k.family)]
-            key_of = lambda k: k.family  # noqa: E731
-        elif o.selector == "category":
-            assert p is not None
-            ks = [k for k in fp.kernels if p.search(k.category)]
-            key_of = lambda k: k.category  # noqa: E731
-        else:
-            ks = list(fp.kernels)
-            if not ks and fp.graphs:
-                # A graph-mode capture has no kernel rows: its graph launches are its GPU work.
-                launches = sum(g.launches for g in fp.graphs)
-                return {o.selection: Group(launches, sum(g.total_ns for g in fp.graphs), 0, ())}
-            key_of = lambda k: "whole trace"  # noqa: E731
-        if o.each:
-            by: dict[str, list[KernelStats]] = {}
-            for k in ks:
-                by.setdefault(key_of(k), []).append(k)
-            return {key: _sum(v) for key, v in by.items()}
-        return {o.selection: _sum(ks)} if ks else {}
-    if o.selector in ("memcpy", "memset"):
-        copies = fp.memcpy if o.selector == "memcpy" else fp.memset
-        for c in copies:
-            if p is None or p.search(c.kind):
-                items.append((c.kind, Group(c.ops, c.total_ns, c.bytes, ())))
-    elif o.selector == "nvtx":
-        assert p is not None
-        for r in fp.nvtx:
-            key = f"{r.domain}::{r.name}" if r.domain else r.name
-            if p.search(r.name) or p.search(key):
-                items.append((key, Group(r.count, r.total_ns, 0, ())))
-    else:
-        assert p is not None
-        for a in fp.sync:
-            if p.search(a.name):
-                items.append((a.name, Group(a.calls, a.total_ns, 0, ())))
+        return _kernel_groups(fp, o)
+    items = _items(fp, o)
     if o.each:
         return dict(items)
     if not items:
         return {}
     gs = [g for _, g in items]
     return {o.selection: Group(sum(g.calls for g in gs), sum(g.total_ns for g in gs), sum(g.bytes for g in gs), ())}
+
+
+def _kernel_groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
+    if o.selector == "whole" and not fp.kernels and fp.graphs:
+        # A graph-mode capture has no kernel rows: its graph launches are its GPU work.
+        launches = sum(g.launches for g in fp.graphs)
+        return {o.selection: Group(launches, sum(g.total_ns for g in fp.graphs), 0, ())}
+    key_of = _KERNEL_KEYS[o.selector]
+    p = o.pattern
+    ks = list(fp.kernels) if p is None else [k for k in fp.kernels if any(p.search(n) for n in _searched(o, k))]
+    if o.each:
+        by: dict[str, list[KernelStats]] = {}
+        for k in ks:
+            by.setdefault(key_of(k), []).append(k)
+        return {key: _sum(v) for key, v in by.items()}
+    return {o.selection: _sum(ks)} if ks else {}
+
+
+# The subject of a kernel judged on its own, per kernel selector.
+_KERNEL_KEYS: dict[str, Callable[[KernelStats], str]] = {
+    "kernel": lambda k: k.demangled,
+    "family": lambda k: k.family,
+    "category": lambda k: k.category,
+    "whole": lambda k: "whole trace",
+}
+
+
+def _searched(o: BudgetOptions, k: KernelStats) -> tuple[str, ...]:
+    """The names of a kernel a kernel selector's pattern is searched in."""
+    if o.selector == "kernel":
+        return (k.name, k.demangled)
+    return (_KERNEL_KEYS[o.selector](k),)
+
+
+def _items(fp: Fingerprint, o: BudgetOptions) -> list[tuple[str, Group]]:
+    """The matched copy kinds, ranges or calls of one side, each as a group."""
+    p = o.pattern
+    if o.selector in ("memcpy", "memset"):
+        copies = fp.memcpy if o.selector == "memcpy" else fp.memset
+        return [(c.kind, Group(c.ops, c.total_ns, c.bytes, ())) for c in copies if p is None or p.search(c.kind)]
+    assert p is not None
+    if o.selector == "nvtx":
+        items = []
+        for r in fp.nvtx:
+            key = f"{r.domain}::{r.name}" if r.domain else r.name
+            if p.search(r.name) or p.search(key):
+                items.append((key, Group(r.count, r.total_ns, 0, ())))
+        return items
+    return [(a.name, Group(a.calls, a.total_ns, 0, ())) for a in fp.sync if p.search(a.name)]
 
 
 def steps(fp: Fingerprint, per: str | None) -> int | None:
@@ -360,44 +380,25 @@ def steps(fp: Fingerprint, per: str | None) -> int | None:
     return sc.steps
 
 
-def value(g: Group, fp: Fingerprint, metric: str, n_steps: int | None) -> float | None:
-    div = float(n_steps) if n_steps and metric in _ADDITIVE else 1.0
-    if metric == "total_time":
+def value(g: Group, fp: Fingerprint, metric: Metric, n_steps: int | None) -> float | None:
+    div = float(n_steps) if n_steps and metric.additive else 1.0
+    if metric is Metric.TOTAL_TIME:
         return g.total_ns / div
-    if metric in ("calls", "ops"):
+    if metric in (Metric.CALLS, Metric.OPS):
         return g.calls / div
-    if metric == "bytes":
+    if metric is Metric.BYTES:
         return g.bytes / div
-    if metric == "mean":
+    if metric is Metric.MEAN:
         return g.total_ns / g.calls if g.calls else None
-    if metric == "share":
+    if metric is Metric.SHARE:
         return g.total_ns / fp.kernel_ns if fp.kernel_ns else None
-    return mixture_quantile(g.kernels, 50.0 if metric == "p50" else 90.0)
-
-
-def formatter(metric: str) -> Callable[[float], str]:
-    if metric in ("calls", "ops"):
-        return units.fmt_count
-    if metric == "bytes":
-        return units.fmt_size
-    if metric == "share":
-        return units.fmt_percent
-    return units.fmt_time
-
-
-def unit_of(metric: str) -> str:
-    """The unit of a metric's value in a finding's numbers."""
-    return {"calls": "calls", "ops": "ops", "bytes": "bytes", "share": "fraction"}.get(metric, "ns")
-
-
-def _show(v: float | None, fmt: Callable[[float], str]) -> str:
-    return "-" if v is None else fmt(v)
+    return mixture_quantile(g.kernels, 50.0 if metric is Metric.P50 else 90.0)
 
 
 @dataclass(frozen=True, slots=True)
-class _Limit:
-    """One limit of a budget on one subject: how it reads, whether it is breached, and
-    the change it allows as a log ratio from the base value (for the noise test)."""
+class _Reading:
+    """One limit of a budget read on one subject: how it reads, whether it is breached,
+    and the change it allows as a log ratio from the base value (for the noise test)."""
 
     observed: str
     limit: str
@@ -407,11 +408,11 @@ class _Limit:
     breached: bool
     allowed: float | None
     change: float | None  # the observed log change of what the limit measures
-    metric: str  # what the limit measures (max_share measures the share whatever the metric)
+    metric: Metric  # what the limit measures (max_share measures the share whatever the metric)
     in_widths: bool = False  # max_noise_widths: can't judge without a measured width
 
 
-def _noise_of(o: BudgetOptions, metric: str, normalised: bool) -> dict[str, noise_limits.SubjectNoise]:
+def _noise_of(o: BudgetOptions, metric: Metric, normalised: bool) -> dict[str, noise_limits.SubjectNoise]:
     """The noise of every subject's ``metric`` across the runs of the budget's profile,
     selected and normalised exactly as the diff's sides are."""
     assert o.noise is not None
@@ -425,7 +426,7 @@ def _noise_of(o: BudgetOptions, metric: str, normalised: bool) -> dict[str, nois
     return noise_limits.subjects(per_run)
 
 
-def _limits(
+def _readings(
     o: BudgetOptions,
     b: Group | None,
     c: Group,
@@ -433,138 +434,84 @@ def _limits(
     cv: float,
     diff: Diff,
     noise: noise_limits.SubjectNoise | None,
-) -> list[_Limit]:
-    fmt = formatter(o.metric)
-    unit = unit_of(o.metric)
-    new = b is None or bv is None
-    change = noise_limits.log_change(bv, cv)
-    out: list[_Limit] = []
-    if o.max_ratio is not None:
-        limit = f"max_ratio {units.fmt_ratio(o.max_ratio)}"
-        allowed = math.log(o.max_ratio)
-        if new or bv == 0:
-            out.append(
-                _Limit(f"new ({fmt(cv)})", limit, None, o.max_ratio, "ratio", cv > 0 or new, None, None, o.metric)
+) -> list[_Reading]:
+    out: list[_Reading] = []
+    for lim in o.limits:
+        if lim.kind is LimitKind.MAX_SHARE:
+            if diff.candidate.kernel_ns:
+                out.append(_share_reading(lim, b, c, diff))
+        elif lim.kind is LimitKind.MAX_NOISE_WIDTHS:
+            out.append(_widths_reading(o, lim, bv, cv, noise))
+        elif lim.kind is LimitKind.MAX_RATIO and not bv:
+            # Nothing on the base side to take a ratio of: a new selection.
+            fmt = o.metric.quantity.fmt
+            new = _Reading(
+                f"new ({fmt(cv)})", lim.text(fmt), None, lim.amount, "ratio", cv > 0 or bv is None, None, None, o.metric
             )
+            out.append(new)
         else:
-            assert bv is not None
-            r = cv / bv
-            out.append(
-                _Limit(
-                    units.fmt_ratio(r),
-                    limit,
-                    r,
-                    o.max_ratio,
-                    "ratio",
-                    r > o.max_ratio * (1 + 1e-9),
-                    allowed,
-                    change,
-                    o.metric,
-                )
-            )
-    if o.max_increase is not None:
-        inc = cv - (bv or 0.0)
-        allowed_inc = noise_limits.log_change(bv, (bv or 0.0) + o.max_increase)
-        out.append(
-            _Limit(
-                f"+{fmt(inc)}" if inc >= 0 else f"-{fmt(-inc)}",
-                f"max_increase {fmt(o.max_increase)}",
-                inc,
-                o.max_increase,
-                unit,
-                inc > o.max_increase + 1e-9,
-                allowed_inc,
-                change,
-                o.metric,
-            )
-        )
-    if o.max_value is not None:
-        out.append(
-            _Limit(
-                fmt(cv),
-                f"max_value {fmt(o.max_value)}",
-                cv,
-                o.max_value,
-                unit,
-                cv > o.max_value + 1e-9,
-                noise_limits.log_change(bv, o.max_value),
-                change,
-                o.metric,
-            )
-        )
-    if o.max_share is not None and diff.candidate.kernel_ns:
-        share = c.total_ns / diff.candidate.kernel_ns
-        base_share = b.total_ns / diff.base.kernel_ns if b is not None and diff.base.kernel_ns else None
-        out.append(
-            _Limit(
-                units.fmt_percent(share),
-                f"max_share {units.fmt_percent(o.max_share)}",
-                share,
-                o.max_share,
-                "fraction",
-                share > o.max_share + 1e-12,
-                noise_limits.log_change(base_share, o.max_share),
-                noise_limits.log_change(base_share, share),
-                "share",
-            )
-        )
-    if o.max_noise_widths is not None:
-        out.append(_widths_limit(o, bv, cv, noise))
+            out.append(_reading(o.metric, lim, bv, cv))
     return out
 
 
-def _widths_limit(o: BudgetOptions, bv: float | None, cv: float, noise: noise_limits.SubjectNoise | None) -> _Limit:
+def _reading(metric: Metric, lim: Limit, bv: float | None, cv: float) -> _Reading:
+    """A limit on the metric itself (max_ratio from a base value, max_increase, max_value)."""
+    fmt = metric.quantity.fmt
+    base = bv or 0.0
+    return _Reading(
+        lim.observed(base, cv, fmt),
+        lim.text(fmt),
+        lim.measure(base, cv),
+        lim.amount,
+        "ratio" if lim.kind is LimitKind.MAX_RATIO else metric.unit,
+        lim.breached(base, cv),
+        lim.allowed_change(bv),
+        noise_limits.log_change(bv, cv),
+        metric,
+    )
+
+
+def _share_reading(lim: Limit, b: Group | None, c: Group, diff: Diff) -> _Reading:
+    """``max_share``: the selection's share of the candidate's kernel time."""
+    share = c.total_ns / diff.candidate.kernel_ns
+    base_share = b.total_ns / diff.base.kernel_ns if b is not None and diff.base.kernel_ns else None
+    return _Reading(
+        lim.observed(0.0, share, Quantity.SHARE.fmt),
+        lim.text(Quantity.SHARE.fmt),
+        share,
+        lim.amount,
+        Quantity.SHARE.unit,
+        lim.breached(0.0, share),
+        lim.allowed_change(base_share),
+        noise_limits.log_change(base_share, share),
+        Metric.SHARE,
+    )
+
+
+def _widths_reading(
+    o: BudgetOptions, lim: Limit, bv: float | None, cv: float, noise: noise_limits.SubjectNoise | None
+) -> _Reading:
     """``max_noise_widths`` (and ``min_ratio``) on one subject. Without a measured width
     (the profile lacks the subject, or some of its runs do) the limit can't judge: its
     finding is inconclusive, made by the caller from ``breached=False, allowed=None``."""
-    k = o.max_noise_widths
-    assert k is not None
+    k = lim.amount
     gate = f" and min_ratio {units.fmt_ratio(o.min_ratio)}" if o.min_ratio is not None else ""
-    fmt = formatter(o.metric)
+    fmt = o.metric.quantity.fmt
     if bv is None or bv <= 0:
-        return _Limit(
-            f"new ({fmt(cv)})",
-            f"max_noise_widths {k:g}{gate}",
-            None,
-            None,
-            "ratio",
-            True,
-            None,
-            None,
-            o.metric,
-            in_widths=True,
-        )
+        return _Reading(f"new ({fmt(cv)})", lim.text(fmt) + gate, None, None, "ratio", True, None, None, o.metric, True)
     r = cv / bv
     w = noise.width if noise is not None else None
     if w is None:
-        return _Limit(
-            units.fmt_ratio(r),
-            f"max_noise_widths {k:g}{gate}",
-            r,
-            None,
-            "ratio",
-            False,
-            None,
-            math.log(r),
-            o.metric,
-            in_widths=True,
+        return _Reading(
+            units.fmt_ratio(r), lim.text(fmt) + gate, r, None, "ratio", False, None, math.log(r), o.metric, True
         )
     threshold = math.exp(k * w)
     floor = o.min_ratio if o.min_ratio is not None else 1.0
-    breached = r > threshold * (1 + 1e-9) and r > floor * (1 + 1e-9)
+    breached = exceeds(r, threshold) and exceeds(r, floor)
     widths = f"{math.log(r) / w:.1f} noise widths" if w > 0 else "no measured noise"
-    limit = f"max_noise_widths {k:g} ({units.fmt_ratio(threshold)}){gate}"
-    return _Limit(
-        f"{units.fmt_ratio(r)}, {widths}",
-        limit,
-        r,
-        threshold,
-        "ratio",
-        breached,
-        k * w,
-        math.log(r),
-        o.metric,
-        in_widths=True,
+    limit = f"{lim.text(fmt)} ({units.fmt_ratio(threshold)}){gate}"
+    return _Reading(
+        f"{units.fmt_ratio(r)}, {widths}", limit, r, threshold, "ratio", breached, k * w, math.log(r), o.metric, True
     )
 
 
@@ -579,73 +526,103 @@ def _moves_the_step(diff: Diff, o: BudgetOptions, b: Group | None, c: Group) -> 
     return abs(after - before) >= o.min_step_share * s.base.period.mean
 
 
-def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
-    o: BudgetOptions = rule.options
-    bg, cg = groups(diff.base, o), groups(diff.candidate, o)
+@dataclass(frozen=True, slots=True)
+class _Sides:
+    """What a budget judges every subject of a diff with: both sides' selections, their
+    step counts, and the noise of each measured metric per subject."""
+
+    base: dict[str, Group]
+    candidate: dict[str, Group]
+    base_steps: int | None
+    candidate_steps: int | None
+    noise: dict[Metric, dict[str, noise_limits.SubjectNoise]]
+
+    @property
+    def normalised(self) -> bool:
+        return self.base_steps is not None and self.candidate_steps is not None
+
+
+def _sides(diff: Diff, o: BudgetOptions) -> _Sides:
     bs, cs = steps(diff.base, o.per), steps(diff.candidate, o.per)
     normalised = bs is not None and cs is not None
-    fmt = formatter(o.metric)
-    noise: dict[str, dict[str, noise_limits.SubjectNoise]] = {}
+    noise: dict[Metric, dict[str, noise_limits.SubjectNoise]] = {}
     if o.noise is not None:
         noise_limits.check_fits(o.noise, diff.base)
         noise[o.metric] = _noise_of(o, o.metric, normalised)
-        if o.max_share is not None:
-            noise["share"] = _noise_of(o, "share", normalised)
-    for subject in sorted(bg.keys() | cg.keys()):
-        b, c = bg.get(subject), cg.get(subject)
+        if limits.find(o.limits, LimitKind.MAX_SHARE) is not None:
+            noise[Metric.SHARE] = _noise_of(o, Metric.SHARE, normalised)
+    return _Sides(groups(diff.base, o), groups(diff.candidate, o), bs, cs, noise)
+
+
+def _evidence(
+    o: BudgetOptions, sides: _Sides, b: Group | None, c: Group, bv: float | None, cv: float, subject: str
+) -> str:
+    fmt = o.metric.quantity.fmt
+    evidence = f"{o.metric.value} {'-' if bv is None else fmt(bv)} -> {fmt(cv)}"
+    if o.metric is not Metric.TOTAL_TIME:
+        before = units.fmt_time(b.total_ns) if b else "-"
+        evidence += f"; total time {before} -> {units.fmt_time(c.total_ns)}"
+    counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
+    evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
+    if o.per is not None and sides.normalised:
+        evidence += f"; per {o.per} ({sides.base_steps} -> {sides.candidate_steps} steps)"
+    elif o.per is not None:
+        evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
+    if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
+        evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
+    subject_noise = sides.noise.get(o.metric, {}).get(subject)
+    if subject_noise is not None and subject_noise.width is not None:
+        evidence += "; " + noise_limits.evidence(subject_noise)
+    return evidence
+
+
+def _judged(found: Finding, reading: _Reading, judged: noise_limits.SubjectNoise | None) -> Finding | None:
+    """The finding a reading makes: inconclusive where the noise can't tell, else the
+    finding when the limit is breached."""
+    if reading.in_widths and reading.allowed is None and not reading.breached:
+        # No width to count in: this limit can't judge the subject.
+        reason = noise_limits.unmeasured(judged, reading.metric, found.subject)
+        return dataclasses.replace(found, message=reason, inconclusive=True)
+    if noise_limits.too_small(reading.allowed, reading.change, judged):
+        assert reading.allowed is not None and judged is not None
+        reason = noise_limits.below_noise(reading.allowed, judged, reading.metric, found.subject)
+        return dataclasses.replace(found, message=reason, inconclusive=True)
+    return found if reading.breached else None
+
+
+def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    o: BudgetOptions = rule.options
+    sides = _sides(diff, o)
+    for subject in sorted(sides.base.keys() | sides.candidate.keys()):
+        b, c = sides.base.get(subject), sides.candidate.get(subject)
         if max(b.total_ns if b else 0, c.total_ns if c else 0) < o.min_time_ns:
             continue
         if c is None:
             continue  # gone from the candidate: nothing left to exceed a limit
         if not _moves_the_step(diff, o, b, c):
             continue
-        bv = value(b, diff.base, o.metric, bs if normalised else None) if b else None
-        cv = value(c, diff.candidate, o.metric, cs if normalised else None)
+        bv = value(b, diff.base, o.metric, sides.base_steps if sides.normalised else None) if b else None
+        cv = value(c, diff.candidate, o.metric, sides.candidate_steps if sides.normalised else None)
         if cv is None:
             continue
-        evidence = f"{o.metric} {_show(bv, fmt)} -> {fmt(cv)}"
-        if o.metric != "total_time":
-            before = units.fmt_time(b.total_ns) if b else "-"
-            evidence += f"; total time {before} -> {units.fmt_time(c.total_ns)}"
-        counted = "ops" if o.selector in ("memcpy", "memset") else "calls"
-        evidence += f", {counted} {units.fmt_count(b.calls) if b else '-'} -> {units.fmt_count(c.calls)}"
-        if o.per is not None and normalised:
-            evidence += f"; per {o.per} ({bs} -> {cs} steps)"
-        elif o.per is not None:
-            evidence += f"; per {o.per}: no step counts in the fingerprints, whole values compared"
-        if len(c.kernels) > 1 or (b is not None and len(b.kernels) > 1):
-            evidence += f"; {len(b.kernels) if b else 0} -> {len(c.kernels)} kernels"
+        evidence = _evidence(o, sides, b, c, bv, cv, subject)
         # A kernel judged on its own is named as every output names it (its label).
         shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
-        message = rule.message or f"{o.metric} of {shown} is over budget"
-        subject_noise = noise.get(o.metric, {}).get(subject)
-        if subject_noise is not None and subject_noise.width is not None:
-            evidence += "; " + noise_limits.evidence(subject_noise)
-        for lim in _limits(o, b, c, bv, cv, diff, subject_noise):
-            found = Finding(
-                level=rule.level,
-                rule_id=rule.id,
-                kind="budget",
-                subject=shown,
-                observed=lim.observed,
-                limit=lim.limit,
-                evidence=evidence,
-                message=message,
-                observed_value=lim.observed_value,
-                limit_value=lim.limit_value,
-                unit=lim.unit,
+        why = f"{o.metric.value} of {shown} is over budget"
+        for reading in _readings(o, b, c, bv, cv, diff, sides.noise.get(o.metric, {}).get(subject)):
+            found = rule.finding(
+                shown,
+                reading.observed,
+                reading.limit,
+                evidence,
+                why,
+                observed_value=reading.observed_value,
+                limit_value=reading.limit_value,
+                unit=reading.unit,
             )
-            judged = noise.get(lim.metric, {}).get(subject)
-            if lim.in_widths and lim.allowed is None and not lim.breached:
-                # No width to count in: this limit can't judge the subject.
-                reason = noise_limits.unmeasured(judged, lim.metric, shown)
-                yield dataclasses.replace(found, message=reason, inconclusive=True)
-            elif noise_limits.too_small(lim.allowed, lim.change, judged):
-                assert lim.allowed is not None and judged is not None
-                reason = noise_limits.below_noise(lim.allowed, judged, lim.metric, shown)
-                yield dataclasses.replace(found, message=reason, inconclusive=True)
-            elif lim.breached:
-                yield found
+            judged = _judged(found, reading, sides.noise.get(reading.metric, {}).get(subject))
+            if judged is not None:
+                yield judged
 
 
 KIND = Kind(

@@ -14,12 +14,9 @@ from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding
 
 OPTIONS = (
-    Option(
-        "min_time",
-        "time",
-        opt.time,
+    opt.time_floor(
         "The waiting must grow by at least this much (per step when the diff is per step).",
-        default=1_000_000.0,
+        default_ns=1_000_000.0,
         default_doc="1ms",
     ),
     Option(
@@ -76,31 +73,22 @@ def _finding(diff: Diff, rule: Rule, o: CollectiveWaitOptions, row: Row, growth:
     )
     if len(diff.base.ranks) > 1 and len(diff.candidate.ranks) > 1:
         evidence += f"; collective time per rank {_per_rank(diff.base)} -> {_per_rank(diff.candidate)}"
-    message = rule.message or (
-        f"{row.name} grew by {_signed(growth)}, of which {_signed(waited)} ({units.fmt_percent(share)}) is "
+    grew, waiting = units.fmt_signed_time(growth), units.fmt_signed_time(waited)
+    why = (
+        f"{row.name} grew by {grew}, of which {waiting} ({units.fmt_percent(share)}) is "
         "waiting for other ranks (a skew between the ranks: one reached the collective later), not "
         "slower transfers; look at what the late rank ran before it"
     )
-    return Finding(
-        level=rule.level,
-        rule_id=rule.id,
-        kind="collective-wait",
-        subject=diff.kernel_label(row),
-        observed=f"waiting {_signed(waited)} of {_signed(growth)} ({units.fmt_percent(share)})",
-        limit=(
-            f"waiting growth under {units.fmt_time(o.min_time_ns)} or under "
-            f"{units.fmt_percent(o.min_share)} of the growth"
-        ),
-        evidence=evidence,
-        message=message,
+    return rule.finding(
+        diff.kernel_label(row),
+        f"waiting {waiting} of {grew} ({units.fmt_percent(share)})",
+        f"waiting growth under {units.fmt_time(o.min_time_ns)} or under {units.fmt_percent(o.min_share)} of the growth",
+        evidence,
+        why,
         observed_value=waited,
         limit_value=o.min_time_ns,
         unit="ns",
     )
-
-
-def _signed(ns: float) -> str:
-    return ("+" if ns > 0 else "") + units.fmt_time(ns)
 
 
 KIND = Kind(

@@ -26,7 +26,7 @@ from nsysdiff.rules import noise_limits
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import waivers as waiver_section
 from nsysdiff.rules.kinds import KINDS
-from nsysdiff.rules.model import OptionError, Rule, RuleSet, Waiver
+from nsysdiff.rules.model import Kind, OptionError, Rule, RuleSet, Waiver
 from nsysdiff.rules.report import Level
 from nsysdiff.safe import yamldoc
 
@@ -204,6 +204,13 @@ class _File:
         except yaml.YAMLError as e:
             self.fail(node, where, key, f"can't read the value ({e})")
 
+    def mapping(self, node: Node, where: str, item: str, keys: str) -> MappingNode:
+        """``node`` when it is a mapping (of ``keys``, as the error names them)."""
+        if not isinstance(node, MappingNode):
+            v = self.value(node, where, None)
+            self.fail(node, where, None, f"{item} must be a mapping ({keys}), not {opt.type_name(v)}")
+        return node
+
     def pairs(self, node: MappingNode, where: str | None) -> list[tuple[str, Node, Node]]:
         out: list[tuple[str, Node, Node]] = []
         first: dict[str, int] = {}
@@ -232,6 +239,28 @@ class _Loader:
         if src.identity in self.loaded:
             return  # a pack reached twice (two specs, or a diamond of extends)
         f = _File(src)
+        top = self._top(f)
+        if "description" in top:
+            self._string(f, top["description"][1], None, "description")
+        if "extends" in top:
+            for spec, node in self._extends(f, top["extends"][1]):
+                self.load(self._extended(f, src, stack, spec, node), (*stack, src))
+        if "rules" in top:
+            self._rules(f, top["rules"][1])
+        if "waivers" in top:
+            self._waivers(f, top["waivers"][1])
+        if "phases" in top:
+            self._phases(f, top["phases"][1])
+        if "noise_profile" in top:
+            self.noise = self._noise_profile(f, src, top["noise_profile"][1])
+        if "steps" in top:
+            self.steps = self._steps(f, top["steps"][1])
+        self.loaded.add(src.identity)
+        self.files.append(src.label)
+
+    def _top(self, f: _File) -> dict[str, tuple[Node, Node]]:
+        """The top-level keys of a rule file, checked: a mapping of known keys and a
+        supported version."""
         if not isinstance(f.root, MappingNode):
             what = "a list" if isinstance(f.root, SequenceNode) else "a scalar"
             f.fail(
@@ -257,53 +286,42 @@ class _Loader:
                 "version",
                 f"unsupported version {version!r} (this nsysdiff reads version {VERSION})",
             )
-        if "description" in top:
-            self._string(f, top["description"][1], None, "description")
-        if "extends" in top:
-            for spec, node in self._extends(f, top["extends"][1]):
-                if len(stack) + 1 >= MAX_EXTENDS_DEPTH:
-                    f.fail(node, None, "extends", f"more than {MAX_EXTENDS_DEPTH} files extend each other")
-                if len(self.loaded) + len(stack) + 1 >= MAX_FILES:
-                    f.fail(node, None, "extends", f"more than {MAX_FILES} rule files in one rule set")
-                try:
-                    # A shipped pack extends shipped packs only.
-                    target = (
-                        resolve(spec, src.directory)
-                        if src.directory is not None
-                        else (pack_source(spec) if is_pack(spec) else None)
-                    )
-                except ValueError as e:
-                    f.fail(
-                        node,
-                        None,
-                        "extends",
-                        f"{spec!r} is {e}: extends names a shipped pack or a file under the including file's directory",
-                    )
-                if target is None:
-                    f.fail(
-                        node,
-                        None,
-                        "extends",
-                        f"{spec!r} names no shipped pack ({', '.join(pack_names())}) and no file",
-                    )
-                chain = (*stack, src)
-                if any(s.identity == target.identity for s in chain):
-                    start = next(i for i, s in enumerate(chain) if s.identity == target.identity)
-                    cycle = " -> ".join(s.label for s in (*chain[start:], target))
-                    f.fail(node, None, "extends", f"extends cycle: {cycle}")
-                self.load(target, chain)
-        if "rules" in top:
-            self._rules(f, top["rules"][1])
-        if "waivers" in top:
-            self._waivers(f, top["waivers"][1])
-        if "phases" in top:
-            self._phases(f, top["phases"][1])
-        if "noise_profile" in top:
-            self.noise = self._noise_profile(f, src, top["noise_profile"][1])
-        if "steps" in top:
-            self.steps = self._steps(f, top["steps"][1])
-        self.loaded.add(src.identity)
-        self.files.append(src.label)
+        return top
+
+    def _extended(self, f: _File, src: Source, stack: tuple[Source, ...], spec: str, node: Node) -> Source:
+        """The file one ``extends`` entry of ``src`` names, within the limits of depth,
+        count and place, and not already on the chain of files extending it."""
+        if len(stack) + 1 >= MAX_EXTENDS_DEPTH:
+            f.fail(node, None, "extends", f"more than {MAX_EXTENDS_DEPTH} files extend each other")
+        if len(self.loaded) + len(stack) + 1 >= MAX_FILES:
+            f.fail(node, None, "extends", f"more than {MAX_FILES} rule files in one rule set")
+        try:
+            # A shipped pack extends shipped packs only.
+            target = (
+                resolve(spec, src.directory)
+                if src.directory is not None
+                else (pack_source(spec) if is_pack(spec) else None)
+            )
+        except ValueError as e:
+            f.fail(
+                node,
+                None,
+                "extends",
+                f"{spec!r} is {e}: extends names a shipped pack or a file under the including file's directory",
+            )
+        if target is None:
+            f.fail(
+                node,
+                None,
+                "extends",
+                f"{spec!r} names no shipped pack ({', '.join(pack_names())}) and no file",
+            )
+        chain = (*stack, src)
+        if any(s.identity == target.identity for s in chain):
+            start = next(i for i, s in enumerate(chain) if s.identity == target.identity)
+            cycle = " -> ".join(s.label for s in (*chain[start:], target))
+            f.fail(node, None, "extends", f"extends cycle: {cycle}")
+        return target
 
     def _string(self, f: _File, node: Node, where: str | None, key: str) -> str:
         v = f.value(node, where, key)
@@ -353,29 +371,27 @@ class _Loader:
             out.append((v, item))
         return out
 
-    def _rules(self, f: _File, node: Node) -> None:
+    def _items(self, f: _File, node: Node, key: str, held: int) -> list[Node]:
+        """The items of the top-level list ``key`` (none for null), within the bound on a
+        rule set with ``held`` of them already."""
         if not isinstance(node, SequenceNode):
-            v = f.value(node, None, "rules")
+            v = f.value(node, None, key)
             if v is None:
-                return
-            f.fail(node, None, "rules", f"expected a list of rules, got {opt.type_name(v)}")
+                return []
+            f.fail(node, None, key, f"expected a list of {key}, got {opt.type_name(v)}")
+        if len(node.value) + held > MAX_RULES:
+            f.fail(node, None, key, f"more than {MAX_RULES:,} {key} in one rule set")
+        return list(node.value)
+
+    def _rules(self, f: _File, node: Node) -> None:
         seen: dict[str, int] = {}
-        if len(node.value) + len(self.rules) > MAX_RULES:
-            f.fail(node, None, "rules", f"more than {MAX_RULES:,} rules in one rule set")
-        for index, rnode in enumerate(node.value, 1):
+        for index, rnode in enumerate(self._items(f, node, "rules", len(self.rules)), 1):
             rule = self._rule(f, rnode, index, seen)
             self.rules[rule.id] = rule  # redefining an extended rule replaces it in place
 
     def _rule(self, f: _File, node: Node, index: int, seen: dict[str, int]) -> Rule:
         where = f"rule #{index}"
-        if not isinstance(node, MappingNode):
-            v = f.value(node, where, None)
-            f.fail(
-                node,
-                where,
-                None,
-                f"a rule must be a mapping (id, kind, ...), not {opt.type_name(v)}",
-            )
+        node = f.mapping(node, where, "a rule", "id, kind, ...")
         pairs = f.pairs(node, where)
         by = {k: (kn, vn) for k, kn, vn in pairs}
         if "id" not in by:
@@ -410,6 +426,23 @@ class _Loader:
                 f.fail(lnode, where, "level", str(e))
         message = self._string(f, by["message"][1], where, "message") if "message" in by else ""
         description = self._string(f, by["description"][1], where, "description") if "description" in by else ""
+        options, settings = self._options(f, node, where, kind, pairs)
+        return Rule(
+            id=rid,
+            kind=kind.name,
+            level=level,
+            message=message,
+            description=description,
+            options=options,
+            settings=settings,
+            source=f.label,
+            line=_line(node),
+        )
+
+    def _options(
+        self, f: _File, node: MappingNode, where: str, kind: Kind, pairs: list[tuple[str, Node, Node]]
+    ) -> tuple[Any, tuple[tuple[str, str], ...]]:
+        """A rule's options built by its kind, and its settings as written."""
         parsed: dict[str, Any] = {}
         settings: list[tuple[str, str]] = []
         known = (*RULE_KEYS, *(o.name for o in kind.options))
@@ -429,40 +462,15 @@ class _Loader:
                 f.fail(node, where, option.name, "missing required option")
         values = {o.name: parsed.get(o.name, o.default) for o in kind.options}
         try:
-            options = kind.build(values, frozenset(parsed))
+            return kind.build(values, frozenset(parsed)), tuple(settings)
         except OptionError as e:
-            at = by[e.key][1] if e.key is not None and e.key in by else node
-            f.fail(at, where, e.key, e.message)
-        return Rule(
-            id=rid,
-            kind=kind.name,
-            level=level,
-            message=message,
-            description=description,
-            options=options,
-            settings=tuple(settings),
-            source=f.label,
-            line=_line(node),
-        )
+            by = {k: vn for k, _, vn in pairs}
+            f.fail(by[e.key] if e.key is not None and e.key in by else node, where, e.key, e.message)
 
     def _waivers(self, f: _File, node: Node) -> None:
-        if not isinstance(node, SequenceNode):
-            v = f.value(node, None, "waivers")
-            if v is None:
-                return
-            f.fail(node, None, "waivers", f"expected a list of waivers, got {opt.type_name(v)}")
-        if len(node.value) + len(self.waivers) > MAX_RULES:
-            f.fail(node, None, "waivers", f"more than {MAX_RULES:,} waivers in one rule set")
-        for index, wnode in enumerate(node.value, 1):
+        for index, wnode in enumerate(self._items(f, node, "waivers", len(self.waivers)), 1):
             where = f"waiver #{index}"
-            if not isinstance(wnode, MappingNode):
-                v = f.value(wnode, where, None)
-                f.fail(
-                    wnode,
-                    where,
-                    None,
-                    f"a waiver must be a mapping (rule, subject, reason, expires), not {opt.type_name(v)}",
-                )
+            wnode = f.mapping(wnode, where, "a waiver", "rule, subject, reason, expires")
             values: dict[str, Any] = {}
             for k, kn, vn in f.pairs(wnode, where):
                 option = next((o for o in waiver_section.OPTIONS if o.name == k), None)

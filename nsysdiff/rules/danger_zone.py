@@ -146,15 +146,12 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
             limit = (
                 "calls unchanged" if o.count_tolerance == 0 else f"calls within {units.fmt_percent(o.count_tolerance)}"
             )
-        yield Finding(
-            level=rule.level,
-            rule_id=rule.id,
-            kind="danger-zone",
-            subject=diff.kernel_label(row),
-            observed=met[0],
-            limit=limit,
-            evidence=evidence,
-            message=rule.message or o.why,
+        yield rule.finding(
+            diff.kernel_label(row),
+            met[0],
+            limit,
+            evidence,
+            o.why,
             observed_value=ratio,
             limit_value=edge,
             unit="ratio" if ratio is not None else "",

@@ -46,13 +46,7 @@ OPTIONS = (
         "Which causes the rule diagnoses: " + ", ".join(CAUSES) + " (one or a list).",
         required=True,
     ),
-    Option(
-        "kernel",
-        "regex",
-        opt.regex,
-        "Only kernels whose short or demangled name matches.",
-        default_doc="every kernel",
-    ),
+    opt.kernel_filter("Only kernels whose short or demangled name matches."),
 )
 
 # Categories (nsysdiff.fingerprint.categories) each cause looks at. Element-wise kernels and copies
@@ -348,17 +342,8 @@ def diagnose(diff: Diff, causes: Sequence[str], kernel: Regex | None = None) -> 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: InvarianceOptions = rule.options
     for c in diagnose(diff, o.causes, o.kernel):
-        yield Finding(
-            level=rule.level,
-            rule_id=rule.id,
-            kind="invariance",
-            subject=c.family,
-            observed=c.observed,
-            limit=_LIMIT[c.cause],
-            evidence=c.evidence,
-            message=rule.message or _WHY[c.cause],
-            statistical=False,
-            covers=c.covers,
+        yield rule.finding(
+            c.family, c.observed, _LIMIT[c.cause], c.evidence, _WHY[c.cause], statistical=False, covers=c.covers
         )
 
 

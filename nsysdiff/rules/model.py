@@ -83,6 +83,14 @@ class Rule:
     source: str
     line: int
 
+    def finding(self, subject: str, observed: str, limit: str, evidence: str, why: str, **details: Any) -> Finding:
+        """A finding of this rule, at its level; its message is the rule's own when the
+        rule file gives one, else ``why`` (the kind's explanation). ``details`` are the
+        finding's other fields: its numbers, ``statistical``, ``covers``, ``scaled``."""
+        return Finding(
+            self.level, self.id, self.kind, subject, observed, limit, evidence, self.message or why, **details
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Waiver:

@@ -26,6 +26,8 @@ from nsysdiff.errors import RuleError, UsageError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.noise import PAIR, NoiseProfile, fmt_width, spreads
+from nsysdiff.rules import limits
+from nsysdiff.rules.limits import LimitKind
 from nsysdiff.rules.model import RuleSet, Section
 
 # A change beyond this many noise widths either way is no coin flip, whatever the limit.
@@ -150,7 +152,7 @@ def require(ruleset: RuleSet) -> None:
     if ruleset.noise is not None:
         return
     for rule in ruleset.rules:
-        if rule.kind == "budget" and rule.options.max_noise_widths is not None:
+        if rule.kind == "budget" and limits.find(rule.options.limits, LimitKind.MAX_NOISE_WIDTHS) is not None:
             raise RuleError(
                 f"{rule.source}:{rule.line}: rule {rule.id!r}: key 'max_noise_widths': needs a noise "
                 "profile: give --noise-profile FILE, or noise_profile: FILE in the rule file "

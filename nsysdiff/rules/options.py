@@ -1,7 +1,7 @@
-"""Option value parsers shared by the rule kinds.
+"""Option value parsers shared by the rule kinds, and the options several kinds declare.
 
-Each takes what YAML produced and returns a validated value, or raises ``ValueError``
-with the text that follows ``key 'KEY': `` in the error message.
+Each parser takes what YAML produced and returns a validated value, or raises
+``ValueError`` with the text that follows ``key 'KEY': `` in the error message.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from datetime import date, datetime
 from typing import Any
 
 from nsysdiff.rules import units
+from nsysdiff.rules.model import Option
 from nsysdiff.safe.regex import Regex, RegexError
 from nsysdiff.safe.regex import compile as compile_regex
 
@@ -144,3 +145,13 @@ def iso_date(value: Any) -> date:
         except ValueError:
             pass
     raise ValueError(f"expected a date YYYY-MM-DD, got {type_name(value)}")
+
+
+def time_floor(doc: str, *, default_ns: float = 0.0, default_doc: str = "0ns") -> Option:
+    """The ``min_time`` option: what is under this time is too small to judge."""
+    return Option("min_time", "time", time, doc, default=default_ns, default_doc=default_doc)
+
+
+def kernel_filter(doc: str) -> Option:
+    """The ``kernel`` option: only the kernels whose short or demangled name matches."""
+    return Option("kernel", "regex", regex, doc, default_doc="every kernel")

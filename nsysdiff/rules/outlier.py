@@ -39,14 +39,7 @@ OPTIONS = (
         "Materiality: minimum share of either side's kernel time (`0.1%`).",
         default_doc="the diff's --min-share (0.1%)",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a key under this total time on both sides is too small to judge.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a key under this total time on both sides is too small to judge."),
     Option(
         "scope",
         "choice list",
@@ -193,13 +186,14 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         f"{units.fmt_time(row.candidate.total_ns)} "
         f"({units.fmt_ratio(row.ratio)}) vs overall scale {units.fmt_ratio(scale)}; "
         + (
-            f"resized {_signed(row.resized_ns)} (calls {units.fmt_count(row.base.calls)} -> "
+            f"resized {units.fmt_signed_time(row.resized_ns)} (calls {units.fmt_count(row.base.calls)} -> "
             f"{units.fmt_count(row.candidate.calls)}, mean {units.fmt_time(row.base.mean_ns)} -> "
             f"{units.fmt_time(row.candidate.mean_ns)}: the same work in calls of another size); "
             if row.resized_ns
-            else f"count effect {_signed(row.count_effect_ns)} (calls {units.fmt_count(row.base.calls)} -> "
+            else f"count effect {units.fmt_signed_time(row.count_effect_ns)} "
+            f"(calls {units.fmt_count(row.base.calls)} -> "
             f"{units.fmt_count(row.candidate.calls)}), "
-            f"per-call effect {_signed(row.per_call_effect_ns)} "
+            f"per-call effect {units.fmt_signed_time(row.per_call_effect_ns)} "
             f"(mean {units.fmt_time(row.base.mean_ns)} -> "
             f"{units.fmt_time(row.candidate.mean_ns)}); "
         )
@@ -219,7 +213,7 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
     else:
         driver = "per-call time" if abs(row.per_call_effect_ns) >= abs(row.count_effect_ns) else "call count"
     way = "slower" if dev > 1 else "faster"
-    message = rule.message or (
+    why = (
         ("" if dev > 1 else "improvement: ")
         + f"{what} {row.name} scaled {units.fmt_ratio(row.ratio)} while the trace scaled "
         f"{units.fmt_ratio(scale)}: {units.fmt_ratio(max(dev, 1 / dev))} {way} than the rest, "
@@ -231,25 +225,18 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
     )
     if gate.min_time_ns:
         limit += f" and time >= {units.fmt_time(gate.min_time_ns)}"
-    return Finding(
-        level=rule.level,
-        rule_id=rule.id,
-        kind="outlier",
-        subject=subject,
-        observed=f"z={row.outlier_score:+.1f}, {units.fmt_ratio(dev)} of scale" + ("" if dev > 1 else " (improvement)"),
-        limit=limit,
-        evidence=evidence,
-        message=message,
+    return rule.finding(
+        subject,
+        f"z={row.outlier_score:+.1f}, {units.fmt_ratio(dev)} of scale" + ("" if dev > 1 else " (improvement)"),
+        limit,
+        evidence,
+        why,
         # The deviation from the scale against the gate's, on the side it was crossed.
         observed_value=dev,
         limit_value=gate.deviation if dev > 1 else 1 / gate.deviation,
         unit="ratio",
         scaled=True,
     )
-
-
-def _signed(ns: float) -> str:
-    return ("+" if ns > 0 else "") + units.fmt_time(ns)
 
 
 KIND = Kind(

@@ -16,7 +16,8 @@ measured when it can be and assumed when it can't (docs/steps.md, "Judging a ste
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import enum
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,17 +28,34 @@ from nsysdiff.compare import runstats
 from nsysdiff.compare.diff import Diff
 from nsysdiff.compare.steps import STATS, StepSide, side
 from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
-from nsysdiff.fingerprint.steps import HostFamily, StepPart
-from nsysdiff.rules import noise_limits, units
+from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
+from nsysdiff.rules.limits import Limit, LimitKind, Quantity
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import Finding
+from nsysdiff.trace.records import HostFamily
 
+
+class StepMetric(str, enum.Enum):
+    """What a step rule measures per step, besides a part of the period (a StepPart)."""
+
+    PERIOD = "period"  # start to the next start: the time per step
+    DURATION = "duration"  # the range's own
+    TAIL = "tail"  # p99 / p50 of the periods
+    CALLS = "calls"  # of a host family, per step (exact)
+    BYTES = "bytes"  # of a host family, per step (exact)
+    CALL_TIME = "call_time"  # the mean time per call of a host family
+
+
+_ACROSS_STEPS = (StepMetric.PERIOD, StepMetric.DURATION)  # distributions: a statistic picks one figure
+_OF_FAMILY = (StepMetric.CALLS, StepMetric.BYTES, StepMetric.CALL_TIME)
 PARTS = tuple(p.value for p in StepPart)
 FAMILIES = tuple(f.value for f in HostFamily)
-COUNTED = ("calls", "bytes")  # exact: never judged against the noise
-METRICS = ("period", "duration", "tail", *PARTS, "calls", "bytes", "call_time")
-_TIME = ("period", "duration", *PARTS, "call_time")
+# In the order the docs list them: the step's times, its tail, its parts, its host calls.
+METRICS = (*(m.value for m in _ACROSS_STEPS), StepMetric.TAIL.value, *PARTS, *(m.value for m in _OF_FAMILY))
+LIMITS = (LimitKind.MAX_RATIO, LimitKind.MAX_INCREASE, LimitKind.MAX_VALUE, LimitKind.MAX_INCREASE_OF_STEP)
+
 
 OPTIONS = (
     Option(
@@ -87,82 +105,64 @@ OPTIONS = (
         default=1.6,
         default_doc="1.6x",
     ),
-    Option(
-        "min_time",
-        "time",
-        opt.time,
-        "Floor: a time metric under this on both sides is not judged.",
-        default=0.0,
-        default_doc="0ns",
-    ),
+    opt.time_floor("Floor: a time metric under this on both sides is not judged."),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class StepOptions:
-    metric: str
-    stat: str
+    metric: StepMetric | StepPart
+    stat: str  # one of STATS
     family: HostFamily | None
-    max_ratio: float | None
-    max_increase: float | None
-    max_value: float | None
-    max_increase_of_step: float | None
+    limits: tuple[Limit, ...]  # in LIMITS order
     assumed: float  # the `noise` option
     min_time_ns: float
     noise: NoiseProfile | None = None  # attached after loading (noise_limits.attach)
 
     @property
     def counted(self) -> bool:
-        return self.metric in COUNTED
+        """Counts and bytes per step are exact: never judged against the noise."""
+        return self.metric in (StepMetric.CALLS, StepMetric.BYTES)
+
+    @property
+    def quantity(self) -> Quantity:
+        return _QUANTITIES.get(self.metric, Quantity.TIME)
 
     @property
     def subject(self) -> str:
         if self.family is not None:
-            return f"{self.family.value} {self.metric.replace('_', ' ')}"
-        if self.metric in ("period", "duration"):
-            return f"{self.metric} {self.stat}"
-        return self.metric
+            return f"{self.family.value} {self.metric.value.replace('_', ' ')}"
+        if self.metric in _ACROSS_STEPS:
+            return f"{self.metric.value} {self.stat}"
+        return str(self.metric.value)
 
 
-def _parser(metric: str) -> Callable[[Any], float]:
-    if metric == "calls":
-        return opt.count
-    if metric == "bytes":
-        return opt.size
-    if metric == "tail":
-        return opt.ratio
-    return opt.time
+# Times per step, but for a count or bytes per step and the tail (a ratio).
+_QUANTITIES: dict[StepMetric | StepPart, Quantity] = {
+    StepMetric.CALLS: Quantity.STEP_COUNT,
+    StepMetric.BYTES: Quantity.SIZE,
+    StepMetric.TAIL: Quantity.RATIO,
+}
 
 
 def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
-    metric: str = values["metric"]
-    limits = ("max_ratio", "max_increase", "max_value", "max_increase_of_step")
-    if not any(k in given for k in limits):
-        raise OptionError(None, f"a step rule needs a limit: one of {', '.join(limits)}")
-    needs_family = metric in ("calls", "bytes", "call_time")
+    name: str = values["metric"]
+    metric = StepPart(name) if name in PARTS else StepMetric(name)
+    limits.require(given, LIMITS, "a step rule")
+    needs_family = metric in _OF_FAMILY
     if needs_family and "family" not in given:
-        raise OptionError("metric", f"{metric!r} needs a host family (family: {', '.join(FAMILIES)})")
+        raise OptionError("metric", f"{name!r} needs a host family (family: {', '.join(FAMILIES)})")
     if not needs_family and "family" in given:
-        raise OptionError("family", f"a family goes with calls, bytes or call_time, not {metric!r}")
-    if "stat" in given and metric not in ("period", "duration"):
-        raise OptionError("stat", f"a statistic across steps goes with period or duration, not {metric!r}")
-    if "max_increase_of_step" in given and metric not in (*PARTS, "period", "duration"):
-        raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {metric!r}")
-    parse = _parser(metric)
-    bounds: dict[str, float | None] = {}
-    for key in ("max_increase", "max_value"):
-        try:
-            bounds[key] = parse(values[key]) if key in given else None
-        except ValueError as e:
-            raise OptionError(key, f"{e} (the unit of metric {metric!r})") from None
+        raise OptionError("family", f"a family goes with calls, bytes or call_time, not {name!r}")
+    if "stat" in given and metric not in _ACROSS_STEPS:
+        raise OptionError("stat", f"a statistic across steps goes with period or duration, not {name!r}")
+    if "max_increase_of_step" in given and not (isinstance(metric, StepPart) or metric in _ACROSS_STEPS):
+        raise OptionError("max_increase_of_step", f"a share of the time per step needs a time per step, not {name!r}")
     return StepOptions(
         metric=metric,
         stat=values["stat"],
         family=HostFamily(values["family"]) if needs_family else None,
-        max_ratio=values["max_ratio"],
-        max_increase=bounds["max_increase"],
-        max_value=bounds["max_value"],
-        max_increase_of_step=values["max_increase_of_step"],
+        limits=limits.build(values, given, LIMITS, _QUANTITIES.get(metric, Quantity.TIME), name),
         assumed=values["noise"],
         min_time_ns=values["min_time"],
     )
@@ -174,60 +174,20 @@ def build(values: Mapping[str, Any], given: frozenset[str]) -> StepOptions:
 def value(s: StepSide, o: StepOptions) -> float | None:
     """The metric on one side's steps; None where it has no value (no calls of the family)."""
     m = o.metric
-    if m in ("period", "duration"):
-        return float(getattr(s, m).of(o.stat))
-    if m == "tail":
+    if isinstance(m, StepPart):
+        return s.part(m)
+    if m is StepMetric.PERIOD:
+        return s.period.of(o.stat)
+    if m is StepMetric.DURATION:
+        return s.duration.of(o.stat)
+    if m is StepMetric.TAIL:
         return s.tail
-    if m in PARTS:
-        return s.part(StepPart(m))
     assert o.family is not None
-    if m == "calls":
+    if m is StepMetric.CALLS:
         return s.calls_per_step(o.family)
-    if m == "bytes":
+    if m is StepMetric.BYTES:
         return s.bytes_per_step(o.family)
     return s.mean_call_ns(o.family)
-
-
-def _fmt(o: StepOptions) -> Callable[[float], str]:
-    if o.metric == "calls":
-        return lambda x: f"{x:,.2f}".rstrip("0").rstrip(".")
-    if o.metric == "bytes":
-        return units.fmt_size
-    if o.metric == "tail":
-        return units.fmt_ratio
-    return units.fmt_time
-
-
-def _unit(o: StepOptions) -> str:
-    return {"calls": "calls", "bytes": "bytes", "tail": "ratio"}.get(o.metric, "ns")
-
-
-@dataclass(frozen=True, slots=True)
-class _Limit:
-    text: str
-    bound: float  # the largest candidate value within the limit
-    limit_value: float
-
-
-def _limits(o: StepOptions, bv: float, base: StepSide) -> list[_Limit]:
-    fmt = _fmt(o)
-    out = []
-    if o.max_ratio is not None:
-        out.append(_Limit(f"max_ratio {units.fmt_ratio(o.max_ratio)}", bv * o.max_ratio, o.max_ratio))
-    if o.max_increase is not None:
-        out.append(_Limit(f"max_increase {fmt(o.max_increase)}", bv + o.max_increase, o.max_increase))
-    if o.max_value is not None:
-        out.append(_Limit(f"max_value {fmt(o.max_value)}", o.max_value, o.max_value))
-    if o.max_increase_of_step is not None:
-        allowed = o.max_increase_of_step * base.period.mean
-        out.append(
-            _Limit(
-                f"max_increase_of_step {units.fmt_percent(o.max_increase_of_step)} ({u.ns(allowed)})",
-                bv + allowed,
-                o.max_increase_of_step,
-            )
-        )
-    return out
 
 
 def _per_run(diff: Diff) -> tuple[Sequence[StepSide], Sequence[StepSide]] | None:
@@ -269,14 +229,13 @@ _CALL_WORDS = {
 
 def _cause(o: StepOptions, bv: float, cv: float) -> str:
     """The cause as the first lines name it: what moved, in the rule's terms."""
-    fmt = _fmt(o)
-    if o.metric == "calls":
+    if o.metric is StepMetric.CALLS:
         assert o.family is not None
         delta = f"{cv - bv:+,.2f}".rstrip("0").rstrip(".")
         return f"{delta} {_CALL_WORDS[o.family]} call{'' if abs(cv - bv) == 1 else 's'} per step"
-    if o.metric in PARTS:
-        return f"{u.signed_ns(cv - bv)} {o.metric.replace('_', ' ')} per step"
-    return f"{o.subject} {fmt(bv)} -> {fmt(cv)}"
+    if isinstance(o.metric, StepPart):
+        return f"{u.signed_ns(cv - bv)} {o.metric.value.replace('_', ' ')} per step"
+    return f"{o.subject} {o.quantity.fmt(bv)} -> {o.quantity.fmt(cv)}"
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
@@ -287,9 +246,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     bv, cv = value(sd.base, o), value(sd.candidate, o)
     if cv is None:
         return
-    if o.metric in _TIME and max(bv or 0.0, cv) < o.min_time_ns:
+    if o.quantity is Quantity.TIME and max(bv or 0.0, cv) < o.min_time_ns:
         return
-    fmt = _fmt(o)
+    fmt = o.quantity.fmt
     evidence = (
         f"{o.subject} per {sd.name} step {'-' if bv is None else fmt(bv)} -> {fmt(cv)} "
         f"({sd.base.steps} -> {sd.candidate.steps} steps); time per step "
@@ -297,7 +256,6 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     )
     base = bv if bv is not None else 0.0
     cause = _cause(o, base, cv)
-    message = rule.message or cause
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
     if interval is not None:
@@ -308,34 +266,21 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     judged = _profile_noise(o) if not o.counted else None
     if judged is not None and judged.width is not None:
         evidence += "; " + noise_limits.evidence(judged)
-    for lim in _limits(o, base, sd.base):
-        if interval is not None and base > 0:
-            # Across runs the point is the runs' geometric-mean ratio, not the median runs'.
-            if interval[0] * base <= lim.bound * (1 + 1e-9):
-                continue
-        elif cv <= lim.bound * (1 + 1e-9) + 1e-9:
+    # Across runs the point is the runs' geometric-mean ratio, not the median runs'.
+    shown = interval[0] * base if interval is not None and base > 0 else cv
+    step_ns = sd.base.period.mean
+    for lim in o.limits:
+        if not lim.breached(base, shown, step_ns):
             continue  # within the limit
-        shown = interval[0] * base if interval is not None and base > 0 else cv
-        ratio = shown / base if base > 0 else None
-        observed = (
-            units.fmt_ratio(ratio)
-            if lim.text.startswith("max_ratio") and ratio is not None
-            else f"{'+' if shown >= base else '-'}{fmt(abs(shown - base))}"
-            if not lim.text.startswith("max_value")
-            else fmt(shown)
-        )
-        found = Finding(
-            level=rule.level,
-            rule_id=rule.id,
-            kind="step",
-            subject=f"{sd.name} {o.subject}",
-            observed=observed,
-            limit=lim.text,
-            evidence=evidence,
-            message=message,
+        found = rule.finding(
+            f"{sd.name} {o.subject}",
+            lim.observed(base, shown, fmt),
+            lim.text(fmt, step_ns),
+            evidence,
+            cause,
             observed_value=shown,
-            limit_value=lim.limit_value,
-            unit=_unit(o),
+            limit_value=lim.amount,
+            unit=o.quantity.unit,
         )
         reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged)
         yield found if reason is None else dataclasses.replace(found, message=f"{cause}: {reason}", inconclusive=True)
@@ -343,7 +288,7 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
 
 def _undecided(
     o: StepOptions,
-    lim: _Limit,
+    lim: Limit,
     bv: float,
     cv: float,
     base: StepSide,
@@ -351,24 +296,26 @@ def _undecided(
     judged: noise_limits.SubjectNoise | None,
 ) -> str | None:
     """Why a breach of a noisy metric can't be told from the noise; None when it can."""
+    step_ns = base.period.mean
     if interval is not None:
         _, low, _ = interval
         # The whole interval must clear the limit (as a ratio of the base value).
-        if bv > 0 and low * bv > lim.bound:
+        if bv > 0 and low * bv > lim.bound(bv, step_ns):
             return None
         return f"within the noise of the runs (interval low {units.fmt_ratio(low)} under the limit)"
     if judged is not None and judged.width is not None:
-        allowed = noise_limits.log_change(bv, lim.bound)
+        allowed = lim.allowed_change(bv, step_ns)
         change = noise_limits.log_change(bv, cv)
         if noise_limits.too_small(allowed, change, judged):
             assert allowed is not None
             return f"within the measured noise {fmt_width(judged.width)} over {judged.runs} runs"
         return None
     # One run per side, nothing measured: the assumed noise of one run.
-    scale = base.period.mean if o.metric in PARTS else bv
+    part = isinstance(o.metric, StepPart)
+    scale = step_ns if part else bv
     if scale > 0 and cv - bv > (o.assumed - 1.0) * scale:
         return None
-    what = "the base time per step" if o.metric in PARTS else "the base value"
+    what = "the base time per step" if part else "the base value"
     remedy = (
         "the noise profile has no steps to measure it: make one from runs with steps"
         if o.noise is not None

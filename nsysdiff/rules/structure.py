@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsysdiff.compare.diff import Diff, Variant
+from nsysdiff.compare.diff import Diff, Row, Variant
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
@@ -26,13 +26,7 @@ OPTIONS = (
         "What must be identical: " + ", ".join(CHECKS) + " (one or a list).",
         required=True,
     ),
-    Option(
-        "kernel",
-        "regex",
-        opt.regex,
-        "Only kernels whose short or demangled name matches (all checks but memcpy-bytes).",
-        default_doc="every kernel",
-    ),
+    opt.kernel_filter("Only kernels whose short or demangled name matches (all checks but memcpy-bytes)."),
 )
 
 
@@ -74,108 +68,131 @@ def _variants(vs: tuple[Variant, ...]) -> str:
     )
 
 
-def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
-    o: StructureOptions = rule.options
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    """One difference a check found, before it is a finding of the rule."""
 
-    def finding(
-        subject: str,
-        observed: str,
-        limit: str,
-        evidence: str,
-        why: str,
-        values: tuple[float, float, str] | None = None,
-    ) -> Finding:
-        # values: (observed, limit, unit) where the check compares two numbers.
-        observed_value, limit_value, unit = values if values is not None else (None, None, "")
-        return Finding(
-            level=rule.level,
-            rule_id=rule.id,
-            kind="structure",
-            subject=subject,
-            observed=observed,
-            limit=limit,
-            evidence=evidence,
-            message=rule.message or why,
-            statistical=False,
-            observed_value=observed_value,
-            limit_value=limit_value,
-            unit=unit,
+    subject: str
+    observed: str
+    limit: str
+    evidence: str
+    why: str
+    values: tuple[float, float, str] | None = None  # (observed, limit, unit) where two numbers differ
+
+
+def _rows(diff: Diff, o: StructureOptions) -> list[Row]:
+    return [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
+
+
+def _kernel_set(diff: Diff, o: StructureOptions) -> Iterator[_Fact]:
+    for r in _rows(diff, o):
+        if r.base is None or r.candidate is None:
+            side = r.candidate if r.base is None else r.base
+            assert side is not None
+            where = "candidate" if r.base is None else "base"
+            yield _Fact(
+                diff.kernel_label(r),
+                f"only in {where}",
+                "identical kernel set",
+                f"{fmt_count(side.calls)} {_calls_word(side.calls)}, {units.fmt_time(side.total_ns)} in {where}",
+                "the two traces do not run the same kernels",
+            )
+
+
+def _launch_counts(diff: Diff, o: StructureOptions) -> Iterator[_Fact]:
+    per_step = f" per {diff.headline.per}" if diff.headline.per else ""
+    for r in _rows(diff, o):
+        if r.base is not None and r.candidate is not None and r.base.calls != r.candidate.calls:
+            before, after = fmt_count(r.base.calls), fmt_count(r.candidate.calls)
+            change = r.candidate.calls - r.base.calls
+            yield _Fact(
+                diff.kernel_label(r),
+                f"{before} -> {after} calls",
+                "identical launch counts",
+                f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})" + per_step,
+                "a kernel ran a different number of times",
+                (r.candidate.calls, r.base.calls, "calls"),
+            )
+
+
+def _variant_drift(diff: Diff, o: StructureOptions) -> Iterator[_Fact]:
+    for d in diff.variants:
+        names = [v.name for v in (*d.appeared, *d.disappeared)] + [v.demangled for v in (*d.appeared, *d.disappeared)]
+        if o.kernel is not None and not any(o.kernel.search(n) for n in names):
+            continue
+        yield _Fact(
+            d.family,
+            f"{len(d.appeared)} appeared, {len(d.disappeared)} disappeared",
+            "same variants within the family",
+            f"appeared: {_variants(d.appeared)}; disappeared: {_variants(d.disappeared)}; kept {len(d.kept)}",
+            f"the {d.category} family {d.family} switched kernel variants (a different "
+            "implementation, tile shape or reduction order)",
         )
 
-    per_step = f" per {diff.headline.per}" if diff.headline.per else ""
-    rows = [r for r in sorted(diff.kernels, key=lambda r: r.key) if _keep(o, r.name, r.key)]
-    if "kernel-set" in o.checks:
-        for r in rows:
-            if r.base is None or r.candidate is None:
-                side = r.candidate if r.base is None else r.base
-                assert side is not None
-                where = "candidate" if r.base is None else "base"
-                yield finding(
-                    diff.kernel_label(r),
-                    f"only in {where}",
-                    "identical kernel set",
-                    f"{fmt_count(side.calls)} {_calls_word(side.calls)}, {units.fmt_time(side.total_ns)} in {where}",
-                    "the two traces do not run the same kernels",
-                )
-    if "launch-counts" in o.checks:
-        for r in rows:
-            if r.base is not None and r.candidate is not None and r.base.calls != r.candidate.calls:
-                before, after = fmt_count(r.base.calls), fmt_count(r.candidate.calls)
-                change = r.candidate.calls - r.base.calls
-                yield finding(
-                    diff.kernel_label(r),
-                    f"{before} -> {after} calls",
-                    "identical launch counts",
-                    f"calls {before} -> {after} ({'+' if change > 0 else ''}{fmt_count(change)})" + per_step,
-                    "a kernel ran a different number of times",
-                    (r.candidate.calls, r.base.calls, "calls"),
-                )
-    if "variant-drift" in o.checks:
-        for d in diff.variants:
-            names = [v.name for v in (*d.appeared, *d.disappeared)] + [
-                v.demangled for v in (*d.appeared, *d.disappeared)
-            ]
-            if o.kernel is not None and not any(o.kernel.search(n) for n in names):
-                continue
-            yield finding(
-                d.family,
-                f"{len(d.appeared)} appeared, {len(d.disappeared)} disappeared",
-                "same variants within the family",
-                f"appeared: {_variants(d.appeared)}; disappeared: {_variants(d.disappeared)}; kept {len(d.kept)}",
-                f"the {d.category} family {d.family} switched kernel variants (a different "
-                "implementation, tile shape or reduction order)",
+
+def _launch_config(diff: Diff, o: StructureOptions) -> Iterator[_Fact]:
+    cand = {k.demangled: k for k in diff.candidate.kernels}
+    for k in sorted(diff.base.kernels, key=lambda k: k.demangled):
+        other = cand.get(k.demangled)
+        if other is None or not _keep(o, k.name, k.demangled) or not k.configs or not other.configs:
+            continue
+        b, c = _shapes(k), _shapes(other)
+        if b != c:
+            yield _Fact(
+                diff.labels.get(k.demangled, k.demangled),
+                _list(c),
+                f"same launch configuration: {_list(b)}",
+                f"base {_list(b)}; candidate {_list(c)}",
+                "the same kernel launched with a different grid or block shape",
             )
-    if "launch-config" in o.checks:
-        cand = {k.demangled: k for k in diff.candidate.kernels}
-        for k in sorted(diff.base.kernels, key=lambda k: k.demangled):
-            other = cand.get(k.demangled)
-            if other is None or not _keep(o, k.name, k.demangled) or not k.configs or not other.configs:
-                continue
-            b, c = _shapes(k), _shapes(other)
-            if b != c:
-                yield finding(
-                    diff.labels.get(k.demangled, k.demangled),
-                    _list(c),
-                    f"same launch configuration: {_list(b)}",
-                    f"base {_list(b)}; candidate {_list(c)}",
-                    "the same kernel launched with a different grid or block shape",
-                )
-    if "memcpy-bytes" in o.checks:
-        for m in diff.memcpy:
-            bb = m.base.bytes if m.base else None
-            cb = m.candidate.bytes if m.candidate else None
-            if bb != cb:
-                yield finding(
-                    m.kind,
-                    units.fmt_size(cb) if cb is not None else "no copies",
-                    f"unchanged: {units.fmt_size(bb) if bb is not None else 'no copies'}",
-                    f"{m.kind} bytes {bb if bb is not None else '-'} -> "
-                    f"{cb if cb is not None else '-'}, "
-                    f"ops {m.base.ops if m.base else '-'} -> "
-                    f"{m.candidate.ops if m.candidate else '-'}",
-                    f"{m.kind} copies moved a different number of bytes",
-                    None if bb is None or cb is None else (cb, bb, "bytes"),
-                )
+
+
+def _memcpy_bytes(diff: Diff, o: StructureOptions) -> Iterator[_Fact]:
+    for m in diff.memcpy:
+        bb = m.base.bytes if m.base else None
+        cb = m.candidate.bytes if m.candidate else None
+        if bb != cb:
+            yield _Fact(
+                m.kind,
+                units.fmt_size(cb) if cb is not None else "no copies",
+                f"unchanged: {units.fmt_size(bb) if bb is not None else 'no copies'}",
+                f"{m.kind} bytes {bb if bb is not None else '-'} -> "
+                f"{cb if cb is not None else '-'}, "
+                f"ops {m.base.ops if m.base else '-'} -> "
+                f"{m.candidate.ops if m.candidate else '-'}",
+                f"{m.kind} copies moved a different number of bytes",
+                None if bb is None or cb is None else (cb, bb, "bytes"),
+            )
+
+
+# Each check, in the order its findings come.
+_CHECKS: dict[str, Callable[[Diff, StructureOptions], Iterator[_Fact]]] = {
+    "kernel-set": _kernel_set,
+    "launch-counts": _launch_counts,
+    "variant-drift": _variant_drift,
+    "launch-config": _launch_config,
+    "memcpy-bytes": _memcpy_bytes,
+}
+
+
+def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
+    o: StructureOptions = rule.options
+    for name, facts in _CHECKS.items():
+        if name not in o.checks:
+            continue
+        for fact in facts(diff, o):
+            observed_value, limit_value, unit = fact.values if fact.values is not None else (None, None, "")
+            yield rule.finding(
+                fact.subject,
+                fact.observed,
+                fact.limit,
+                fact.evidence,
+                fact.why,
+                statistical=False,
+                observed_value=observed_value,
+                limit_value=limit_value,
+                unit=unit,
+            )
 
 
 KIND = Kind(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nsysdiff import units as _render
@@ -58,48 +59,42 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
 
 
+def _scaled(
+    value: Any, scales: Mapping[str, float], what: str, ok: Callable[[float, str], bool] | None = None
+) -> float:
+    """``value``'s number times the scale of its unit, when the unit is one of ``scales``
+    (and ``ok`` accepts the pair); else the error that it is not ``what``."""
+    q = _split(value)
+    if q is not None and q[1] in scales and (ok is None or ok(*q)):
+        return q[0] * scales[q[1]]
+    raise ValueError(f"{_show(value)} is not {what}")
+
+
 def parse_time(value: Any) -> float:
     """``5ms`` -> 5e6 (nanoseconds). A bare ``0`` is allowed; other numbers need a unit."""
-    q = _split(value)
-    if q is not None:
-        num, unit = q
-        if unit in TIME_UNITS:
-            return num * TIME_UNITS[unit]
-        if unit == "" and num == 0:
-            return 0.0
-    raise ValueError(f"{_show(value)} is not a time (a number with ns, us, ms or s, e.g. '1.5ms')")
+    return _scaled(
+        value,
+        {**TIME_UNITS, "": 1.0},
+        "a time (a number with ns, us, ms or s, e.g. '1.5ms')",
+        lambda num, unit: unit != "" or num == 0,
+    )
 
 
 def parse_size(value: Any) -> float:
     """``64MB`` -> 64e6 (bytes, decimal units). A bare number is bytes."""
-    q = _split(value)
-    if q is not None:
-        num, unit = q
-        if unit == "":
-            return num
-        if unit in SIZE_UNITS:
-            return num * SIZE_UNITS[unit]
-    raise ValueError(f"{_show(value)} is not a size (a number with B, KB, MB or GB, e.g. '64MB')")
+    return _scaled(value, {"": 1.0, **SIZE_UNITS}, "a size (a number with B, KB, MB or GB, e.g. '64MB')")
 
 
 def parse_ratio(value: Any) -> float:
     """``1.10x`` (or a bare ``1.1``) -> 1.1. Must be positive."""
-    q = _split(value)
-    if q is not None:
-        num, unit = q
-        if unit in ("", "x") and num > 0:
-            return num
-    raise ValueError(f"{_show(value)} is not a ratio (a positive number with x, e.g. '1.10x')")
+    return _scaled(
+        value, {"": 1.0, "x": 1.0}, "a ratio (a positive number with x, e.g. '1.10x')", lambda num, _: num > 0
+    )
 
 
 def parse_percent(value: Any) -> float:
     """``5%`` -> 0.05. The ``%`` is required: a bare 0.1 could mean 10% or 0.1%."""
-    q = _split(value)
-    if q is not None:
-        num, unit = q
-        if unit == "%":
-            return num / 100.0
-    raise ValueError(f"{_show(value)} is not a percentage (a number with %, e.g. '5%')")
+    return _scaled(value, {"%": 1.0}, "a percentage (a number with %, e.g. '5%')") / 100.0
 
 
 def parse_count(value: Any) -> float:
@@ -108,6 +103,11 @@ def parse_count(value: Any) -> float:
     if num is not None:
         return num
     raise ValueError(f"{_show(value)} is not a count (a non-negative number, e.g. 100)")
+
+
+def fmt_signed_time(ns: float) -> str:
+    """``+1.20 ms``, ``-3.00 us``, ``0 ns``: a change of time as findings print it."""
+    return ("+" if ns > 0 else "") + fmt_time(ns)
 
 
 def fmt_percent(f: float) -> str:

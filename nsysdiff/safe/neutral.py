@@ -18,8 +18,9 @@ step summary too large for GitHub. One function per destination:
 * :func:`json_document`: a serialised JSON document with the same guarantees, losslessly
   (``\\uXXXX`` escapes decode to the original string).
 * :func:`xml`: text for an XML 1.0 document (JUnit).
-* :func:`html` and :func:`html_document`: text for an HTML (or inline SVG) document, and
-  the last guard on the whole document, which may be printed to a log too.
+* :func:`html_document`: the last guard on a whole HTML document, which may be printed to
+  a log too. A name in it is :func:`text`, then escaped by the pages' templates, which
+  escape every value they write (``render/page.py``).
 * :func:`csv_cell`: a CSV cell a spreadsheet shows as text: a cell starting with ``=``,
   ``+``, ``-`` or ``@`` would be read as a formula, so it gets a leading apostrophe, the
   OWASP advice (a tab or carriage return is already an escape).
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import html as _html
 import json
 import re
 import types
@@ -193,12 +193,6 @@ def xml_document(document: str) -> str:
     return _COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 
 
-def html(s: str, limit: int = NAME_LIMIT) -> str:
-    """An untrusted string as HTML text or a double-quoted attribute value: one inert line
-    (:func:`text`), then ``&``, ``<``, ``>`` and both quotes as character references."""
-    return _html.escape(text(s, limit), quote=True)
-
-
 # Any Unicode whitespace but the newline: GitHub's runner strips it all before a line's ``::``.
 _HTML_COMMAND_LINE = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
 
@@ -207,7 +201,7 @@ def html_document(document: str) -> str:
     """A whole HTML document made inert in a log (``--format html`` to stdout): control
     characters but the newline, ``##[`` and a line-leading ``::`` become character
     references. A browser reads ``##[`` and ``::`` back as they were; control characters,
-    which HTML can't carry, never come from a name (:func:`html` made them escapes)."""
+    which HTML can't carry, never come from a name (:func:`text` made them escapes)."""
     out = _CONTROL_NOT_NEWLINE.sub(lambda m: f"&#x{ord(m.group()):x};", document).replace(_LEGACY, "##&#91;")
     return _HTML_COMMAND_LINE.sub(lambda m: m.group(1) + "&#58;", out)
 

@@ -15,7 +15,7 @@ from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection
 from nsysdiff.trace.names import NAME_LIMIT, key_name, key_prefilter, key_sql, name_text
-from nsysdiff.trace.records import ApiRow, Attribution, RangeKey, RangeRow, Selection, Window
+from nsysdiff.trace.records import ApiStats, Attribution, RangeKey, RangeRow, Selection, Window
 from nsysdiff.trace.schema import Schema
 
 # NVTX event types when ENUM_NSYS_EVENT_TYPE is absent (values from the export docs).
@@ -348,7 +348,7 @@ class NvtxReader(TraceConnection):
     def _has_ranges_table(self) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_temp_master WHERE name = 'nsysdiff_r'"))
 
-    def sync_calls_in(self, att: Attribution) -> tuple[ApiRow, ...]:
+    def sync_calls_in(self, att: Attribution) -> tuple[ApiStats, ...]:
         """Synchronising calls that ``att`` keeps, by name."""
         ids = self._sync_ids()
         where = f"nameId IN ({_list(ids)})"
@@ -367,7 +367,7 @@ class NvtxReader(TraceConnection):
             name = ids[int(nid)]  # type: ignore[call-overload]
             c, t = totals.get(name, (0, 0))
             totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
-        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
 
     def nvtx_summary_in(self, att: Attribution) -> tuple[RangeRow, ...]:
         """Range instances that ``att`` keeps, grouped like :meth:`nvtx_summary`."""

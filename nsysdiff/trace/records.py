@@ -1,5 +1,6 @@
 """The frozen records the trace stage hands on: the reader's rows, and the few that a
-fingerprint keeps as they are (GPUs, launch configurations, graphs, ranks).
+fingerprint keeps as they are (GPUs, launch configurations, graphs, ranks, copies, sync
+calls, the host call families of a step and their call times).
 """
 
 from __future__ import annotations
@@ -66,6 +67,42 @@ class GraphStats:
     graph_id: int
     launches: int
     total_ns: int
+
+
+class HostFamily(str, enum.Enum):
+    """CUDA API calls grouped by what they do to the time per token; the order is the
+    order steps list them in (the step scan numbers them by it)."""
+
+    LAUNCH = "launch"  # cudaLaunchKernel*, cuLaunchKernel*, graph launches
+    SYNC = "sync"  # device, stream and event synchronisation
+    COPY_H2D = "copy_h2d"  # copy calls by direction, with the bytes their copies moved
+    COPY_D2H = "copy_d2h"
+    COPY_D2D = "copy_d2d"
+    ALLOC = "alloc"  # cudaMalloc*, cuMemAlloc*, async variants, and their frees
+
+    @property
+    def copies(self) -> bool:
+        """Whether its calls move bytes (only copies do)."""
+        return self in (HostFamily.COPY_H2D, HostFamily.COPY_D2H, HostFamily.COPY_D2D)
+
+
+@dataclass(frozen=True, slots=True)
+class CallTimes:
+    """The time per call of one host family across every step: totals, and the per-call
+    tail (nearest rank)."""
+
+    family: HostFamily
+    calls: int
+    total_ns: int
+    bytes: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
+    max_ns: int
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
 
 
 def idle_pct(busy_ns: int, span_ns: int) -> float:
@@ -185,15 +222,23 @@ class DeviceRow:
 
 
 @dataclass(frozen=True, slots=True)
-class CopyRow:
+class CopyStats:
+    """Memcpy of one kind (``HtoD``, ``DtoD``, ...) or memset (kind ``memset``)."""
+
     kind: str
     ops: int
     bytes: int
     total_ns: int
 
+    @property
+    def gbps(self) -> float | None:
+        return self.bytes / self.total_ns if self.total_ns else None  # B/ns == GB/s
+
 
 @dataclass(frozen=True, slots=True)
-class ApiRow:
+class ApiStats:
+    """A synchronising CUDA API call, version suffix stripped."""
+
     name: str
     calls: int
     total_ns: int

@@ -12,7 +12,7 @@ from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
 from nsysdiff.trace.names import name_text
-from nsysdiff.trace.records import WHOLE, ApiRow, CopyRow, GpuInfo, GraphMode, Metadata, Selection, Window
+from nsysdiff.trace.records import WHOLE, ApiStats, CopyStats, GpuInfo, GraphMode, Metadata, Selection, Window
 
 # copyKind ids for exports that have no ENUM_CUDA_MEMCPY_OPER table (before 2022.4).
 _COPY_KINDS_BUILTIN = {
@@ -119,7 +119,7 @@ class RuntimeReader(TraceConnection):
             return tuple(seen.values())
         return ()
 
-    def memcpy(self, sel: Selection = WHOLE) -> tuple[CopyRow, ...]:
+    def memcpy(self, sel: Selection = WHOLE) -> tuple[CopyStats, ...]:
         if not self.schema.has(s.MEMCPY, "start", "end", "copyKind", "bytes"):
             return ()
         enum = {v: k for k, v in self._enum("ENUM_CUDA_MEMCPY_OPER").items()} or _COPY_KINDS_BUILTIN
@@ -132,15 +132,15 @@ class RuntimeReader(TraceConnection):
             )
         )
         self.verify(rules, where, checks)
-        out: dict[str, CopyRow] = {}
+        out: dict[str, CopyStats] = {}
         for kind, ops, nbytes, total in rows:
             name = enum.get(int(kind), f"CUDA_MEMCPY_KIND_{kind}")  # type: ignore[call-overload]
             label = _COPY_LABELS.get(name.removeprefix("CUDA_MEMCPY_KIND_"), name)
-            prev = out.get(label, CopyRow(label, 0, 0, 0))
-            out[label] = CopyRow(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
+            prev = out.get(label, CopyStats(label, 0, 0, 0))
+            out[label] = CopyStats(label, prev.ops + int(ops), prev.bytes + int(nbytes), prev.total_ns + int(total))  # type: ignore[call-overload]
         return tuple(sorted(out.values(), key=lambda r: r.kind))
 
-    def memset(self, sel: Selection = WHOLE) -> tuple[CopyRow, ...]:
+    def memset(self, sel: Selection = WHOLE) -> tuple[CopyStats, ...]:
         if not self.schema.has(s.MEMSET, "start", "end", "bytes"):
             return ()
         rules = RowRules(s.MEMSET, sizes=("bytes",))
@@ -152,7 +152,7 @@ class RuntimeReader(TraceConnection):
         self.verify(rules, where, [checks])
         if not ops:
             return ()
-        return (CopyRow("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
+        return (CopyStats("memset", int(ops), int(nbytes), int(total)),)  # type: ignore[call-overload]
 
     def _sync_ids(self) -> dict[int, str]:
         if not self.schema.has("StringIds", "id", "value"):
@@ -163,7 +163,7 @@ class RuntimeReader(TraceConnection):
             if _SYNC_API.match(str(v))
         }
 
-    def sync_calls(self, window: Window | None = None) -> tuple[ApiRow, ...]:
+    def sync_calls(self, window: Window | None = None) -> tuple[ApiStats, ...]:
         ids = self._sync_ids()
         if not ids:
             return ()
@@ -188,4 +188,4 @@ class RuntimeReader(TraceConnection):
                 name = ids[int(nid)]  # type: ignore[call-overload]
                 c, t = totals.get(name, (0, 0))
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
-        return tuple(ApiRow(n, c, t) for n, (c, t) in sorted(totals.items()))
+        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))

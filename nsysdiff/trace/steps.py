@@ -28,12 +28,21 @@ from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.collectives import collective_op
 from nsysdiff.trace.connection import CACHE_KIB, TraceConnection
-from nsysdiff.trace.records import Attribution
+from nsysdiff.trace.records import Attribution, CallTimes, HostFamily
 
-# The host families, by the numbers the SQL below uses; their names are the
-# fingerprint's HostFamily values.
-FAMILIES = ("launch", "sync", "copy_h2d", "copy_d2h", "copy_d2d", "alloc")
-_LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC = range(6)
+# The host families by the numbers the SQL below uses: their places in HostFamily.
+_FAMILIES = tuple(HostFamily)
+_LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC = (
+    _FAMILIES.index(f)
+    for f in (
+        HostFamily.LAUNCH,
+        HostFamily.SYNC,
+        HostFamily.COPY_H2D,
+        HostFamily.COPY_D2H,
+        HostFamily.COPY_D2D,
+        HostFamily.ALLOC,
+    )
+)
 _COPY = -1  # a copy call until its copy's direction is known
 
 _SUFFIX = r"(_v\d+|_ptsz|_ptds)*$"
@@ -58,20 +67,6 @@ _CHUNK = 1 << 16  # events per fetch: a few MB of numpy whatever the trace size
 _SORT_KIB = 8 * 1024  # the sorter's budget for the events (below)
 
 
-@dataclass(frozen=True, slots=True)
-class FamilyTimes:
-    """One family's calls over every step: totals, and the per-call tail (nearest rank)."""
-
-    family: str
-    calls: int
-    total_ns: int
-    bytes: int
-    p50_ns: int
-    p90_ns: int
-    p99_ns: int
-    max_ns: int
-
-
 IntArray = npt.NDArray[np.int64]
 
 
@@ -86,9 +81,9 @@ class StepRows:
     # in-range time [start, min(end, next start)).
     parts: IntArray
     kernel_ns: IntArray
-    # (n, families, 3): calls, total ns and bytes of each family (FAMILIES order).
+    # (n, families, 3): calls, total ns and bytes of each family (HostFamily order).
     calls: IntArray
-    times: tuple[FamilyTimes, ...]
+    times: tuple[CallTimes, ...]
 
 
 def _list(values: object) -> str:
@@ -367,8 +362,8 @@ class StepReader(TraceConnection):
                 out[int(step)] += int(total)  # type: ignore[call-overload]
         return out
 
-    def _call_sums(self, n: int) -> tuple[IntArray, tuple[FamilyTimes, ...]]:
-        per_step = np.zeros((n, len(FAMILIES), 3), dtype=np.int64)
+    def _call_sums(self, n: int) -> tuple[IntArray, tuple[CallTimes, ...]]:
+        per_step = np.zeros((n, len(_FAMILIES), 3), dtype=np.int64)
         cur = self.con.execute(
             "SELECT step, fam, count(*), sum(dur), sum(bytes) FROM temp.nsysdiff_step_calls GROUP BY step, fam"
         )
@@ -381,7 +376,7 @@ class StepReader(TraceConnection):
         finally:
             cur.close()
         sums = per_step.sum(axis=0)
-        totals = {f: [int(v) for v in sums[f]] for f in range(len(FAMILIES)) if sums[f, 0]}
+        totals = {f: [int(v) for v in sums[f]] for f in range(len(_FAMILIES)) if sums[f, 0]}
         # Nearest rank: the p-th percentile is the ceil(p * m / 100)-th smallest of m
         # calls, read through an index on (family, duration): one sort, then a walk.
         self.execute("CREATE INDEX temp.nsysdiff_step_calls_dur ON nsysdiff_step_calls (fam, dur)")
@@ -394,5 +389,5 @@ class StepReader(TraceConnection):
                 )
                 at[rank] = int(dur)  # type: ignore[call-overload]
             p50, p90, p99 = (at[(p * m + 99) // 100] for p in (50, 90, 99))
-            times.append(FamilyTimes(FAMILIES[f], m, total, nbytes, p50, p90, p99, at[m]))
+            times.append(CallTimes(_FAMILIES[f], m, total, nbytes, p50, p90, p99, at[m]))
         return per_step, tuple(times)

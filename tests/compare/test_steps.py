@@ -11,7 +11,8 @@ import pytest
 from nsysdiff.compare import steps as sd
 from nsysdiff.compare.diff import compare
 from nsysdiff.fingerprint.model import Fingerprint
-from nsysdiff.fingerprint.steps import HostCalls, HostFamily, Step, StepPart, StepParts, Steps
+from nsysdiff.fingerprint.steps import HostCalls, Step, StepPart, StepParts, Steps
+from nsysdiff.trace.records import HostFamily
 
 
 def _random_steps(rng: random.Random, n: int) -> Steps:

@@ -7,8 +7,9 @@ import numpy as np
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.scope import options
-from nsysdiff.fingerprint.steps import HostCalls, HostFamily, Step, StepPart, StepParts, Steps, StepSeries
+from nsysdiff.fingerprint.steps import HostCalls, Step, StepPart, StepParts, Steps, StepSeries
 from nsysdiff.synth.builder import Generation, TraceBuilder
+from nsysdiff.trace.records import HostFamily
 
 A = Step(
     0,

@@ -12,8 +12,9 @@ from stepspec import US, T, two_steps
 from nsysdiff import api
 from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.scope import ScopeOptions
-from nsysdiff.fingerprint.steps import CallTimes, HostCalls, HostFamily, StepPart, StepParts
+from nsysdiff.fingerprint.steps import HostCalls, StepPart, StepParts
 from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.trace.records import CallTimes, HostFamily
 
 
 def test_parts_by_hand(tmp_path: Path) -> None:

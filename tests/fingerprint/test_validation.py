@@ -178,8 +178,8 @@ SCHEMA_DEFS: dict[str, type] = {
     "device_share": model.DeviceShare,
     "kernel": model.KernelStats,
     "group": model.GroupStats,
-    "copy": model.CopyStats,
-    "api": model.ApiStats,
+    "copy": records.CopyStats,
+    "api": records.ApiStats,
     "range": model.RangeStats,
     "device": model.DeviceStats,
     "scope": model.Scope,
@@ -188,7 +188,7 @@ SCHEMA_DEFS: dict[str, type] = {
     "step": steps.Step,
     "step_parts": steps.StepParts,
     "host_calls": steps.HostCalls,
-    "call_times": steps.CallTimes,
+    "call_times": records.CallTimes,
 }
 
 
@@ -201,6 +201,12 @@ def test_schema_matches_the_model(name: str) -> None:
     assert set(definition["properties"]) == {f.name for f in fields}
     required = {f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     assert set(definition["required"]) == required
+
+
+@pytest.mark.parametrize("name", ["host_calls", "call_times"])
+def test_schema_names_every_host_family(name: str) -> None:
+    """The schema lists the host families of the model, in their order."""
+    assert _schema()["$defs"][name]["properties"]["family"]["enum"] == [f.value for f in records.HostFamily]
 
 
 def test_schema_is_documented() -> None:
@@ -222,8 +228,8 @@ def test_real_fingerprints_validate(trace: Path) -> None:
 
 def _two_steps() -> steps.Steps:
     """Two steps by hand: 10 us and 12 us periods, each part accounted for."""
-    launch = steps.HostFamily.LAUNCH
-    d2h = steps.HostFamily.COPY_D2H
+    launch = records.HostFamily.LAUNCH
+    d2h = records.HostFamily.COPY_D2H
     first = steps.Step(
         0,
         8_000,
@@ -241,8 +247,8 @@ def _two_steps() -> steps.Steps:
         4_000,
     )
     times = (
-        steps.CallTimes(launch, 5, 3_000, 0, 600, 700, 700, 700),
-        steps.CallTimes(d2h, 1, 2_100, 4, 2_100, 2_100, 2_100, 2_100),
+        records.CallTimes(launch, 5, 3_000, 0, 600, 700, 700, 700),
+        records.CallTimes(d2h, 1, 2_100, 4, 2_100, 2_100, 2_100, 2_100),
     )
     return steps.Steps("decode_step", "", (first, last), times)
 

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from nsysdiff.compare.diff import Settings, compare
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
     DeviceShare,
     DeviceStats,
     Fingerprint,
@@ -27,7 +25,7 @@ from nsysdiff.fingerprint.model import (
     TraceMeta,
 )
 from nsysdiff.rules.report import Finding, Level, Outcome, Report, RuleResult
-from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
+from nsysdiff.trace.records import QUANTILE_GRID, ApiStats, CopyStats, GpuInfo, LaunchConfig
 
 RESHAPE = (
     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "

@@ -1,5 +1,5 @@
 """The HTML report: self-contained, every trace string escaped in HTML and in the charts'
-SVG, the charts that apply, and one line when matplotlib is missing."""
+SVG, the charts that apply, and one line when the HTML extra (matplotlib, Jinja2) is missing."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 
 import pytest
+from markupsafe import escape
 from render.htmlcheck import svg_texts, svgs
 from render.test_render import hostile_findings, hostile_specs
 
 from nsysdiff.errors import UsageError
-from nsysdiff.render import Format, charts, html, render, require
+from nsysdiff.render import Format, charts, html, page, render, require
 from nsysdiff.rules.report import Report
+from nsysdiff.safe import neutral
 
 MakeReport = Callable[..., Report]
 
@@ -103,9 +105,10 @@ def test_trace_strings_are_escaped_in_html_and_svg(make_report: MakeReport, name
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202e]", out)
     # Judged as GitHub's runner judges a log line: after stripping all leading whitespace.
     assert not [line for line in out.splitlines() if line.lstrip().startswith("::") or "##[" in line]
-    # The name is still there to read, as text, in a table and in the outlier chart.
-    visible = html.esc(name)[:20]
-    assert visible in out
+    # The name is still there to read, as text, in a table and in the outlier chart, and
+    # an attribute holding it reads back as the name made one inert line.
+    assert escape(neutral.text(name))[:20] in out
+    assert f"void {neutral.text(name)}(int)" in [a.get("title") for t, a in p.tags if t == "code"]
     scale = next(s for s in svgs(out) if "outlier" in " ".join(svg_texts(s)))
     assert len(svg_texts(scale)) > 5
 
@@ -126,21 +129,34 @@ def test_several_runs_draw_intervals_and_points() -> None:
     assert "indexSelectSmallIndex  (kernel)" in svg_texts(forest)
 
 
-def test_missing_matplotlib_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+# The HTML extra: matplotlib draws the charts, Jinja2 writes the pages.
+EXTRA = [("matplotlib", charts.INSTALL_HINT), ("jinja2", page.INSTALL_HINT)]
+
+
+@pytest.mark.parametrize(("module", "hint"), EXTRA, ids=[m for m, _ in EXTRA])
+def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, module: str, hint: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(UsageError) as e:
         require(Format.html)
-    assert str(e.value) == charts.INSTALL_HINT and "\n" not in str(e.value)
+    assert str(e.value) == hint and "\n" not in str(e.value)
     require(Format.markdown)  # the other formats need nothing more
 
 
-def test_missing_matplotlib_fails_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_docs_quote_each_missing_extra_line() -> None:
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "html.md").read_text(encoding="utf-8")
+    assert all(f"\nnsysdiff: error: {hint}\n" in doc for _, hint in EXTRA)
+
+
+@pytest.mark.parametrize(("module", "hint"), EXTRA, ids=[m for m, _ in EXTRA])
+def test_missing_extra_fails_before_reading(monkeypatch: pytest.MonkeyPatch, module: str, hint: str) -> None:
     from conftest import run_cli
 
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, module, None)
     code, out, err = run_cli("missing-a.sqlite", "missing-b.sqlite", "-o", "report.html")
     assert code == 2 and out == ""
-    assert err.strip().splitlines() == [f"nsysdiff: error: {charts.INSTALL_HINT}"]
+    assert err.strip().splitlines() == [f"nsysdiff: error: {hint}"]
 
 
 def test_nvtx_ranges_against_the_scale_without_kernels() -> None:
@@ -153,7 +169,7 @@ def test_nvtx_ranges_against_the_scale_without_kernels() -> None:
     b = api.load(real_trace("ecf_nvtxonly_baseline"))
     c = api.load(real_trace("ecf_nvtxonly_poolformer"))
     out = render(api.judge(compare(b, c), (), ()), Format.html)
-    assert "every NVTX range against the scale</h2>" in out and "an NVTX range&#x27;s total-time ratio" in out
+    assert "every NVTX range against the scale</h2>" in out and "an NVTX range&#39;s total-time ratio" in out
     assert "Where the change went" not in out  # no kernel time to split
     words = svg_texts(svgs(out)[0])
     assert "find_centers" in words and "scale 0.24x" in words

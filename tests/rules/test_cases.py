@@ -30,20 +30,11 @@ import yaml
 
 from nsysdiff.compare.diff import compare
 from nsysdiff.fingerprint import noise, runset
-from nsysdiff.fingerprint.model import (
-    ApiStats,
-    CopyStats,
-    DeviceStats,
-    Fingerprint,
-    KernelStats,
-    RangeStats,
-    Scope,
-    TraceMeta,
-)
+from nsysdiff.fingerprint.model import DeviceStats, Fingerprint, KernelStats, RangeStats, Scope, TraceMeta
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.rules import evaluate, kinds, load_rules
 from nsysdiff.rules.units import parse_time
-from nsysdiff.trace.records import GpuInfo
+from nsysdiff.trace.records import ApiStats, CopyStats, GpuInfo
 
 CASES = Path(__file__).parent / "cases"
 

@@ -1,4 +1,5 @@
-"""The HTML neutralisers: a name as HTML text, and the last guard on a whole HTML document."""
+"""The last guard on a whole HTML document (a name in it is escaped by the templates:
+tests/render/test_page.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,6 @@ import html as stdlib_html
 import pytest
 
 from nsysdiff.safe import neutral
-
-
-def test_html_escapes_markup_and_quotes() -> None:
-    assert neutral.html("<b a=\"1\" b='2'>&</b>") == "&lt;b a=&quot;1&quot; b=&#x27;2&#x27;&gt;&amp;&lt;/b&gt;"
-
-
-def test_html_is_one_inert_line() -> None:
-    out = neutral.html("k\n::error::x\x1b[31m\u202e")
-    assert out == "k\\x0a::error::x\\x1b[31m\\u202e"
-    assert "\n" not in out and "\x1b" not in out
 
 
 @pytest.mark.parametrize(
