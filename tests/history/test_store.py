@@ -13,6 +13,7 @@ from pathlib import Path
 
 import fpspec
 import pytest
+from conftest import run_cli
 
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint.model import fingerprint_to_json
@@ -448,18 +449,14 @@ def test_hard_linked_pages_never_overwrite_the_store(tmp_path: Path) -> None:
     """Checked by file identity: a page hard-linked to the store resolves to its own path."""
     import os
 
-    from typer.testing import CliRunner
-
-    from nsysdiff.cli import app
-
     path = _store(tmp_path, 4)
     before = path.read_bytes()
     site = tmp_path / "site"
     site.mkdir()
     os.link(path, site / "index.html")
-    result = CliRunner().invoke(app, ["history", "report", str(path), "-o", str(site)])
-    assert result.exit_code == 2, result.output
-    assert "never writes over an input" in result.output
+    code, out, err = run_cli("history", "report", path, "-o", site)
+    assert code == 2, out + err
+    assert "never writes over an input" in err
     assert path.read_bytes() == before
 
 
