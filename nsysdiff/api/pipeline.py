@@ -201,5 +201,15 @@ def _read_sides(
             raise
         b_runs, c_runs = read(whole)
     if opts.per is None and opts.step_ranges and not scope.same_steps([*b_runs.runs, *c_runs.runs]):
-        b_runs, c_runs = read(whole)
+        if history is not None:
+            return read(whole)
+
+        def again(runs: runset.RunSet, given: Side, name: str) -> Callable[[], runset.RunSet]:
+            # A side that none of its runs read per step was read whole already: the same
+            # read again would cost as much (a trace of many ranges, grouped twice).
+            if all(fp.scope.per is None for fp in runs.runs):
+                return lambda: runs
+            return lambda: side(given, name, whole)
+
+        b_runs, c_runs = sides.read_both(again(b_runs, base, "base"), again(c_runs, candidate, "candidate"))
     return b_runs, c_runs
