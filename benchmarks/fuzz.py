@@ -559,16 +559,17 @@ def make_case(
     roll = rng.random()
     profile = None
     env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
-    if roll < 0.08:
-        return _yaml_case(number, rng, src, base, directory, env)
-    if roll < 0.13:
-        return _output_case(number, rng, src, base, directory, env, work)
-    if roll < 0.13 + surfaces:
+    if random.Random(f"{seed}:{number}:surfaces").random() < surfaces:
+        # Drawn apart, so that the other cases of a seed stay those it gave before.
         plan = fuzz_surfaces.make(rng, src, saved.fingerprints[src], directory, traces)
         env |= plan.env
         return Case(
             number, src.name, plan.mutation, plan.argv, env, plan.inputs, directory, plan.outputs, plan.run, plan.after
         )
+    if roll < 0.08:
+        return _yaml_case(number, rng, src, base, directory, env)
+    if roll < 0.13:
+        return _output_case(number, rng, src, base, directory, env, work)
     if roll < 0.28:
         what = rng.choice(("fingerprint", "fingerprint", "run set", "noise profile"))
         source = {"fingerprint": saved.fingerprints, "run set": saved.run_sets, "noise profile": saved.profiles}
