@@ -810,7 +810,7 @@ def _preload() -> None:
 
 
 def _warm(trace: Path) -> None:
-    """Run each command once in the parent: typer, rich and the renderers import lazily."""
+    """Run each command once in the parent: rich and the renderers import lazily."""
     for argv in (["summary", str(trace)], ["diff", str(trace), str(trace), "--format", "markdown"]):
         sys.argv = ["nsysdiff", *argv]
         with (

@@ -1,6 +1,6 @@
 """``python -m nsysdiff`` and the ``nsysdiff`` console script.
 
-Importing the CLI (typer, rich, numpy) takes a few tenths of a second; Ctrl-C then must
+Importing the CLI (click, numpy, the renderers) takes a few tenths of a second; Ctrl-C then must
 exit 130 with one line, not a traceback, so this module imports nothing heavy itself.
 """
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from unittest import mock
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from nsysdiff import cli
 

@@ -15,7 +15,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "nsysdiff"
 # A name used here is used: the whitelist is among the tests.
 CALLERS = (ROOT / "tests", ROOT / "benchmarks", ROOT / "scripts", ROOT / "examples")
-# Called by typer (or click) through their decorators, never by name.
+# Called by click through its decorators, never by name.
 FRAMEWORK_DECORATORS = ["@*.command", "@*.callback"]
 # 60, vulture's lowest, so every finding counts: 60 is what it gives an unused function,
 # method, class, property, attribute or variable, the dead names this test is for (the

@@ -2,7 +2,7 @@
 
 tests/test_dead_code.py reads this file as a caller, so a name listed here counts as used.
 It lists only what a framework, a library or a field-by-field reader uses: the public API
-is used by the tests and the example notebook, and typer's commands are known by their
+is used by the tests and the example notebook, and click's commands are known by their
 decorators. Each entry looks its name up, so that importing this file (as the test does)
 fails on an entry whose name is gone: delete the entry with the name.
 """
@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import sqlite3
 
-from nsysdiff.cli import root
+from nsysdiff.cli import options, root
 from nsysdiff.fingerprint import steps
 from nsysdiff.history import changes
-from nsysdiff.render import charts, html, layout, page
+from nsysdiff.render import charts, html, layout
 from nsysdiff.safe import regex
 
 USED = (
-    # click calls these on an argument while it builds the usage line and the help.
-    root._PlainArgument.get_usage_pieces,
-    root._PlainArgument.display_type_rich,
-    # Assigned to give an argument typer made the class above; Python reads it on every lookup.
-    object.__class__,
+    # click calls these while it builds the help, and reads the classes a group makes.
+    root.Command.format_arguments,
+    root.Group.command_class,
+    root.Group.group_class,
+    root.Group.list_commands,
+    options.Choice.get_metavar,
     # textwrap.TextWrapper calls it for a word longer than the line.
     layout._Wrapper._handle_long_word,
     # Read by the libraries they configure: RE2 from its options, sqlite3 from the connection.
@@ -39,6 +40,4 @@ USED = (
     html.Section.last_class,
     # No caller: delete each with its entry here.
     steps.StepParts.gpu_busy_ns,
-    steps.as_series,
-    page.Column.numeric,
 )

@@ -44,11 +44,8 @@ def history_add(
     # Before the store is created: a first add refused for its names leaves no file.
     st.check_names(ref, commit)
     runs = load_runs(paths, options, progress=progress, notify=notify)
-    s = st.create_or_open(store)
-    try:
+    with st.create_or_open(store) as s:
         return tuple(s.add(fp, ref=ref, commit=commit, failed=failed) for fp in runs.runs)
-    finally:
-        s.close()
 
 
 def history_baseline(spec: str, like: Fingerprint | None) -> runset.RunSet:
@@ -64,11 +61,8 @@ def history_baseline(spec: str, like: Fingerprint | None) -> runset.RunSet:
         raise InconclusiveError(
             f"{path}: no history store yet, so no baseline (the first 'nsysdiff history add' creates it)"
         )
-    s = open_history(parsed.store)
-    try:
+    with open_history(parsed.store) as s:
         return baseline.pick(s, parsed, like)
-    finally:
-        s.close()
 
 
 def history_store_path(spec: str) -> Path:
@@ -83,11 +77,8 @@ def history_changes(store: str | Path, ref: str, *, max_pvalue: float, window: i
     """Every step and drift on ``ref`` (:mod:`nsysdiff.history.changes`)."""
     from nsysdiff.history import changes
 
-    s = open_history(store)
-    try:
+    with open_history(store) as s:
         return changes.scan(s, ref, max_pvalue=max_pvalue, window=window, last=last)
-    finally:
-        s.close()
 
 
 def history_dashboard(
@@ -96,19 +87,13 @@ def history_dashboard(
     """``ref``'s change points and the series worth a page (:mod:`nsysdiff.history.dashboard`)."""
     from nsysdiff.history import dashboard
 
-    s = open_history(store)
-    try:
+    with open_history(store) as s:
         return dashboard.build(s, ref, top=top, max_pvalue=max_pvalue, window=window, last=last)
-    finally:
-        s.close()
 
 
 def history_trend(store: str | Path, ref: str, key: str, kind: str | None = None) -> Trend:
     """``key``'s series on ``ref``, one point per commit."""
     from nsysdiff.history import trend
 
-    s = open_history(store)
-    try:
+    with open_history(store) as s:
         return trend.trend(s, ref, key, kind)
-    finally:
-        s.close()

@@ -14,12 +14,11 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from nsysdiff.cli import github_api
-from nsysdiff.cli.root import Command, app, handled
+from nsysdiff.cli import github_api, options
+from nsysdiff.cli.root import app, handled
 from nsysdiff.errors import UsageError
 from nsysdiff.render import github
 from nsysdiff.safe import neutral
@@ -29,29 +28,27 @@ REPORT_LIMIT = 8 * 1024 * 1024  # bytes of Markdown read; the renderer caps its 
 EVENT_LIMIT = 64 * 1024 * 1024  # bytes of an event payload; GitHub's are far smaller
 
 
-@app.command(cls=Command)
+@app.command("comment")
 @handled
-def comment(
-    report: Annotated[
-        Path, typer.Argument(metavar="REPORT.md", help="The Markdown report (nsysdiff ... -o REPORT.md).")
-    ],
-    report_url: Annotated[
-        str | None,
-        typer.Option("--report-url", metavar="URL", help="Where the HTML report is (the uploaded artifact)."),
-    ] = None,
-    key: Annotated[
-        str,
-        typer.Option("--key", metavar="KEY", help="Tells several nsysdiff comments on one pull request apart."),
-    ] = "",
-    pr: Annotated[
-        int | None,
-        typer.Option("--pr", metavar="N", min=1, help="The pull request (default: from GITHUB_EVENT_PATH)."),
-    ] = None,
-    repo: Annotated[
-        str | None,
-        typer.Option("--repo", metavar="OWNER/NAME", help="The repository (default: GITHUB_REPOSITORY)."),
-    ] = None,
-) -> None:
+@click.argument(
+    "report", type=options.PATH, metavar="REPORT.md", help="The Markdown report (nsysdiff ... -o REPORT.md)."
+)
+@click.option("--report-url", metavar="URL", help="Where the HTML report is (the uploaded artifact).")
+@click.option(
+    "--key",
+    metavar="KEY",
+    default="",
+    show_default=False,
+    help="Tells several nsysdiff comments on one pull request apart.",
+)
+@click.option(
+    "--pr",
+    type=options.at_least(1, "give the pull request's number, at least 1"),
+    metavar="N",
+    help="The pull request (default: from GITHUB_EVENT_PATH).",
+)
+@click.option("--repo", metavar="OWNER/NAME", help="The repository (default: GITHUB_REPOSITORY).")
+def comment(report: Path, report_url: str | None, key: str, pr: int | None, repo: str | None) -> None:
     """Post the Markdown report as one pull-request comment, updated in place on every run
     (GITHUB_TOKEN with pull-requests: write; GITHUB_API_URL)."""
     markdown = _read(report)

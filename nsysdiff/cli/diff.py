@@ -7,34 +7,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
 from nsysdiff import api
-from nsysdiff.cli import outputs
+from nsysdiff.cli import options, outputs
 from nsysdiff.cli.options import (
-    ByOpt,
-    KeepExportOpt,
-    NamesOpt,
-    NvtxOpt,
-    OriginOpt,
-    PerOpt,
-    PhasesOpt,
-    QuietOpt,
-    SkipOpt,
-    WidthOpt,
-    WindowOpt,
     note_unmangled,
     ratio,
     share,
     write,
     z_score,
 )
-from nsysdiff.cli.root import Command, app, handled, notify, stderr
+from nsysdiff.cli.root import app, handled, notify, stderr
 from nsysdiff.compare.diff import Settings
 from nsysdiff.errors import NsysdiffError, UsageError
-from nsysdiff.fingerprint import scope
 from nsysdiff.render import Format, format_for, layout, render, require
 from nsysdiff.render.names import Names
 from nsysdiff.rules.report import Report
@@ -44,130 +31,130 @@ from nsysdiff.trace.launches import Grouping
 _DEFAULTS = Settings()
 
 
-@app.command(cls=Command)
+@app.command("diff")
 @handled
+@click.argument(
+    "base",
+    required=False,
+    type=options.PATH,
+    help="Base: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
+)
+@click.argument(
+    "candidate",
+    required=False,
+    type=options.PATH,
+    help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
+)
+@click.option(
+    "--base",
+    "base_runs",
+    multiple=True,
+    type=options.PATH,
+    callback=options.listed,
+    metavar="RUN...",
+    help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
+    "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
+    "runs of REF in a history store comparable with the candidate (docs/history.md).",
+)
+@click.option(
+    "--candidate",
+    "candidate_runs",
+    multiple=True,
+    type=options.PATH,
+    callback=options.listed,
+    metavar="RUN...",
+    help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
+)
+@click.option(
+    "--rules",
+    "-r",
+    multiple=True,
+    callback=options.listed,
+    metavar="PACK|FILE",
+    help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack.",
+)
+@click.option("--no-rules", is_flag=True, help="Report without judging (exit 0 unless the input is bad).")
+@click.option("--strict", is_flag=True, help="Warnings fail the build too.")
+@options.fmt(Format, "Format printed to stdout.")
+@options.output(
+    "FILE",
+    "Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
+    "or one CSV per table into an existing DIR; repeatable.",
+    multiple=True,
+    callback=options.listed,
+)
+@click.option(
+    "--z-threshold",
+    type=z_score,
+    metavar="Z",
+    default=_DEFAULTS.z_threshold,
+    help="Outlier: minimum |modified z-score| of a kernel's log ratio.",
+)
+@click.option(
+    "--min-deviation",
+    type=ratio,
+    metavar="RATIO",
+    default=_DEFAULTS.min_deviation,
+    help="Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
+)
+@click.option(
+    "--min-share",
+    type=share,
+    metavar="SHARE",
+    default=_DEFAULTS.min_share,
+    help="Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
+)
+@click.option(
+    "--noise",
+    type=ratio,
+    metavar="RATIO",
+    default=_DEFAULTS.noise,
+    help="Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
+)
+@options.width
+@click.option("--details", is_flag=True, help="Text: every section, not only the first screen.")
+@options.names
+@options.by
+@options.quiet
+@options.scope_options
+@options.phases
+@options.keep_export
+@click.option(
+    "--require-same-gpu",
+    is_flag=True,
+    help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
+)
+@click.option(
+    "--noise-profile",
+    type=options.PATH,
+    metavar="FILE",
+    help="Noise profile of the base build (nsysdiff noise): budgets in noise widths, and a limit "
+    "within the noise is inconclusive. Overrides noise_profile: in rule files.",
+)
 def diff(
-    base: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="BASE",
-            show_default=False,
-            help="Base: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
-        ),
-    ] = None,
-    candidate: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="CANDIDATE",
-            show_default=False,
-            help="Candidate: an nsys SQLite export, an .nsys-rep report, a saved fingerprint or run set.",
-        ),
-    ] = None,
-    base_runs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--base",
-            metavar="RUN...",
-            help="Runs of the base build (traces, reports, fingerprints, run sets): every path up to the next "
-            "option, so a shell glob works; repeatable. Instead of BASE. Or history:STORE@REF~N: the last N "
-            "runs of REF in a history store comparable with the candidate (docs/history.md).",
-        ),
-    ] = None,
-    candidate_runs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--candidate",
-            metavar="RUN...",
-            help="Runs of the candidate build, as --base. Instead of CANDIDATE.",
-        ),
-    ] = None,
-    rules: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--rules",
-            "-r",
-            metavar="PACK|FILE",
-            help="A shipped rule pack by name or a YAML rule file; repeatable. Default: the `default` pack.",
-        ),
-    ] = None,
-    no_rules: Annotated[
-        bool,
-        typer.Option("--no-rules", help="Report without judging (exit 0 unless the input is bad)."),
-    ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the build too.")] = False,
-    fmt: Annotated[
-        Format,
-        typer.Option("--format", "-f", metavar="|".join(f.value for f in Format), help="Format printed to stdout."),
-    ] = Format.text,
-    output: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Also write the report to FILE, format from the extension (.txt .md .json .xml .csv), "
-            "or one CSV per table into an existing DIR; repeatable.",
-        ),
-    ] = None,
-    z_threshold: Annotated[
-        float,
-        typer.Option(parser=z_score, metavar="Z", help="Outlier: minimum |modified z-score| of a kernel's log ratio."),
-    ] = _DEFAULTS.z_threshold,
-    min_deviation: Annotated[
-        float,
-        typer.Option(
-            parser=ratio,
-            metavar="RATIO",
-            help="Outlier: minimum ratio beyond the overall scale, either way (1.25x).",
-        ),
-    ] = _DEFAULTS.min_deviation,
-    min_share: Annotated[
-        float,
-        typer.Option(
-            parser=share,
-            metavar="SHARE",
-            help="Outlier: minimum share of either side's kernel time (0.1% or 0.001).",
-        ),
-    ] = _DEFAULTS.min_share,
-    noise: Annotated[
-        float,
-        typer.Option(
-            parser=ratio,
-            metavar="RATIO",
-            help="Total-time ratios within [1/RATIO, RATIO] count as unchanged (1.05x).",
-        ),
-    ] = _DEFAULTS.noise,
-    width: WidthOpt = None,
-    details: Annotated[
-        bool,
-        typer.Option("--details", help="Text: every section, not only the first screen."),
-    ] = False,
-    names: NamesOpt = Names.short,
-    by: ByOpt = Grouping.name,
-    quiet: QuietOpt = False,
-    window: WindowOpt = None,
-    window_origin: OriginOpt = "kernel",
-    skip_first: SkipOpt = 0,
-    nvtx: NvtxOpt = None,
-    per: PerOpt = None,
-    phases: PhasesOpt = None,
-    keep_export: KeepExportOpt = None,
-    require_same_gpu: Annotated[
-        bool,
-        typer.Option(
-            "--require-same-gpu",
-            help="Different GPU models (or counts) make the verdict inconclusive instead of a note.",
-        ),
-    ] = False,
-    noise_profile: Annotated[
-        Path | None,
-        typer.Option(
-            "--noise-profile",
-            metavar="FILE",
-            help="Noise profile of the base build (nsysdiff noise): budgets in noise widths, and a limit "
-            "within the noise is inconclusive. Overrides noise_profile: in rule files.",
-        ),
-    ] = None,
+    base: Path | None,
+    candidate: Path | None,
+    base_runs: list[Path] | None,
+    candidate_runs: list[Path] | None,
+    rules: list[str] | None,
+    no_rules: bool,
+    strict: bool,
+    fmt: Format,
+    output: list[Path] | None,
+    z_threshold: float,
+    min_deviation: float,
+    min_share: float,
+    noise: float,
+    width: int | None,
+    details: bool,
+    names: Names,
+    by: Grouping,
+    quiet: bool,
+    scope_args: options.ScopeArgs,
+    phases: Path | None,
+    keep_export: Path | None,
+    require_same_gpu: bool,
+    noise_profile: Path | None,
 ) -> None:
     """Diff two traces, or several runs per side (--base RUN... --candidate RUN...): headline,
     outliers, categories, copies, variant drift, top changes."""
@@ -182,9 +169,9 @@ def diff(
     # An unknown extension, or a format whose extra is missing, fails before any trace is read.
     for want in (fmt, *(format_for(o) for o in output or () if not o.is_dir())):
         require(want)
-    options = api.DiffOptions(
+    diff_options = api.DiffOptions(
         settings=Settings(z_threshold=z_threshold, min_deviation=min_deviation, min_share=min_share, noise=noise),
-        scope=scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per),
+        scope=scope_args.options(),
         phases=phases,
         by=by,
         strict=strict,
@@ -197,7 +184,7 @@ def diff(
             base_paths,
             candidate_paths,
             None if no_rules else (rules or ["default"]),
-            options,
+            diff_options,
             progress=report_progress,
             notify=notify,
             warn=lambda message: stderr(message, "warning"),
@@ -232,7 +219,7 @@ def _publish(
         if fmt is not Format.github:
             sys.stdout.write(github.render(report))
         github.publish(report, os.environ)
-    raise typer.Exit(outputs.settle(int(report.exit_code), lost))
+    raise click.exceptions.Exit(outputs.settle(int(report.exit_code), lost))
 
 
 def _check_outputs(paths: Sequence[Path], inputs: Sequence[Path | str | None]) -> None:

@@ -6,20 +6,18 @@ from __future__ import annotations
 import difflib
 import errno
 import os
-import re
 import sys
 import traceback
 from typing import Any
 
-import typer
+import click
 
 from nsysdiff.cli.root import app, one_line, stderr
 from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 
 
 def _commands() -> list[str]:
-    names = [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
-    return sorted({*names, *(g.name for g in app.registered_groups if g.name)})
+    return sorted(app.commands)
 
 
 def route(argv: list[str]) -> list[str]:
@@ -84,60 +82,29 @@ def _runs_options(argv: list[str]) -> list[str]:
     return out
 
 
-def _click_class(name: str) -> type[BaseException]:
-    """A click exception class as typer uses it (newer typer vendors its own click)."""
-    for cls in typer.BadParameter.__mro__:
-        if cls.__name__ == name:
-            return cls
-    raise AssertionError(f"typer has no {name}")
-
-
-_USAGE_ERROR = _click_class("UsageError")
-_CLICK_ERROR = _click_class("ClickException")
-
-# typer's own wording for values it converts, rewritten to say what to type.
-_REWORDED = (
-    ("Value error, ", ""),
-    ("Input should be a valid integer, unable to parse string as an integer", "expected a whole number"),
-    ("Input should be a valid number, unable to parse string as a number", "expected a number"),
-)
-
-
-def _closest(e: BaseException) -> str | None:
+def _closest(e: click.NoSuchOption) -> str | None:
     """The one option a mistyped one most likely meant (``--rule`` -> ``--rules``): click
     lists loose candidates (``--bogus`` -> ``--base``), so only a close one is named."""
-    given = str(getattr(e, "option_name", "") or "")
-    close = difflib.get_close_matches(given, list(getattr(e, "possibilities", None) or ()), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(e.option_name, e.possibilities or [], n=1, cutoff=0.75)
     return close[0] if close else None
 
 
-# The same for typer before 0.29, which says what click says ("'two' is not a valid int.").
-_REWORDED_CLICK = (
-    (re.compile(r"^.* is not a valid int(eger)?\.?$", re.S), "expected a whole number"),
-    (re.compile(r"^.* is not a valid float\.?$", re.S), "expected a number"),
-)
-
-
-def usage_line(e: BaseException) -> str:
+def usage_line(e: click.ClickException) -> str:
     """A click usage error as one line: the option, what is wrong, and where help is."""
     ctx = getattr(e, "ctx", None)
     command = ctx.command_path if ctx is not None else "nsysdiff"
-    message = str(getattr(e, "message", "") or e)
-    for old, new in _REWORDED:
-        message = message.replace(old, new)
-    for pattern, new in _REWORDED_CLICK:
-        message = pattern.sub(new, message)
-    param = getattr(e, "param", None)
-    if param is not None and type(e).__name__ == "MissingParameter":
-        # typer says "Missing parameter: candidate"; say what to type instead.
+    message = e.message
+    if isinstance(e, click.MissingParameter) and e.param is not None:
+        # click says "Missing argument 'CANDIDATE'."; say what to type instead.
         usage = " ".join(ctx.command.collect_usage_pieces(ctx)) if ctx is not None else ""
-        what = param.metavar or (param.name or "").upper()
+        what = e.param.metavar or (e.param.name or "").upper()
         message = f"missing {what}: the usage is '{command} {usage}'" if usage else f"missing {what}"
-    elif type(e).__name__ == "NoSuchOption" and _closest(e):
-        message = f"{message}; did you mean {_closest(e)}?"
-    elif param is not None and type(e).__name__ == "BadParameter":
-        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
-        name = opts[0] if opts else (param.metavar or param.name or "").upper()
+    elif isinstance(e, click.NoSuchOption):
+        close = _closest(e)
+        message = f"No such option: {e.option_name}" + (f"; did you mean {close}?" if close else "")
+    elif isinstance(e, click.BadParameter) and e.param is not None:
+        opts = [o for o in getattr(e.param, "opts", []) if o.startswith("--")]
+        name = opts[0] if opts else (e.param.metavar or e.param.name or "").upper()
         message = f"{name}: {message}"
     return f"{one_line(message).rstrip('.')} (see '{command} --help')"
 
@@ -202,16 +169,16 @@ def _occupy_closed_descriptors() -> None:
 
 def _run(argv: list[str]) -> int:
     try:
-        rv = app(args=route(argv), prog_name="nsysdiff", standalone_mode=False)
-    except _USAGE_ERROR as e:
-        stderr(usage_line(e))
-        return int(ExitCode.BAD_INPUT)
-    except _CLICK_ERROR as e:
-        stderr(usage_line(e))
-        return int(ExitCode.BAD_INPUT)
-    except typer.Exit as e:
+        # The group's context and invocation, as click's main() makes them, without its
+        # handlers: every outcome is turned into an exit code here.
+        with app.make_context("nsysdiff", route(argv)) as ctx:
+            rv = app.invoke(ctx)
+    except click.exceptions.Exit as e:
         return int(e.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
+    except click.ClickException as e:  # usage errors and the like
+        stderr(usage_line(e))
+        return int(ExitCode.BAD_INPUT)
+    except (KeyboardInterrupt, click.exceptions.Abort):
         print("nsysdiff: interrupted", file=sys.stderr)
         return 130
     except NsysdiffError as e:
@@ -222,8 +189,6 @@ def _run(argv: list[str]) -> int:
         print("nsysdiff: internal error (please report it):", file=sys.stderr)
         traceback.print_exc()
         return int(ExitCode.INTERNAL)
-    if rv == 130:  # typer turns Ctrl-C into Exit(130) and returns it
-        print("nsysdiff: interrupted", file=sys.stderr)
     return rv if isinstance(rv, int) else 0
 
 

@@ -5,67 +5,64 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
 from nsysdiff import api
-from nsysdiff.cli import batch, outputs
-from nsysdiff.cli.options import KeepExportOpt, NvtxOpt, OriginOpt, PerOpt, PhasesOpt, SkipOpt, WindowOpt, write
-from nsysdiff.cli.root import Command, app, handled, notify
+from nsysdiff.cli import batch, options, outputs
+from nsysdiff.cli.options import ScopeArgs, write
+from nsysdiff.cli.root import app, handled, notify
 from nsysdiff.errors import UsageError
-from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.trace import sides
 
 
-@app.command(cls=Command)
+@app.command("fingerprint")
 @handled
+@options.paths(
+    "traces",
+    "TRACE...",
+    "nsys SQLite exports or .nsys-rep reports (saved fingerprints and run sets too with --run-set).",
+)
+@options.output(
+    "FILE|DIR",
+    "Write to FILE (default: stdout); with several traces and no --run-set, or a name ending "
+    "in /, a directory that receives DIR/STEM.json for each.",
+    # A string: a trailing slash says "directory", and a Path would drop it.
+    type=str,
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=options.at_least(1, "give the number of processes, at least 1"),
+    metavar="N",
+    default=1,
+    help="Fingerprint N traces at once in local processes.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
+)
+@options.scope_options
+@options.phases
+@options.keep_export
+@click.option(
+    "--run-set",
+    is_flag=True,
+    help="Write all TRACEs, runs of one build, as one run-set file (a multi-run baseline); "
+    "they must share scope, graph mode and GPU model.",
+)
 def fingerprint(
-    traces: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="TRACE...",
-            help="nsys SQLite exports or .nsys-rep reports (saved fingerprints and run sets too with --run-set).",
-        ),
-    ],
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE|DIR",
-            help="Write to FILE (default: stdout); with several traces and no --run-set, or a name ending "
-            "in /, a directory that receives DIR/STEM.json for each.",
-        ),
-    ] = None,
-    jobs: Annotated[
-        int,
-        typer.Option("--jobs", "-j", metavar="N", min=1, help="Fingerprint N traces at once in local processes."),
-    ] = 1,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            metavar="ADDRESS",
-            help="Run on an existing Dask cluster (e.g. tcp://host:8786); needs nsysdiff[dask].",
-        ),
-    ] = None,
-    window: WindowOpt = None,
-    window_origin: OriginOpt = "kernel",
-    skip_first: SkipOpt = 0,
-    nvtx: NvtxOpt = None,
-    per: PerOpt = None,
-    phases: PhasesOpt = None,
-    keep_export: KeepExportOpt = None,
-    run_set: Annotated[
-        bool,
-        typer.Option(
-            "--run-set",
-            help="Write all TRACEs, runs of one build, as one run-set file (a multi-run baseline); "
-            "they must share scope, graph mode and GPU model.",
-        ),
-    ] = False,
+    traces: list[Path],
+    output: str | None,
+    jobs: int,
+    scheduler: str | None,
+    scope_args: ScopeArgs,
+    phases: Path | None,
+    keep_export: Path | None,
+    run_set: bool,
 ) -> None:
     """Reduce traces to small versioned JSON fingerprints (CI baseline artifacts)."""
     # Every output is checked before any trace is read: it can be written and is no input.
@@ -75,14 +72,7 @@ def fingerprint(
     as_dir = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
     if out is not None and not as_dir and (run_set or (len(traces) == 1 and scheduler is None)):
         outputs.file(out, given)
-    opts = scope.options(
-        window=window,
-        window_origin=window_origin,
-        skip_first=skip_first,
-        nvtx=nvtx,
-        per=per,
-        phases_file=phases,
-    )
+    opts = scope_args.options(phases_file=phases)
     if run_set:
         if as_dir:
             raise UsageError(f"-o {output}: --run-set writes one file; give a file name such as runs.json")

@@ -1,60 +1,80 @@
 """``nsysdiff history``: a store of a branch's fingerprints (add, list, show) and the
-points where its keys changed (changes)."""
+points where its keys changed (changes, report)."""
 
 from __future__ import annotations
 
+import enum
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
 from nsysdiff import api
-from nsysdiff.cli import outputs
-from nsysdiff.cli.options import NvtxOpt, OriginOpt, PerOpt, QuietOpt, SkipOpt, WidthOpt, WindowOpt, rows, write
-from nsysdiff.cli.root import CONTEXT, Command, app, handled, notify
+from nsysdiff.cli import options, outputs
+from nsysdiff.cli.options import ScopeArgs, write
+from nsysdiff.cli.root import app, handled, notify
 from nsysdiff.errors import UsageError
-from nsysdiff.fingerprint import scope
-from nsysdiff.history.store import KINDS, store_path
+from nsysdiff.fingerprint.runset import KeyKind
+from nsysdiff.history.changes import DEFAULT_MAX_PVALUE, DEFAULT_WINDOW
+from nsysdiff.history.store import store_path
 from nsysdiff.render import layout
 from nsysdiff.trace import progress, sides
 
-history_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-    help="A store of a branch's fingerprints: add runs, list them, show a key's trend, find change points. "
-    "A diff takes its base from it with --base history:STORE@main~5.",
+
+@app.group("history")
+def history_app() -> None:
+    """A store of a branch's fingerprints: add runs, list them, show a key's trend, find change points.
+    A diff takes its base from it with --base history:STORE@main~5."""
+
+
+class ChangesFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+def _renamed(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    # --window is a time range in every other command; here it was E-Divisive's window.
+    if value is not None:
+        raise click.BadParameter("the window of commits is --commits N here; --window is a time range elsewhere")
+
+
+store = click.argument("store", help="The store: a path or an sqlite:///ABSOLUTE/PATH URL.")
+ref = click.option("--ref", metavar="REF", default="main", help="The branch the runs belong to.")
+max_pvalue = click.option(
+    "--max-pvalue",
+    type=options.number,
+    metavar="P",
+    default=DEFAULT_MAX_PVALUE,
+    help="A step is kept when its t-test p-value is below P.",
 )
-app.add_typer(history_app, name="history")
-
-StoreArg = Annotated[str, typer.Argument(metavar="STORE", help="The store: a path or an sqlite:///ABSOLUTE/PATH URL.")]
-RefOpt = Annotated[str, typer.Option("--ref", metavar="REF", help="The branch the runs belong to.")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="text|json", help="What stdout gets.")]
 
 
-@history_app.command("add", cls=Command)
+def commits(fn: options.F) -> options.F:
+    """``--commits``, E-Divisive's window; a ``--window`` given here says its new name."""
+    fn = click.option("--window", hidden=True, expose_value=False, callback=_renamed)(fn)
+    return click.option(
+        "--commits",
+        type=options.whole,
+        metavar="N",
+        default=DEFAULT_WINDOW,
+        help="E-Divisive's sliding window, in commits.",
+    )(fn)
+
+
+@history_app.command("add")
 @handled
+@store
+@options.paths("runs", "FP|TRACE...", "Runs of one commit: traces, reports, fingerprints, run sets.")
+@click.option("--ref", metavar="REF", required=True, help="The branch the runs belong to (main).")
+@click.option("--commit", metavar="SHA", required=True, help="The commit the runs were built from.")
+@click.option("--failed", is_flag=True, help="A gate failed on these runs: no baseline picks them unless asked.")
+@options.quiet
+@options.scope_options
 def history_add(
-    store: StoreArg,
-    runs: Annotated[
-        list[Path],
-        typer.Argument(metavar="FP|TRACE...", help="Runs of one commit: traces, reports, fingerprints, run sets."),
-    ],
-    ref: Annotated[str, typer.Option("--ref", metavar="REF", help="The branch the runs belong to (main).")],
-    commit: Annotated[str, typer.Option("--commit", metavar="SHA", help="The commit the runs were built from.")],
-    failed: Annotated[
-        bool, typer.Option("--failed", help="A gate failed on these runs: no baseline picks them unless asked.")
-    ] = False,
-    quiet: QuietOpt = False,
-    window: WindowOpt = None,
-    window_origin: OriginOpt = "kernel",
-    skip_first: SkipOpt = 0,
-    nvtx: NvtxOpt = None,
-    per: PerOpt = None,
+    store: str, runs: list[Path], ref: str, commit: str, failed: bool, quiet: bool, scope_args: ScopeArgs
 ) -> None:
     """Append runs to a store (created on the first run); earlier entries are never rewritten."""
-    opts = scope.options(window=window, window_origin=window_origin, skip_first=skip_first, nvtx=nvtx, per=per)
+    opts = scope_args.options()
     # The store is written: it must be none of the runs, whichever link leads there.
     outputs.refuse_inputs(store_path(store), outputs.existing(runs))
     with progress.reading(quiet) as report_progress:
@@ -74,111 +94,87 @@ def history_add(
     notify(f"added {len(added)} run(s) to {store}: {labels}")
 
 
-@history_app.command("list", cls=Command)
+@history_app.command("list")
 @handled
-def history_list(
-    store: StoreArg,
-    ref: Annotated[str | None, typer.Option("--ref", metavar="REF", help="Only this branch's runs.")] = None,
-    last: Annotated[int, typer.Option(parser=rows, metavar="N", help="Rows of the newest runs.")] = 20,
-    width: WidthOpt = None,
-) -> None:
+@store
+@click.option("--ref", metavar="REF", help="Only this branch's runs.")
+@options.top("Rows of the newest runs.", 20, "--last")
+@options.width
+def history_list(store: str, ref: str | None, last: int, width: int | None) -> None:
     """The runs in a store, oldest first: commit, ref, run number, time, GPU, gate."""
     from nsysdiff.render import history as render
 
-    s = api.open_history(store)
-    try:
+    with api.open_history(store) as s:
         entries = s.entries(ref)
-    finally:
-        s.close()
     sys.stdout.write(render.render_list(store, entries, layout.columns(width, sys.stdout), last))
 
 
-@history_app.command("show", cls=Command)
+@history_app.command("show")
 @handled
-def history_show(
-    store: StoreArg,
-    key: Annotated[str, typer.Argument(metavar="KEY", help="A kernel, family, category, copy kind or NVTX range.")],
-    ref: RefOpt = "main",
-    kind: Annotated[
-        str | None,
-        typer.Option("--kind", metavar="|".join(KINDS), help="Which kind KEY names (step: period or a part of it)."),
-    ] = None,
-    last: Annotated[int, typer.Option(parser=rows, metavar="N", help="Rows of the newest commits.")] = 30,
-    width: WidthOpt = None,
-) -> None:
+@store
+@click.argument("key", help="A kernel, family, category, copy kind or NVTX range.")
+@ref
+@click.option("--kind", type=options.Choice(KeyKind), help="Which kind KEY names (step: period or a part of it).")
+@options.top("Rows of the newest commits.", 30, "--last")
+@options.width
+def history_show(store: str, key: str, ref: str, kind: KeyKind | None, last: int, width: int | None) -> None:
     """A key's total time per commit with an inline trend."""
     from nsysdiff.render import history as render
 
-    if kind is not None and kind not in KINDS:
-        raise UsageError(f"--kind {kind[:40]!r}: expected one of {', '.join(KINDS)}")
-    t = api.history_trend(store, ref, key, kind)
+    t = api.history_trend(store, ref, key, None if kind is None else kind.value)
     sys.stdout.write(render.render_trend(t, layout.columns(width, sys.stdout), last))
 
 
-@history_app.command("changes", cls=Command)
+@history_app.command("changes")
 @handled
+@store
+@ref
+@max_pvalue
+@commits
+@options.top("Scan only the newest N commits.", None, "--last")
+@options.fmt(ChangesFormat, "What stdout gets.")
+@options.width
 def history_changes(
-    store: StoreArg,
-    ref: RefOpt = "main",
-    max_pvalue: Annotated[
-        float,
-        typer.Option("--max-pvalue", metavar="P", help="A step is kept when its t-test p-value is below P."),
-    ] = 1e-5,
-    window: Annotated[
-        int, typer.Option("--window", metavar="COMMITS", help="E-Divisive's sliding window, in commits.")
-    ] = 30,
-    last: Annotated[int | None, typer.Option(parser=rows, metavar="N", help="Scan only the newest N commits.")] = None,
-    fmt: FormatOpt = "text",
-    width: WidthOpt = None,
+    store: str, ref: str, max_pvalue: float, commits: int, last: int | None, fmt: ChangesFormat, width: int | None
 ) -> None:
     """Where each key's series stepped (commit, size with a 95% interval, p-value) or drifted."""
     from nsysdiff.render import history as render
 
-    if fmt not in ("text", "json"):
-        raise UsageError(f"--format {fmt[:40]!r}: expected text or json")
-    c = api.history_changes(store, ref, max_pvalue=max_pvalue, window=window, last=last)
-    if fmt == "json":
+    c = api.history_changes(store, ref, max_pvalue=max_pvalue, window=commits, last=last)
+    if fmt is ChangesFormat.json:
         sys.stdout.write(render.changes_json(c))
     else:
         sys.stdout.write(render.render_changes(c, layout.columns(width, sys.stdout)))
 
 
-@history_app.command("report", cls=Command)
+@history_app.command("report")
 @handled
+@store
+@options.output("DIR", "The site's folder (created when missing).", required=True)
+@ref
+@options.top("Pages for the N largest categories, families, kernels.", 10)
+@max_pvalue
+@commits
+@options.top("Only the newest N commits.", None, "--last")
 def history_report(
-    store: StoreArg,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", metavar="DIR", help="The site's folder (created when missing).")
-    ],
-    ref: RefOpt = "main",
-    top: Annotated[
-        int, typer.Option(parser=rows, metavar="N", help="Pages for the N largest categories, families, kernels.")
-    ] = 10,
-    max_pvalue: Annotated[
-        float, typer.Option("--max-pvalue", metavar="P", help="A step is kept when its t-test p-value is below P.")
-    ] = 1e-5,
-    window: Annotated[
-        int, typer.Option("--window", metavar="COMMITS", help="E-Divisive's sliding window, in commits.")
-    ] = 30,
-    last: Annotated[int | None, typer.Option(parser=rows, metavar="N", help="Only the newest N commits.")] = None,
+    store: str, output: Path, ref: str, top: int, max_pvalue: float, commits: int, last: int | None
 ) -> None:
     """A static site of a ref's history: an index of its change points and keys, and a page
     per key with its series, change points and commits (serve it from GitHub Pages)."""
-    from nsysdiff.errors import UsageError
     from nsysdiff.render import history_html
 
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"--output {output}: exists and is not a folder")
-    board = api.history_dashboard(store, ref, top=top, max_pvalue=max_pvalue, window=window, last=last)
+    # The folder is checked before the store is read, and may never hold the store.
+    given = outputs.existing([store_path(store)])
+    outputs.directory(output, given)
+    board = api.history_dashboard(store, ref, top=top, max_pvalue=max_pvalue, window=commits, last=last)
     site = history_html.pages(board)
-    # By file identity, not by resolved path: a page hard-linked to the store resolves to
-    # a path of its own, and writing it would replace the store's bytes.
-    store_file = Path(board.store)
-    outputs.files_in(output, site, outputs.existing([store_file]), "--output")
+    # By file identity (outputs.refuse_inputs), not by resolved path: a page hard-linked to
+    # the store resolves to a path of its own, and writing it would replace the store's bytes.
+    outputs.files_in(output, site, given)
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"--output {output}: can't create the folder ({e.strerror or e})") from None
+        raise UsageError(f"-o {output}: can't create the folder ({e.strerror or e})") from None
     for name, document in site.items():
         write(document, output / name)
     notify(f"wrote {len(site)} pages to {output} (open {output / 'index.html'})")

@@ -1,26 +1,39 @@
-"""Options shared by several commands: value parsers, their annotated types, and where
-output goes (stdout or ``--output FILE``)."""
+"""The options several commands share, each declared once as a click decorator; their value
+parsers; and where output goes (stdout or ``--output FILE``).
+
+A command stacks the decorators it takes (``@options.scope_options``, ``@options.width``, ...), so
+an option reads, parses and helps the same in every command that has it. The scope options
+reach the command as one :class:`ScopeArgs`, whose :meth:`ScopeArgs.options` makes the
+:class:`~nsysdiff.fingerprint.scope.ScopeOptions` a read takes.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
 import math
 import sys
 from collections.abc import Callable
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Any, TypeVar
 
-import typer
+import click
 
 from nsysdiff.cli.root import stderr
 from nsysdiff.errors import NsysdiffError
+from nsysdiff.fingerprint import scope
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.render import layout
 from nsysdiff.render.names import Names, unmangled
 from nsysdiff.trace.launches import Grouping
 
+F = TypeVar("F", bound=Callable[..., Any])
+E = TypeVar("E", bound=enum.Enum)
+
 # --- option values ------------------------------------------------------------------
-# typer calls these with the text given (and with the default); BadParameter becomes one
+# click calls these with the text given (and with the default); BadParameter becomes one
 # usage line (see nsysdiff.cli.entry.usage_line).
 
 
@@ -28,21 +41,21 @@ def _number(text: str, what: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a number; {what}") from None
+        raise click.BadParameter(f"{text!r} is not a number; {what}") from None
     if not math.isfinite(value):
-        raise typer.BadParameter(f"{text!r} is not a finite number; {what}")
+        raise click.BadParameter(f"{text!r} is not a finite number; {what}")
     return value
 
 
-def _at_least(low: int, what: str) -> Callable[[str | int], int]:
+def at_least(low: int, what: str) -> Callable[[str | int], int]:
     def parse(given: str | int) -> int:
         text = str(given)
         try:
             value = int(text)
         except ValueError:
-            raise typer.BadParameter(f"{text!r} is not a whole number; {what}") from None
+            raise click.BadParameter(f"{text!r} is not a whole number; {what}") from None
         if value < low:
-            raise typer.BadParameter(f"{value} is too small; {what}")
+            raise click.BadParameter(f"{value} is too small; {what}")
         return value
 
     return parse
@@ -52,7 +65,7 @@ def z_score(given: str | float) -> float:
     text = str(given)
     value = _number(text, "give a positive number such as 3.5")
     if value <= 0:
-        raise typer.BadParameter(f"{text!r} is not positive; give a positive number such as 3.5")
+        raise click.BadParameter(f"{text!r} is not positive; give a positive number such as 3.5")
     return value
 
 
@@ -62,7 +75,7 @@ def ratio(given: str | float) -> float:
     what = "give a ratio of at least 1, such as 1.25x"
     value = _number(text.strip().removesuffix("x"), what)
     if value < 1:
-        raise typer.BadParameter(f"{text!r} is below 1; {what}")
+        raise click.BadParameter(f"{text!r} is below 1; {what}")
     return value
 
 
@@ -76,50 +89,108 @@ def share(given: str | float) -> float:
     else:
         value = _number(t, what)
         if value >= 1:
-            raise typer.BadParameter(f"{text!r} is not a share; {what} (did you mean {t}%?)")
+            raise click.BadParameter(f"{text!r} is not a share; {what} (did you mean {t}%?)")
     if not 0 <= value < 1:
-        raise typer.BadParameter(f"{text!r} is not a share; {what}")
+        raise click.BadParameter(f"{text!r} is not a share; {what}")
     return value
 
 
-_width = _at_least(layout.MIN_WIDTH, f"give the report width in columns, at least {layout.MIN_WIDTH}")
-rows = _at_least(1, "give the number of rows to show, at least 1")
+def whole(given: str | int) -> int:
+    """A whole number, any sign: the command says which are allowed."""
+    try:
+        return int(str(given))
+    except ValueError:
+        raise click.BadParameter("expected a whole number") from None
 
 
-class SummaryFormat(str, Enum):
+def number(given: str | float) -> float:
+    try:
+        return float(str(given))
+    except ValueError:
+        raise click.BadParameter("expected a number") from None
+
+
+_width = at_least(layout.MIN_WIDTH, f"give the report width in columns, at least {layout.MIN_WIDTH}")
+rows = at_least(1, "give the number of rows to show, at least 1")
+
+
+class Choice(click.ParamType[E]):
+    """One member of an enum, given by its value (``name+launch``, not ``name_launch``)."""
+
+    def __init__(self, members: type[E]) -> None:
+        self.members = members
+        self.name = members.__name__
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "|".join(str(m.value) for m in self.members)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> E:
+        if isinstance(value, self.members):
+            return value
+        try:
+            return self.members(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in self.members)
+            self.fail(f"{value!r} is not one of {choices}", param, ctx)
+
+
+class SummaryFormat(str, enum.Enum):
     text = "text"
     markdown = "markdown"
     json = "json"
 
 
-WidthOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--width",
-        metavar="COLUMNS",
-        parser=_width,
-        help="Text width in columns, at least 40 (default: $COLUMNS, else the terminal's, else 80).",
-    ),
-]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr while reading.")]
-ByOpt = Annotated[
-    Grouping,
-    typer.Option(
-        "--by",
-        metavar="|".join(g.value for g in Grouping),
-        help="What makes launches one kernel: its name, or name+launch (name, grid and block, "
-        "as nsys stats gpukernsum groups them).",
-    ),
-]
-NamesOpt = Annotated[
-    Names,
-    typer.Option(
-        "--names",
-        metavar="|".join(n.value for n in Names),
-        help="Kernel names: short (told apart by part of the signature where they collide), "
-        "demangled, or mangled (nsys 2022.1 on; older exports keep their demangled names).",
-    ),
-]
+def listed(ctx: click.Context, param: click.Parameter, value: tuple[Any, ...]) -> list[Any] | None:
+    """The values of a repeatable option, or of an argument that takes several, as a list
+    (None when there are none), as the commands' code reads them."""
+    return list(value) or None
+
+
+# A path as given (an existing one must be readable), as a Path.
+PATH = click.Path(path_type=Path)
+
+
+def paths(name: str, metavar: str, help: str) -> Callable[[F], F]:
+    """An argument of one or more paths (``TRACE...``), as a list."""
+    return click.argument(name, nargs=-1, required=True, type=PATH, callback=listed, metavar=metavar, help=help)
+
+
+def output(metavar: str, help: str, *, type: Any = PATH, **more: Any) -> Callable[[F], F]:
+    """``--output/-o``, which each command documents and types its own way."""
+    return click.option("--output", "-o", "output", type=type, metavar=metavar, help=help, **more)
+
+
+def fmt(members: type[E], help: str) -> Callable[[F], F]:
+    """``--format/-f``, one of ``members``, the first by default."""
+    return click.option("--format", "-f", "fmt", type=Choice(members), default=next(iter(members)), help=help)
+
+
+def top(help: str, default: int | None, name: str = "--top") -> Callable[[F], F]:
+    """A number of rows to show (``--top``, ``--last``), at least 1."""
+    return click.option(name, type=rows, metavar="N", default=default, help=help)
+
+
+width = click.option(
+    "--width",
+    type=_width,
+    metavar="COLUMNS",
+    help="Text width in columns, at least 40 (default: $COLUMNS, else the terminal's, else 80).",
+)
+quiet = click.option("--quiet", "-q", is_flag=True, help="No progress display on stderr while reading.")
+by = click.option(
+    "--by",
+    type=Choice(Grouping),
+    default=Grouping.name,
+    help="What makes launches one kernel: its name, or name+launch (name, grid and block, "
+    "as nsys stats gpukernsum groups them).",
+)
+names = click.option(
+    "--names",
+    type=Choice(Names),
+    default=Names.short,
+    help="Kernel names: short (told apart by part of the signature where they collide), "
+    "demangled, or mangled (nsys 2022.1 on; older exports keep their demangled names).",
+)
 
 
 def note_unmangled(names: Names, *fps: Fingerprint) -> None:
@@ -145,62 +216,82 @@ def write(text: str, output: Path | None) -> None:
         raise NsysdiffError(f"{output}: can't write ({e.strerror})") from None
 
 
-# Scope options, shared by summary, fingerprint, noise and diff (see docs/scopes.md).
-WindowOpt = Annotated[
-    str | None,
-    typer.Option(
+# --- the scope of a read (docs/scopes.md) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeArgs:
+    """The scope options as given: ``--window --window-origin --skip-first --nvtx --per``."""
+
+    window: str | None
+    window_origin: str
+    skip_first: int
+    nvtx: str | None
+    per: str | None
+
+    def options(self, **more: Any) -> scope.ScopeOptions:
+        """The validated scope; ``more`` are :func:`nsysdiff.fingerprint.scope.options`'
+        other arguments (``phases_file``, ``step_ranges``, ...)."""
+        return scope.options(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, **more)
+
+
+_SCOPE = (
+    click.option(
         "--window",
         metavar="START:END",
         help="Keep GPU work starting in this window, e.g. 2s:5s, 500ms: or :3s (units ns, us, ms, s), "
         "relative to --window-origin.",
     ),
-]
-OriginOpt = Annotated[
-    str,
-    typer.Option(
+    click.option(
         "--window-origin",
         metavar="kernel|capture",
+        default="kernel",
         help="What --window counts from: the first kernel's start (kernel) or the capture start (capture).",
     ),
-]
-SkipOpt = Annotated[
-    int,
-    typer.Option(
+    click.option(
         "--skip-first",
+        type=whole,
         metavar="N",
+        default=0,
         help="Drop warm-up: per process, all work launched before the (N+1)-th instance of the --per range "
         "(else the --nvtx range).",
     ),
-]
-NvtxOpt = Annotated[
-    str | None,
-    typer.Option(
+    click.option(
         "--nvtx",
         metavar="NAME[@DOMAIN]",
         help="Keep only GPU work launched inside matching NVTX ranges (exact name or regex; PyTorch suffixes folded).",
     ),
-]
-PerOpt = Annotated[
-    str | None,
-    typer.Option(
+    click.option(
         "--per",
         metavar="RANGE",
         help="Count the instances of this NVTX range as steps; a diff of two such sides compares per step.",
     ),
-]
-PhasesOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--phases",
-        metavar="FILE",
-        help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.",
-    ),
-]
-KeepExportOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--keep-export",
-        metavar="DIR",
-        help="An .nsys-rep input is exported to SQLite with nsys in a temporary directory; keep the export in DIR.",
-    ),
-]
+)
+
+
+def scope_options(fn: F) -> F:
+    """The scope options, handed to ``fn`` as one :class:`ScopeArgs` named ``scope_args``."""
+    fields = [f.name for f in dataclasses.fields(ScopeArgs)]
+
+    @functools.wraps(fn)
+    def bundled(*args: Any, **kwargs: Any) -> Any:
+        given = ScopeArgs(**{name: kwargs.pop(name) for name in fields})
+        return fn(*args, scope_args=given, **kwargs)
+
+    for option in reversed(_SCOPE):
+        bundled = option(bundled)
+    return bundled  # type: ignore[return-value]
+
+
+phases = click.option(
+    "--phases",
+    type=PATH,
+    metavar="FILE",
+    help="YAML file with a `phases:` mapping (phase name -> NVTX patterns): per-phase sections.",
+)
+keep_export = click.option(
+    "--keep-export",
+    type=PATH,
+    metavar="DIR",
+    help="An .nsys-rep input is exported to SQLite with nsys in a temporary directory; keep the export in DIR.",
+)

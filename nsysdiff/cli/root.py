@@ -1,62 +1,55 @@
-"""The root of the command tree: the typer app, the classes every command is built with,
-and the one-line error reporting that turns nsysdiff's errors into exit codes."""
+"""The root of the command tree: the click group, the classes every command is built with,
+and the one-line error reporting that turns nsysdiff's errors into exit codes.
+
+The commands are click commands whose options are declared by decorators
+(:mod:`nsysdiff.cli.options` holds the ones several commands share, each declared once).
+click rather than typer: typer derives each option from a function parameter, so an
+option group shared by five commands is five parameter lists; its help, usage line and
+error wording changed between releases (typer 0.29 converts values through pydantic,
+which also costs every command 0.07 s of start-up), and it wraps its own copy of click,
+whose exceptions are not click's. Declared with click, an option group is one decorator,
+the wording is click's or ours, and start-up imports one library fewer.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-import typer
+import click
 
 from nsysdiff import __version__
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.safe import neutral
 
-# -h as well as --help, inherited by every command and group.
-CONTEXT = {"help_option_names": ["-h", "--help"]}
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-    help="Diff two Nsight Systems traces (SQLite exports or saved fingerprints) and point at "
-    "the change that is abnormal. `nsysdiff BASE CANDIDATE` is `nsysdiff diff BASE CANDIDATE`; its options "
-    "(--rules, --no-rules, -o, ...: see `nsysdiff diff --help`) go before or after the two files.",
-    epilog="Exit codes: 0 pass, 1 regression, 2 bad input or usage, 3 inconclusive, 70 internal error.",
-)
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _PlainArgument(typer.core.TyperArgument):
-    """An argument shown by its metavar alone: ``BASE``, not typer's ``{BASE}`` in the
-    usage line and ``BASE <path>`` in the help (the metavar already says what to give)."""
+class Command(click.Command):
+    """Every nsysdiff command: its arguments listed with their help, as its options are."""
 
-    def _usage_display_name(self) -> str:
-        raw = self.metavar if self.metavar is not None else str(self.name)
-        name = raw if self.required else f"[{raw}]"
-        return name if self.nargs == 1 or name.endswith("...") else f"{name}..."
-
-    def get_usage_pieces(self, ctx: Any) -> list[str]:
-        # Typer before 0.29 builds the usage piece from make_metavar, 0.29 from the name above.
-        return [self._usage_display_name()]
-
-    def display_type_rich(self, ctx: Any) -> str | None:
-        return None
+    def format_arguments(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (p.human_readable_name, f"{p.help}  [required]" if p.required else p.help or "")
+            for p in self.get_params(ctx)
+            if isinstance(p, click.Argument)
+        ]
+        if rows:
+            with formatter.section("Arguments"):
+                formatter.write_dl(rows)
 
 
-class Command(typer.core.TyperCommand):
-    """Every nsysdiff command: its arguments printed as :class:`_PlainArgument`."""
+class Group(click.Group):
+    """A command group whose commands and subgroups are nsysdiff's own classes, listed in
+    the order they were declared (click sorts them by name; the order here reads as a tour)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            if type(param) is typer.core.TyperArgument:
-                # Same object, narrower display: only the two display methods differ.
-                param.__class__ = _PlainArgument
+    command_class = Command
+    group_class = type  # subgroups of this class too
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
 
 
 def one_line(message: str) -> str:
@@ -82,24 +75,32 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except NsysdiffError as e:
             stderr(str(e))
-            raise typer.Exit(int(e.exit_code)) from None
+            raise click.exceptions.Exit(int(e.exit_code)) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def _version(value: bool) -> None:
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         from nsysdiff.fingerprint.model import FORMAT_VERSION
 
         # The fingerprint format is what a saved baseline depends on (CHANGELOG.md).
         print(f"nsysdiff {__version__} (fingerprint format {FORMAT_VERSION})")
-        raise typer.Exit(0)
+        raise click.exceptions.Exit(0)
 
 
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
-    ] = False,
-) -> None:
+@click.group(
+    "nsysdiff",
+    cls=Group,
+    # -h as well as --help, and every option's default in its help, in every command.
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+    help="Diff two Nsight Systems traces (SQLite exports or saved fingerprints) and point at "
+    "the change that is abnormal. `nsysdiff BASE CANDIDATE` is `nsysdiff diff BASE CANDIDATE`; its options "
+    "(--rules, --no-rules, -o, ...: see `nsysdiff diff --help`) go before or after the two files.",
+    epilog="Exit codes: 0 pass, 1 regression, 2 bad input or usage, 3 inconclusive, 70 internal error.",
+)
+@click.option(
+    "--version", is_flag=True, is_eager=True, expose_value=False, callback=_version, help="Print the version."
+)
+def app() -> None:
     pass

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
 
-import typer
+import click
 
-from nsysdiff.cli.root import CONTEXT, Command, app, handled, one_line, stderr
+from nsysdiff.cli import options
+from nsysdiff.cli.root import app, handled, one_line, stderr
 from nsysdiff.render import layout
 
-rules_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-    help="Rule packs and kinds: list the shipped packs, explain a rule or a kind, validate files.",
-)
-app.add_typer(rules_app, name="rules")
+
+@app.group("rules")
+def rules_app() -> None:
+    """Rule packs and kinds: list the shipped packs, explain a rule or a kind, validate files."""
 
 
-@rules_app.command("list", cls=Command)
+@rules_app.command("list")
 @handled
 def rules_list() -> None:
     """The shipped rule packs, with their rule counts and descriptions."""
@@ -32,17 +29,12 @@ def rules_list() -> None:
     sys.stdout.write(layout.fit("\n".join(lines) + "\n", layout.columns(None, sys.stdout)))
 
 
-@rules_app.command("explain", cls=Command)
+@rules_app.command("explain")
 @handled
-def rules_explain(
-    name: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAME",
-            help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...), waivers or noise_profile.",
-        ),
-    ],
-) -> None:
+@click.argument(
+    "name", help="A shipped pack, a rule id of a shipped pack, a kind (budget, ...), waivers or noise_profile."
+)
+def rules_explain(name: str) -> None:
     """Print the documentation of a pack, a rule, a rule kind and its options, or waivers."""
     from nsysdiff.rules import catalog
 
@@ -50,14 +42,17 @@ def rules_explain(
     sys.stdout.write(layout.fit(catalog.explain(name, width), width))
 
 
-@rules_app.command("validate", cls=Command)
+@rules_app.command("validate")
 @handled
-def rules_validate(
-    files: Annotated[
-        list[str],
-        typer.Argument(metavar="FILE|PACK...", help="Rule files or pack names, loaded together as --rules does."),
-    ],
-) -> None:
+@click.argument(
+    "files",
+    nargs=-1,
+    required=True,
+    callback=options.listed,
+    metavar="FILE|PACK...",
+    help="Rule files or pack names, loaded together as --rules does.",
+)
+def rules_validate(files: list[str]) -> None:
     """Check rule files without reading a trace: exit 0 and 'ok', or exit 2 and the error."""
     from nsysdiff import rules as rule_engine
 

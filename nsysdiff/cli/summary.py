@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
 from nsysdiff import api
-from nsysdiff.cli import outputs
-from nsysdiff.cli.options import (
-    ByOpt,
-    KeepExportOpt,
-    NamesOpt,
-    NvtxOpt,
-    OriginOpt,
-    PerOpt,
-    PhasesOpt,
-    QuietOpt,
-    SkipOpt,
-    SummaryFormat,
-    WidthOpt,
-    WindowOpt,
-    note_unmangled,
-    rows,
-    write,
-)
-from nsysdiff.cli.root import Command, app, handled, notify
+from nsysdiff.cli import options, outputs
+from nsysdiff.cli.options import ScopeArgs, SummaryFormat, note_unmangled, write
+from nsysdiff.cli.root import app, handled, notify
 from nsysdiff.errors import UsageError
-from nsysdiff.fingerprint import scope
 from nsysdiff.render import layout
 from nsysdiff.render import summary as summary_render
 from nsysdiff.render.names import Names
@@ -37,42 +19,44 @@ from nsysdiff.trace import progress, sides
 from nsysdiff.trace.launches import Grouping
 
 
-@app.command(cls=Command)
+@app.command("summary")
 @handled
+@options.paths(
+    "traces",
+    "TRACE...",
+    "An nsys SQLite export, an .nsys-rep report or a saved fingerprint; several: the ranks of one "
+    "job, one per trace (per-rank figures and the collective skew).",
+)
+@options.fmt(SummaryFormat, "Output format.")
+@options.top("Rows in the top-kernels and NVTX tables.", 20)
+@options.output("FILE", "Write to FILE.")
+@options.width
+@options.quiet
+@options.names
+@options.by
+@options.scope_options
+@options.phases
+@options.keep_export
+@click.option(
+    "--ranks",
+    "force_ranks",
+    is_flag=True,
+    help="Show several traces as the ranks of one job even when they do not look like one "
+    "(other GPUs, sessions started apart, other programs).",
+)
 def summary(
-    traces: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="TRACE...",
-            help="An nsys SQLite export, an .nsys-rep report or a saved fingerprint; several: the ranks of one "
-            "job, one per trace (per-rank figures and the collective skew).",
-        ),
-    ],
-    fmt: Annotated[
-        SummaryFormat,
-        typer.Option("--format", "-f", metavar="|".join(f.value for f in SummaryFormat), help="Output format."),
-    ] = SummaryFormat.text,
-    top: Annotated[int, typer.Option(parser=rows, metavar="N", help="Rows in the top-kernels and NVTX tables.")] = 20,
-    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE.")] = None,
-    width: WidthOpt = None,
-    quiet: QuietOpt = False,
-    names: NamesOpt = Names.short,
-    by: ByOpt = Grouping.name,
-    window: WindowOpt = None,
-    window_origin: OriginOpt = "kernel",
-    skip_first: SkipOpt = 0,
-    nvtx: NvtxOpt = None,
-    per: PerOpt = None,
-    phases: PhasesOpt = None,
-    keep_export: KeepExportOpt = None,
-    force_ranks: Annotated[
-        bool,
-        typer.Option(
-            "--ranks",
-            help="Show several traces as the ranks of one job even when they do not look like one "
-            "(other GPUs, sessions started apart, other programs).",
-        ),
-    ] = False,
+    traces: list[Path],
+    fmt: SummaryFormat,
+    top: int,
+    output: Path | None,
+    width: int | None,
+    quiet: bool,
+    names: Names,
+    by: Grouping,
+    scope_args: ScopeArgs,
+    phases: Path | None,
+    keep_export: Path | None,
+    force_ranks: bool,
 ) -> None:
     """The census of one trace: metadata, totals, top kernels, categories, copies, NVTX; of
     several traces, the ranks of one job: per-rank figures and the collective skew."""
@@ -90,11 +74,11 @@ def summary(
             given=[
                 o
                 for o, v in (
-                    ("--window", window),
-                    ("--nvtx", nvtx),
-                    ("--per", per),
+                    ("--window", scope_args.window),
+                    ("--nvtx", scope_args.nvtx),
+                    ("--per", scope_args.per),
                     ("--phases", phases),
-                    ("--skip-first", skip_first),
+                    ("--skip-first", scope_args.skip_first),
                     ("--by", by is not Grouping.name),
                 )
                 if v
@@ -102,14 +86,7 @@ def summary(
         )
         return
     trace = traces[0]
-    opts = scope.options(
-        window=window,
-        window_origin=window_origin,
-        skip_first=skip_first,
-        nvtx=nvtx,
-        per=per,
-        phases_file=phases,
-    )
+    opts = scope_args.options(phases_file=phases)
     with progress.reading(quiet) as report_progress:
         fp = sides.read_one(
             lambda: api.load(trace, opts, progress=report_progress, by=by, keep_export=keep_export, notify=notify)

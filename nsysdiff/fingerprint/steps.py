@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -189,10 +189,6 @@ class StepSeries(Sequence[Step]):
         """(calls, total ns, bytes) of every step, shape (n, 3); zeros where it made none."""
         at = _FAM + 4 * _FAMILIES.index(family)
         return self._rows[:, at + 1 : at + 4]
-
-
-def as_series(steps: Any) -> StepSeries:
-    return steps if isinstance(steps, StepSeries) else StepSeries(steps)
 
 
 @dataclass(frozen=True, slots=True)

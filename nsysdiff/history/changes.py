@@ -133,7 +133,7 @@ def scan(
     if not 0 < max_pvalue < 1:
         raise UsageError(f"--max-pvalue {max_pvalue}: expected a probability between 0 and 1")
     if window < 6:
-        raise UsageError(f"--window {window}: expected at least 6 commits")
+        raise UsageError(f"--commits {window}: expected at least 6 commits")
     analysis = engine()
     entries = store.entries(ref)
     if not entries:

@@ -191,11 +191,18 @@ def _whole(value: object) -> TypeGuard[int]:
 
 
 class Store:
-    """An open store. Use :func:`open_store` (read-only) or :func:`create_or_open` (to add)."""
+    """An open store. Use :func:`open_store` (read-only) or :func:`create_or_open` (to add),
+    in a ``with`` block that closes it."""
 
     def __init__(self, path: Path, con: sqlite3.Connection) -> None:
         self.path = path
         self.con = con
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self.con.close()

@@ -182,10 +182,10 @@ def _rows_table(tid: str, rows: Sequence[Row], first: str, label: Callable[[Row]
     cols = [
         Column(first),
         *([Column("category")] if kernels else []),
-        *(Column(t, True) for t in ("base", "candidate", "Δ", "ratio", "vs scale")),
+        *(Column(t) for t in ("base", "candidate", "Δ", "ratio", "vs scale")),
         Column("calls"),
-        Column("count effect", True),
-        Column("per-call effect", True),
+        Column("count effect"),
+        Column("per-call effect"),
         Column("verdict"),
     ]
     return Table(tid, cols, out, what)
@@ -207,9 +207,9 @@ def _copies(items: Sequence[CopyDelta]) -> Table:
         rows.append(("", cells))
     cols = [
         Column("kind"),
-        Column("base", True),
-        Column("candidate", True),
-        Column("ratio", True),
+        Column("base"),
+        Column("candidate"),
+        Column("ratio"),
         Column("operations"),
         Column("bytes"),
         Column("verdict"),
@@ -234,7 +234,7 @@ def _variants(drifts: Sequence[VariantDrift]) -> Table:
                 )
                 for x in variants
             ]
-    cols = [Column("family"), Column(""), Column("variant"), Column("calls", True), Column("time", True)]
+    cols = [Column("family"), Column(""), Column("variant"), Column("calls"), Column("time")]
     return Table("variants", cols, rows, "variants")
 
 
@@ -326,10 +326,10 @@ def _replacements(d: Diff, named: Mapping[str, str]) -> Table | None:
     ]
     cols = [
         Column("new kernel"),
-        Column("its time", True),
+        Column("its time"),
         Column("replaces"),
-        Column("its base time", True),
-        Column("Δ", True),
+        Column("its base time"),
+        Column("Δ"),
         Column("why paired"),
     ]
     return Table("replacements", cols, rows, "replacements")
@@ -382,9 +382,9 @@ def _runs(d: Diff, made: Mapping[str, charts.Chart], named: Mapping[str, str]) -
     cols = [
         Column("key"),
         Column("kind"),
-        Column("ratio", True),
+        Column("ratio"),
         Column("interval"),
-        Column("q", True),
+        Column("q"),
         Column("measures"),
     ]
     tables = [Table("runs", cols, rows, "keys")] if rows else []

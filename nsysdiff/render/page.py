@@ -33,7 +33,6 @@ FILTER_ROWS = 12  # rows from which a table gets a filter box
 @dataclass(frozen=True, slots=True)
 class Column:
     title: str
-    numeric: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import click
 import pytest
 from conftest import NSYSDIFF, run_cli
 from fpspec import fingerprint
 
-from nsysdiff import api
+from nsysdiff import api, cli
 from nsysdiff.cli import options
 from nsysdiff.errors import TraceError
 from nsysdiff.fingerprint.model import fingerprint_to_json
@@ -151,6 +152,27 @@ def test_short_help_and_readable_metavars() -> None:
     assert "<path>" not in r.stdout and "{" not in r.stdout
     assert "-r, --rules PACK|FILE" in r.stdout
     assert "--min-share SHARE" in r.stdout
+
+
+def _options(command: click.Command, path: str = "nsysdiff") -> list[tuple[str, click.Option]]:
+    if isinstance(command, click.Group):
+        return [o for name, sub in command.commands.items() for o in _options(sub, f"{path} {name}")]
+    return [(path, p) for p in command.params if isinstance(p, click.Option) and not p.hidden]
+
+
+def test_shared_options_read_the_same_in_every_command() -> None:
+    """An option several commands take is declared once: its names, help, default and parser
+    are the same wherever it appears, and --window is always the time range."""
+    shared = ("window", "window_origin", "skip_first", "nvtx", "per", "width", "quiet", "names", "by", "phases")
+    forms: dict[str, set[tuple[object, ...]]] = {}
+    where: dict[str, list[str]] = {}
+    for command, p in _options(cli.app):
+        if p.name in shared:
+            func = getattr(p.type, "func", type(p.type))
+            forms.setdefault(p.name, set()).add((tuple(p.opts), p.help, p.default, p.metavar, func))
+            where.setdefault(p.name, []).append(command.removeprefix("nsysdiff "))
+    assert {name: len(f) for name, f in forms.items()} == dict.fromkeys(shared, 1)
+    assert where["window"] == ["summary", "fingerprint", "noise", "diff", "history add"]
 
 
 # --- inputs recognised by content ---------------------------------------------------------

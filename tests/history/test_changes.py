@@ -149,7 +149,7 @@ def test_bad_settings_are_usage_errors(tmp_path: Path) -> None:
     s.close()
     with pytest.raises(Exception, match="--max-pvalue"):
         api.history_changes(path, "main", max_pvalue=2.0, window=30, last=None)
-    with pytest.raises(Exception, match="--window"):
+    with pytest.raises(Exception, match="--commits"):
         api.history_changes(path, "main", max_pvalue=1e-5, window=2, last=None)
 
 

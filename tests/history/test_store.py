@@ -70,13 +70,14 @@ def test_entries_keep_provenance_and_number_runs_within_a_commit(tmp_path: Path)
 def test_reading_never_modifies_the_store(tmp_path: Path) -> None:
     path = _store(tmp_path)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
-    s = st.open_store(path)
-    for e in s.entries():
-        s.fingerprint(e)
-    with pytest.raises(NsysdiffError, match="readonly"):
-        s.query("INSERT INTO keys (kind, name) VALUES ('kernel', 'x')")
-        raise AssertionError("wrote through a read-only connection")
-    s.close()
+    with st.open_store(path) as s:
+        for e in s.entries():
+            s.fingerprint(e)
+        with pytest.raises(NsysdiffError, match="readonly"):
+            s.query("INSERT INTO keys (kind, name) VALUES ('kernel', 'x')")
+            raise AssertionError("wrote through a read-only connection")
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):  # the block closed it
+        s.con.execute("SELECT 1")
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.sqlite"]
 
