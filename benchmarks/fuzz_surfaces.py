@@ -40,12 +40,13 @@ from nsysdiff.cli import github_api
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint.model import fingerprint_to_json
 from nsysdiff.fingerprint.scope import STEPS_ALWAYS
-from nsysdiff.history import store as st
 from nsysdiff.synth.builder import TraceBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from rawhttp import RawServer  # noqa: E402  (the tests' server, on the path just above)
+from histories import tamper_store  # noqa: E402  (the tests' helpers, on the path just above)
+from rawhttp import RawServer, json_reply  # noqa: E402
+from stepspec import add_empty_steps  # noqa: E402
 
 TOKEN = "ghp_FUZZTOKEN0123456789"  # a leak is this string reaching the catching server
 DEADLINE = 3.0  # the comment client's deadline in a fuzz case (120 s in use)
@@ -91,21 +92,6 @@ def _store(fp_text: str, directory: Path) -> Path:
     return path
 
 
-def _rewrite(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
-    """Change rows or the schema behind the triggers' back, as a hostile job could."""
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA writable_schema = ON")
-    for name in ("entries_append_only_update", "series_append_only_update"):
-        con.execute(f"DROP TRIGGER IF EXISTS {name}")
-    con.execute(sql, params)
-    con.commit()
-    for text in st._SCHEMA:
-        if "_update BEFORE UPDATE" in text:
-            con.execute(text)
-    con.commit()
-    con.close()
-
-
 _FORGED = (
     "INSERT INTO sqlite_master VALUES ('trigger', 'sqlite_sequence', 'entries', 0, "
     "'CREATE TRIGGER sqlite_sequence AFTER INSERT ON entries BEGIN SELECT 1; END')",
@@ -130,7 +116,7 @@ def _odd_types(path: Path, rng: random.Random) -> str:
         value = rng.choice((2.0, 1.5, "7", b"\x00\x01", -1, 2**63 - 1, float("nan"), None))
         try:
             one = f"rowid = (SELECT min(rowid) FROM {table})"
-            _rewrite(path, f'UPDATE {table} SET "{column}" = ? WHERE {one}', (value,))
+            tamper_store(path, f'UPDATE {table} SET "{column}" = ? WHERE {one}', (value,))
         except sqlite3.Error:
             continue
         return f"{table}.{column} = {value!r}"
@@ -143,7 +129,7 @@ def _nan_blob(path: Path, fp_text: str, rng: random.Random) -> str:
     text = fp_text.replace(where, f'"extra": {{"deep": [{constant}]}}, {where}', 1)
     if rng.random() < 0.5:
         text = text.replace('"total_ns": ', f'"total_ns": {constant}, "x": ', 1)
-    _rewrite(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
+    tamper_store(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
     return f"{constant} in a stored fingerprint"
 
 
@@ -165,7 +151,7 @@ def _store_case(rng: random.Random, fp_text: str, directory: Path) -> Plan:
         return Plan("history store: a FIFO", argv, [fp], ("site",))
     if roll == "forged":
         sql = rng.choice(_FORGED)
-        _rewrite(path, sql)
+        tamper_store(path, sql)
         add = ["history", "add", str(path), str(fp), "--ref", "main", "--commit", "c2", "--failed"]
         argv = rng.choice([*reads, add])
         return Plan(f"history store: {sql[:60]}", argv, [path, fp], ("site",))
@@ -185,36 +171,27 @@ def _store_case(rng: random.Random, fp_text: str, directory: Path) -> Plan:
 # --- the comment client --------------------------------------------------------------------
 
 
-def _reply(status: str, body: bytes, extra: bytes = b"") -> bytes:
-    return (
-        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
-        + extra
-        + b"Connection: close\r\n\r\n"
-        + body
-    )
-
-
 DEEP = b"[" * 200_000 + b"]" * 200_000
 _REPLIES: dict[str, bytes] = {
-    "deep JSON": _reply("200 OK", DEEP),
-    "a 500 with deep JSON": _reply("500 Internal Server Error", DEEP),
-    "invalid JSON": _reply("200 OK", b"[{"),
-    "JSON of the wrong shape": _reply("200 OK", b'{"id": "x"}'),
-    "comments of the wrong types": _reply("200 OK", b'[{"id": "1", "body": 5, "user": null}]'),
-    "NaN in JSON": _reply("200 OK", b'[{"id": NaN, "body": "x"}]'),
+    "deep JSON": json_reply("200 OK", DEEP),
+    "a 500 with deep JSON": json_reply("500 Internal Server Error", DEEP),
+    "invalid JSON": json_reply("200 OK", b"[{"),
+    "JSON of the wrong shape": json_reply("200 OK", b'{"id": "x"}'),
+    "comments of the wrong types": json_reply("200 OK", b'[{"id": "1", "body": 5, "user": null}]'),
+    "NaN in JSON": json_reply("200 OK", b'[{"id": NaN, "body": "x"}]'),
     "a bad status line": b"HTTP/1.1 \x1b]0;x\x07 WHAT\r\n\r\n",
     "no status line": b"\r\n\r\n",
     "HTTP/0.9": b"[]",
-    "a cut-short body": _reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
+    "a cut-short body": json_reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
     "a header over 64 KiB": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n[]",
     "120 headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(120)) + b"\r\n[]",
-    "Retry-After: nan": _reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
-    "Retry-After: 1e308": _reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: 1e308\r\n"),
-    "X-RateLimit-Reset: nan": _reply(
+    "Retry-After: nan": json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
+    "Retry-After: 1e308": json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: 1e308\r\n"),
+    "X-RateLimit-Reset: nan": json_reply(
         "403 Forbidden", b'{"message": "slow"}', b"X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: nan\r\n"
     ),
     "terminal bytes in the reason": b"HTTP/1.1 500 \x1b[2J\x07\r::error::PWNED\r\n\r\n",
-    "an error message with workflow commands": _reply(
+    "an error message with workflow commands": json_reply(
         "422 Unprocessable", b'{"message": "x\\n::error::PWNED\\r\\u001b[2J\\u0007"}'
     ),
     "chunked garbage": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
@@ -226,7 +203,7 @@ def _comment_case(rng: random.Random, directory: Path) -> Plan:
     report.write_text("**nsysdiff: FAIL** (exit 1)\n\n::error::PWNED\n| a |\n|--|\n| 1 |\n", encoding="utf-8")
     event = directory / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7}}), encoding="utf-8")
-    catcher = RawServer(lambda head: _reply("200 OK", b"[]"))
+    catcher = RawServer(lambda head: json_reply("200 OK", b"[]"))
     roll = rng.random()
     if roll < 0.3:
         port = catcher.url.rsplit(":", 1)[1]
@@ -236,7 +213,7 @@ def _comment_case(rng: random.Random, directory: Path) -> Plan:
         server = RawServer(lambda head: redirect)
         mutation = f"comment: {code.split()[0]} to {target.split('//')[1].rsplit(':', 1)[0]}"
     elif roll < 0.4:
-        reply = _reply("200 OK", b"[]")
+        reply = json_reply("200 OK", b"[]")
         server = RawServer(lambda head: [reply[i : i + 1] for i in range(len(reply))], drip=0.3)
         mutation = "comment: an answer that drips"
     else:
@@ -296,23 +273,6 @@ def _steps_trace(path: Path) -> Path:
         b.launch("relu", t + 20 * us, t + 50 * us, 5 * us, api_duration=5 * us)
         b.nvtx_range("decode_step", t, t + 150 * us)
     return b.write(path)
-
-
-def add_empty_steps(path: Path, n: int, length: int = 0) -> None:
-    """``n`` ranges of ``length`` ns named like the trace's first step range, on its thread."""
-    con = sqlite3.connect(path)
-    lo, hi, tid, kind = con.execute(
-        "SELECT min(start), max(\"end\"), globalTid, eventType FROM NVTX_EVENTS WHERE text = 'decode_step'"
-    ).fetchone()
-    gap = max(1, (hi - lo) // n)
-    con.execute(
-        "WITH RECURSIVE i(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM i WHERE k + 1 < ?) "
-        'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
-        "SELECT ? + k * ?, ? + k * ? + ?, ?, 'decode_step', ?, 0 FROM i",
-        (n, lo, gap, lo, gap, length, kind, tid),
-    )
-    con.commit()
-    con.close()
 
 
 def _steps_case(rng: random.Random, directory: Path, traces: Path | None) -> Plan:

@@ -56,3 +56,13 @@ class RawServer:
         self.stop.set()
         self.sock.close()
         self.thread.join(timeout=10)
+
+
+def json_reply(status: str, body: bytes, extra: bytes = b"") -> bytes:
+    """A whole HTTP answer with a JSON body; ``extra``: header lines of its own."""
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
+        + extra
+        + b"Connection: close\r\n\r\n"
+        + body
+    )

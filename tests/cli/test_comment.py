@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from conftest import Result, run_cli
-from rawhttp import RawServer
+from rawhttp import RawServer, json_reply
 
 from nsysdiff.cli import github_api
 
@@ -287,25 +287,16 @@ def test_marker_keys_are_inert() -> None:
 # -- hostile servers: raw sockets on 127.0.0.1 ------------------------------------------
 
 
-def _json_reply(status: str, body: bytes, extra: bytes = b"") -> bytes:
-    return (
-        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
-        + extra
-        + b"Connection: close\r\n\r\n"
-        + body
-    )
-
-
 DEEP = b"[" * 200_000 + b"]" * 200_000
 HOSTILE_REPLIES: dict[str, bytes] = {
-    "deeply nested JSON": _json_reply("200 OK", DEEP),
-    "a 500 with deeply nested JSON": _json_reply("500 Internal Server Error", DEEP),
+    "deeply nested JSON": json_reply("200 OK", DEEP),
+    "a 500 with deeply nested JSON": json_reply("500 Internal Server Error", DEEP),
     "a bad status line": b"HTTP/1.1 \x1b]0;x\x07 WHAT\r\n\r\n",
-    "a cut-short body": _json_reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
+    "a cut-short body": json_reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
     "a header line over 64 KiB": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n[]",
     "more than 100 headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(120)) + b"\r\n[]",
-    "Retry-After: nan": _json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
-    "X-RateLimit-Reset: nan": _json_reply(
+    "Retry-After: nan": json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
+    "X-RateLimit-Reset: nan": json_reply(
         "403 Forbidden", b'{"message": "slow"}', b"X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: nan\r\n"
     ),
     "terminal bytes in the error": b"HTTP/1.1 500 \x1b[2J\x07\r::error::PWNED\r\n\r\n",
@@ -331,7 +322,7 @@ def test_a_hostile_server_is_one_neutral_line(case: str, env: Path, monkeypatch:
 def test_the_token_never_follows_a_redirect_to_another_origin(
     where: str, env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    catcher = RawServer(lambda head: _json_reply("200 OK", b"[]"))
+    catcher = RawServer(lambda head: json_reply("200 OK", b"[]"))
     port = catcher.url.rsplit(":", 1)[1]
     target = f"http://localhost:{port}" if where == "another host" else catcher.url
     api = RawServer(lambda head: f"HTTP/1.1 302 Found\r\nLocation: {target}/x\r\nContent-Length: 0\r\n\r\n".encode())
@@ -354,7 +345,7 @@ def test_the_token_never_follows_a_redirect_to_another_origin(
 def test_a_dripping_server_meets_the_deadline(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    reply = _json_reply("200 OK", b"[]")
+    reply = json_reply("200 OK", b"[]")
     server = RawServer(lambda head: [reply[i : i + 1] for i in range(len(reply))], drip=0.3)
     monkeypatch.setenv("GITHUB_API_URL", server.url)
     monkeypatch.setattr(github_api, "DEADLINE", 2.0)

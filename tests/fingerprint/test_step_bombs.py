@@ -13,36 +13,17 @@ from pathlib import Path
 
 import pytest
 from conftest import real_trace, run_cli
-from stepspec import two_steps
+from stepspec import add_empty_steps, two_steps
 
 from nsysdiff.fingerprint import scope
 from nsysdiff.trace.reader import TraceReader
-
-
-def _add_empty_steps(path: Path, n: int, name: str = "decode_step") -> Path:
-    """``n`` zero-length ``name`` ranges on the thread of the trace's first such range,
-    spread over its span (push/pop, as PyTorch's NVTX writes them)."""
-    con = sqlite3.connect(path)
-    lo, hi, tid, kind = con.execute(
-        'SELECT min(start), max("end"), globalTid, eventType FROM NVTX_EVENTS WHERE text = ?', (name,)
-    ).fetchone()
-    gap = max(1, (hi - lo) // n)
-    con.execute(
-        "WITH RECURSIVE i(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM i WHERE k + 1 < ?) "
-        'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
-        "SELECT ? + k * ?, ? + k * ?, ?, ?, ?, 0 FROM i",
-        (n, lo, gap, lo, gap, kind, name, tid),
-    )
-    con.commit()
-    con.close()
-    return path
 
 
 def _bomb(tmp_path: Path, n: int) -> tuple[Path, Path]:
     good = two_steps(tmp_path / "good.sqlite")
     bomb = tmp_path / "bomb.sqlite"
     shutil.copyfile(good, bomb)
-    return good, _add_empty_steps(bomb, n)
+    return good, add_empty_steps(bomb, n)
 
 
 def _tpot(good: Path, bomb: Path, tmp_path: Path) -> tuple[int, str, dict[str, object]]:
@@ -67,7 +48,7 @@ def test_the_floor_and_the_launches_bound_the_rule(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(scope, "STEPS_ALWAYS", 4)
     _, seven = _bomb(tmp_path, 5)  # the two real steps and five empty ones: 7, not above 7
     assert run_cli("summary", seven, "--per", "decode_step").exit_code == 0
-    _add_empty_steps(seven, 1)
+    add_empty_steps(seven, 1)
     assert run_cli("summary", seven, "--per", "decode_step").exit_code == 2
     monkeypatch.setattr(scope, "STEPS_ALWAYS", 8)
     assert run_cli("summary", seven, "--per", "decode_step").exit_code == 0
@@ -110,7 +91,7 @@ def test_a_million_empty_steps_in_a_real_trace(tmp_path: Path) -> None:
     orig = real_trace("h100/llm_bs1")
     bomb = tmp_path / "bomb.sqlite"
     shutil.copyfile(orig, bomb)
-    _add_empty_steps(bomb, 1_000_000)
+    add_empty_steps(bomb, 1_000_000)
     code, _, err = run_cli("summary", bomb, "--per", "decode_step")
     assert code == 2 and "1,000,032 instances" in err and "22,936 kernel launches" in err
     t = _cpu()

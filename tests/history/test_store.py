@@ -14,6 +14,7 @@ from pathlib import Path
 import fpspec
 import pytest
 from conftest import run_cli
+from histories import tamper_store
 
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint.model import fingerprint_to_json
@@ -199,22 +200,6 @@ def test_tampered_schema(tmp_path: Path, sql: str) -> None:
         st.create_or_open(path)
 
 
-def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
-    """Change rows behind the triggers' back, as a hostile job could."""
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA writable_schema = ON")
-    for name in ("entries_append_only_update", "series_append_only_update"):
-        con.execute(f"DROP TRIGGER {name}")
-    con.execute(sql, params)
-    con.commit()
-    # Put the triggers back so that only the rows are wrong.
-    for text in st._SCHEMA:
-        if "_update BEFORE UPDATE" in text:
-            con.execute(text)
-    con.commit()
-    con.close()
-
-
 @pytest.mark.parametrize(
     ("sql", "params", "match"),
     [
@@ -237,7 +222,7 @@ def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
 )
 def test_tampered_rows(tmp_path: Path, sql: str, params: tuple[object, ...], match: str) -> None:
     path = _store(tmp_path)
-    _tamper(path, sql, params)
+    tamper_store(path, sql, params)
     if "SET fingerprint" in sql:
         _refused(path, match, "fingerprints")
     elif sql.startswith("UPDATE series"):
@@ -475,5 +460,5 @@ def test_an_invalid_ref_leaves_no_store_behind(tmp_path: Path) -> None:
 def test_nan_under_an_unknown_key_of_a_stored_fingerprint_is_refused(tmp_path: Path) -> None:
     path = _store(tmp_path, 1)
     text = fingerprint_to_json(_fp()).replace('"scope": {', '"extra": NaN, "scope": {', 1)
-    _tamper(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
+    tamper_store(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
     _refused(path, r"at \$\.extra: NaN", "fingerprints")
