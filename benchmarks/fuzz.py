@@ -227,6 +227,7 @@ class Case:
     outputs: tuple[str, ...] = ()  # names the command may create in its directory
     run: Callable[[list[str]], int] | None = None  # in the child, instead of the CLI
     after: Callable[[], list[str]] = lambda: []  # problems found once the child is done
+    expect: tuple[int, ...] = ()  # the exit codes the contract allows (empty: any of 0-3)
 
 
 @dataclass
@@ -564,7 +565,17 @@ def make_case(
         plan = fuzz_surfaces.make(rng, src, saved.fingerprints[src], directory, traces)
         env |= plan.env
         return Case(
-            number, src.name, plan.mutation, plan.argv, env, plan.inputs, directory, plan.outputs, plan.run, plan.after
+            number,
+            src.name,
+            plan.mutation,
+            plan.argv,
+            env,
+            plan.inputs,
+            directory,
+            plan.outputs,
+            plan.run,
+            plan.after,
+            plan.expect,
         )
     if roll < 0.08:
         return _yaml_case(number, rng, src, base, directory, env)
@@ -739,6 +750,8 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
         problems.append("hang")
     elif code not in (0, 1, 2, 3):
         problems.append(f"crash (exit {code})")
+    elif case.expect and code not in case.expect:
+        problems.append(f"wrong exit {code} (expected {' or '.join(map(str, case.expect))})")
     out = (case.directory / "stdout").read_bytes()
     err = (case.directory / "stderr").read_bytes()
     extra = [p for p in ("step-summary.md", "github-output.txt") if (case.directory / p).exists()]
@@ -904,6 +917,7 @@ def tally(outcomes: Sequence[Outcome]) -> dict[str, int]:
         "injected commands": count("injected"),
         "injected options": count("option injected"),
         "token leaks": count("token leak"),
+        "wrong exits": count("wrong exit"),
         "control characters": count("ESC", "BEL", "NUL"),
         "oversized markdown": count("markdown"),
         "failing cases": sum(1 for o in outcomes if o.problems),
@@ -976,6 +990,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "injected commands",
         "injected options",
         "token leaks",
+        "wrong exits",
         "control characters",
         "oversized markdown",
         "failing cases",

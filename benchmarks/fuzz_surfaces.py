@@ -61,6 +61,7 @@ class Plan:
     env: dict[str, str] = field(default_factory=dict)
     run: Callable[[list[str]], int] | None = None  # in the child instead of the CLI
     after: Callable[[], list[str]] = lambda: []  # problems found once the child is done
+    expect: tuple[int, ...] = ()  # the exit codes the contract allows (empty: any of 0-3)
 
 
 def make(rng: random.Random, src: Path, fp_text: str, directory: Path, traces: Path | None) -> Plan:
@@ -148,13 +149,13 @@ def _store_case(rng: random.Random, fp_text: str, directory: Path) -> Plan:
         path.unlink()
         os.mkfifo(path)
         argv = rng.choice([*reads, ["history", "add", str(path), str(fp), "--ref", "main", "--commit", "c2"]])
-        return Plan("history store: a FIFO", argv, [fp], ("site",))
+        return Plan("history store: a FIFO", argv, [fp], ("site",), expect=(2,))
     if roll == "forged":
         sql = rng.choice(_FORGED)
         tamper_store(path, sql)
         add = ["history", "add", str(path), str(fp), "--ref", "main", "--commit", "c2", "--failed"]
         argv = rng.choice([*reads, add])
-        return Plan(f"history store: {sql[:60]}", argv, [path, fp], ("site",))
+        return Plan(f"history store: {sql[:60]}", argv, [path, fp], ("site",), expect=(2,))
     if roll == "types":
         what = _odd_types(path, rng)
         return Plan(f"history store: {what}", rng.choice(reads), [path, fp], ("site",))
@@ -165,7 +166,7 @@ def _store_case(rng: random.Random, fp_text: str, directory: Path) -> Plan:
     site.mkdir()
     page = rng.choice(("index.html", "whole.html", "style.css"))
     os.link(path, site / page)
-    return Plan(f"history report: site/{page} hard-linked to the store", reads[3], [path, fp])
+    return Plan(f"history report: site/{page} hard-linked to the store", reads[3], [path, fp], expect=(2,))
 
 
 # --- the comment client --------------------------------------------------------------------
@@ -247,7 +248,9 @@ def _comment_case(rng: random.Random, directory: Path) -> Plan:
         return _cli(argv)
 
     inputs = [p for p in (report, event) if p.is_file()]
-    return Plan(mutation, ["comment", str(report), "--key", "fuzz"], inputs, (), env, run, after)
+    # A comment not posted is no failed rule (exit 0, one line); a FIFO is a usage error.
+    expect = (2,) if "FIFO" in mutation else (0,)
+    return Plan(mutation, ["comment", str(report), "--key", "fuzz"], inputs, (), env, run, after, expect)
 
 
 def _cli(argv: list[str]) -> int:
@@ -280,10 +283,10 @@ def _steps_case(rng: random.Random, directory: Path, traces: Path | None) -> Pla
     good = directory / "good.sqlite"
     if real is not None and real.is_file() and rng.random() < 0.3:
         shutil.copyfile(real, good)
-        n = rng.choice((100_000, 1_000_000))
+        n, steps = rng.choice((100_000, 1_000_000)), 32  # its 22,936 launches: past them
     else:
         _steps_trace(good)
-        n = rng.choice((5, STEPS_ALWAYS, STEPS_ALWAYS + 1, 50_000, 200_000))
+        n, steps = rng.choice((5, STEPS_ALWAYS, STEPS_ALWAYS + 1, 50_000, 200_000)), 4
     bomb = directory / "bomb.sqlite"
     shutil.copyfile(good, bomb)
     length = rng.choice((0, 0, 1))
@@ -298,7 +301,10 @@ def _steps_case(rng: random.Random, directory: Path, traces: Path | None) -> Pla
             ["diff", str(good), str(bomb), "--per", "decode_step", "--format", fmt],
         )
     )
-    return Plan(f"steps: {n:,} ranges of {length} ns", argv, [good, bomb], ("out.json",))
+    # --per names the range: refused past the rule; a pack's range falls back (exit 0 here).
+    per = "--per" in argv
+    expect = (2,) if per and n + steps > STEPS_ALWAYS else (0,)
+    return Plan(f"steps: {n:,} ranges of {length} ns", argv, [good, bomb], ("out.json",), expect=expect)
 
 
 # --- the Action's inputs -------------------------------------------------------------------
@@ -377,4 +383,7 @@ def _action_case(rng: random.Random, src: Path, directory: Path) -> Plan:
         return [f"option injected: {a!r}" for a in loose]
 
     argv = ["action diff step", f"base={base}", f"candidate={cand}", f"rules={rules!r}"]
-    return Plan(f"action: {len(dashed)} input line(s) starting with '-'", argv, [good], ("runner",), env, run, after)
+    # Every case has a line starting with "-": read as a path (or a rule file), it names
+    # nothing, so the step records exit 2; an option would give 0 or 1.
+    mutation = f"action: {len(dashed)} input line(s) starting with '-'"
+    return Plan(mutation, argv, [good], ("runner",), env, run, after, (2,))
