@@ -85,4 +85,4 @@ def test_names_are_escaped_and_files_named_safely(site: Path) -> None:
 
 def test_never_overwrites_the_store(store: Path, tmp_path: Path) -> None:
     code, out, err = run_cli("history", "report", store, "-o", store)
-    assert (code, out) == (2, "") and "exists and is not a folder" in err
+    assert (code, out) == (2, "") and f"{store}: is the input {store}; nsysdiff never writes over an input" in err
