@@ -73,6 +73,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz_surfaces  # beside this file
+
 from nsysdiff import api, cli
 from nsysdiff.fingerprint import noise, runset
 from nsysdiff.fingerprint.model import fingerprint_to_json
@@ -174,9 +177,13 @@ _OWN_ANNOTATION = re.compile(r"^::(error|warning|notice|debug|group|endgroup)( [
 # --- seeds -------------------------------------------------------------------------------
 
 
-def real_seeds() -> list[Path]:
+def traces_dir() -> Path:
     env = os.environ.get("NSYSDIFF_TRACES")
-    base = Path(env) if env else ROOT.parent / "shared" / "traces"
+    return Path(env) if env else ROOT.parent / "shared" / "traces"
+
+
+def real_seeds() -> list[Path]:
+    base = traces_dir()
     if not base.is_dir():
         return []
     return sorted(base.glob("*.sqlite")) + sorted((base / "h100").glob("*.sqlite"))
@@ -217,6 +224,10 @@ class Case:
     env: dict[str, str]
     inputs: list[Path]
     directory: Path
+    outputs: tuple[str, ...] = ()  # names the command may create in its directory
+    run: Callable[[list[str]], int] | None = None  # in the child, instead of the CLI
+    after: Callable[[], list[str]] = lambda: []  # problems found once the child is done
+    expect: tuple[int, ...] = ()  # the exit codes the contract allows (empty: any of 0-3)
 
 
 @dataclass
@@ -526,7 +537,18 @@ def _later(fp: Any) -> Any:
     return dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, capture_end_ns=None if end is None else end + 1))
 
 
-def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work: Path) -> Case:
+def make_case(
+    number: int,
+    seed: int,
+    seeds: Sequence[Path],
+    saved: Saved,
+    work: Path,
+    surfaces: float = 0.2,
+    traces: Path | None = None,
+) -> Case:
+    """Case ``number`` of ``seed``; ``surfaces``: the share of cases beyond traces (history
+    stores, the comment client, step bombs, the Action: ``fuzz_surfaces``); ``traces``: the
+    real traces, whose ``h100/llm_bs1`` the step bombs copy."""
     rng = random.Random(f"{seed}:{number}")
     src = rng.choice(seeds)
     directory = work / f"case-{number}"
@@ -538,6 +560,23 @@ def make_case(number: int, seed: int, seeds: Sequence[Path], saved: Saved, work:
     roll = rng.random()
     profile = None
     env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "120", "LANG": "C.UTF-8"}
+    if random.Random(f"{seed}:{number}:surfaces").random() < surfaces:
+        # Drawn apart, so that the other cases of a seed stay those it gave before.
+        plan = fuzz_surfaces.make(rng, src, saved.fingerprints[src], directory, traces)
+        env |= plan.env
+        return Case(
+            number,
+            src.name,
+            plan.mutation,
+            plan.argv,
+            env,
+            plan.inputs,
+            directory,
+            plan.outputs,
+            plan.run,
+            plan.after,
+            plan.expect,
+        )
     if roll < 0.08:
         return _yaml_case(number, rng, src, base, directory, env)
     if roll < 0.13:
@@ -684,8 +723,11 @@ def _child(case: Case) -> None:
         os.environ.update(case.env)
         sys.argv = ["nsysdiff", *case.argv]
         try:
-            cli.main()
-            code = 0
+            if case.run is not None:
+                code = case.run(case.argv)
+            else:
+                cli.main()
+                code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         except BaseException:
@@ -704,11 +746,13 @@ def _digest(paths: Sequence[Path]) -> dict[Path, str]:
 
 
 def check(case: Case, code: int | None, before: dict[Path, str], listing: set[str]) -> list[str]:
-    problems = []
+    problems = case.after()
     if code is None:
         problems.append("hang")
     elif code not in (0, 1, 2, 3):
         problems.append(f"crash (exit {code})")
+    elif case.expect and code not in case.expect:
+        problems.append(f"wrong exit {code} (expected {' or '.join(map(str, case.expect))})")
     out = (case.directory / "stdout").read_bytes()
     err = (case.directory / "stderr").read_bytes()
     extra = [p for p in ("step-summary.md", "github-output.txt") if (case.directory / p).exists()]
@@ -717,7 +761,7 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
         problems.append("traceback")
     if _digest(case.inputs) != before:
         problems.append("modified input")
-    new = sorted(set(os.listdir(case.directory)) - listing - {"stdout", "stderr", *extra})
+    new = sorted(set(os.listdir(case.directory)) - listing - {"stdout", "stderr", *extra, *case.outputs})
     if "--keep-export" in case.argv:  # the kept export, under a name no input had
         new = [n for n in new if not (n.endswith(".sqlite") or n == "fps")]
     if new:
@@ -802,10 +846,12 @@ def run(
     keep: bool = False,
     real: bool = True,
     progress: Callable[[Outcome], None] | None = None,
+    surfaces: float = 0.2,
 ) -> list[Outcome]:
     """Run the cases (or just ``only``) under ``work``; return one Outcome per case.
 
-    ``real``: mutate the real traces too, not only the builder's.
+    ``real``: mutate the real traces too, not only the builder's. ``surfaces``: the share
+    of cases beyond traces (:func:`make_case`).
     """
     _preload()
     seeds_dir = work / "seeds"
@@ -825,7 +871,7 @@ def run(
             if n is None:
                 exhausted = True
                 break
-            case = make_case(n, seed, seeds, saved, work)
+            case = make_case(n, seed, seeds, saved, work, surfaces, traces_dir() if real else None)
             before = _digest(case.inputs)
             listing = set(os.listdir(case.directory))
             pid = os.fork()
@@ -870,6 +916,9 @@ def tally(outcomes: Sequence[Outcome]) -> dict[str, int]:
         "hangs": count("hang"),
         "modified inputs": count("modified", "new files"),
         "injected commands": count("injected"),
+        "injected options": count("option injected"),
+        "token leaks": count("token leak"),
+        "wrong exits": count("wrong exit"),
         "control characters": count("ESC", "BEL", "NUL"),
         "oversized markdown": count("markdown"),
         "failing cases": sum(1 for o in outcomes if o.problems),
@@ -885,6 +934,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", type=int, help="run only case number N (to reproduce a failure)")
     ap.add_argument("--keep", type=Path, help="work in DIR and keep every case's files")
     ap.add_argument("--no-real", action="store_true", help="mutate only TraceBuilder traces, not the real ones")
+    ap.add_argument(
+        "--surfaces",
+        type=float,
+        default=0.2,
+        help="share of cases on history stores, the comment client, step bombs and the Action (default 0.2)",
+    )
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="nsysdiff-fuzz-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -915,6 +970,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bool(args.keep),
             not args.no_real,
             progress,
+            args.surfaces,
         )
     finally:
         if not args.keep:
@@ -933,6 +989,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hangs",
         "modified inputs",
         "injected commands",
+        "injected options",
+        "token leaks",
+        "wrong exits",
         "control characters",
         "oversized markdown",
         "failing cases",

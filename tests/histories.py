@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sqlite3
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 
 from nsysdiff.fingerprint.model import DeviceShare, Fingerprint, KernelStats
 from nsysdiff.fingerprint.reduce import group_by
+from nsysdiff.history import store as st
 
 NOISE_FLOOR = 0.0005
 
@@ -153,3 +156,19 @@ def with_steps(fp: Fingerprint, periods: list[int]) -> Fingerprint:
     return dataclasses.replace(
         fp, steps=Steps("decode_step", "", steps, ()), scope=Scope(per="decode_step", steps=len(periods))
     )
+
+
+def tamper_store(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
+    """Change a store's rows or schema behind its triggers' back, as a hostile job could."""
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA writable_schema = ON")
+    for name in ("entries_append_only_update", "series_append_only_update"):
+        con.execute(f"DROP TRIGGER IF EXISTS {name}")
+    con.execute(sql, params)
+    con.commit()
+    # Put the triggers back so that only the rows are wrong.
+    for text in st._SCHEMA:
+        if "_update BEFORE UPDATE" in text:
+            con.execute(text)
+    con.commit()
+    con.close()

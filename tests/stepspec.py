@@ -3,6 +3,7 @@ accounting of docs/steps.md), shared by the steps tests of the fingerprint and t
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from nsysdiff.synth.builder import TraceBuilder
@@ -34,3 +35,22 @@ def two_steps(path: Path) -> Path:
     b.launch("other", T + 185 * US, T + 190 * US, 5 * US, api_duration=5 * US, tid=2002)
     b.nvtx_range("decode_step", T + 120 * US, T + 200 * US)
     return b.write(path)
+
+
+def add_empty_steps(path: Path, n: int, length: int = 0, name: str = "decode_step") -> Path:
+    """``n`` ranges of ``length`` ns named ``name``, on the thread of the trace's first such
+    range (and of its kind), spread over its span: a step-range bomb (docs/steps.md)."""
+    con = sqlite3.connect(path)
+    lo, hi, tid, kind = con.execute(
+        'SELECT min(start), max("end"), globalTid, eventType FROM NVTX_EVENTS WHERE text = ?', (name,)
+    ).fetchone()
+    gap = max(1, (hi - lo) // n)
+    con.execute(
+        "WITH RECURSIVE i(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM i WHERE k + 1 < ?) "
+        'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+        "SELECT ? + k * ?, ? + k * ? + ?, ?, ?, ?, 0 FROM i",
+        (n, lo, gap, lo, gap, length, kind, name, tid),
+    )
+    con.commit()
+    con.close()
+    return path

@@ -295,24 +295,19 @@ def test_rules_split_into_arguments(run_diff_step: Any, tmp_path: Path) -> None:
     run = run_diff_step(INPUT_RULES="tpot  batch-invariance\n\tci/*.yml\n$(touch pwned)\n")
     md, js = str(tmp_path / "nsysdiff-report.md"), str(tmp_path / "nsysdiff-report.json")
     assert run.args == [
-        "base.sqlite",
-        "cand.json",
-        "--rules",
-        "tpot",
-        "--rules",
-        "batch-invariance",
-        "--rules",
-        "ci/*.yml",
-        "--rules",
-        "$(touch",
-        "--rules",
-        "pwned)",
-        "--format",
-        "markdown",
+        "--rules=tpot",
+        "--rules=batch-invariance",
+        "--rules=ci/*.yml",
+        "--rules=$(touch",
+        "--rules=pwned)",
+        "--format=markdown",
         "--output",
         md,
         "--output",
         js,
+        "--",
+        "base.sqlite",
+        "cand.json",
     ]
     assert not (tmp_path / "pwned").exists()
 
@@ -320,15 +315,15 @@ def test_rules_split_into_arguments(run_diff_step: Any, tmp_path: Path) -> None:
 def test_several_runs_per_side(run_diff_step: Any, tmp_path: Path) -> None:
     run = run_diff_step(INPUT_BASE="runs/base 1.sqlite\nruns/base-2.json\n\n", INPUT_CANDIDATE="$(touch pwned)\n")
     assert run.args is not None
-    assert run.args[:5] == ["--base", "runs/base 1.sqlite", "runs/base-2.json", "--candidate", "$(touch pwned)"]
-    assert run.args[5:7] == ["--rules", "default"]
+    assert run.args[:3] == ["--base=runs/base 1.sqlite", "--base=runs/base-2.json", "--candidate=$(touch pwned)"]
+    assert run.args[3] == "--rules=default"
     assert not (tmp_path / "pwned").exists()
 
 
 def test_a_path_given_as_a_block_loses_its_newline(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_BASE="runs/base.sqlite\n", INPUT_CANDIDATE="runs/cand.sqlite\n")
     assert run.args is not None
-    assert run.args[:2] == ["runs/base.sqlite", "runs/cand.sqlite"]
+    assert run.args[-3:] == ["--", "runs/base.sqlite", "runs/cand.sqlite"]
 
 
 @pytest.mark.parametrize("name", ["INPUT_STRICT", "INPUT_FAIL_ON_INCONCLUSIVE"])
@@ -375,7 +370,7 @@ def test_the_install_step_echoes_no_command(tmp_path: Path) -> None:
 def test_html_report(run_diff_step: Any, tmp_path: Path, inputs: dict[str, str]) -> None:
     run = run_diff_step(FAKE_REPORTS="1", **inputs)
     html = str(tmp_path / "nsysdiff-report.html")
-    assert run.args is not None and run.args[-2:] == ["--output", html]
+    assert run.args is not None and run.args[-5:-3] == ["--output", html]
     assert run.outputs["report-html"] == html
     assert run_diff_step(FAKE_REPORTS="1").outputs["report-html"] == ""
 
@@ -383,15 +378,32 @@ def test_html_report(run_diff_step: Any, tmp_path: Path, inputs: dict[str, str])
 def test_noise_profile(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_NOISE_PROFILE="ci/noise profile.json")
     assert run.args is not None
-    noise = ["--noise-profile", "ci/noise profile.json"]
-    assert run.args[:6] == ["base.sqlite", "cand.json", "--rules", "default", *noise]
+    assert run.args[:2] == ["--rules=default", "--noise-profile=ci/noise profile.json"]
+    assert run.args[-3:] == ["--", "base.sqlite", "cand.json"]
+
+
+@pytest.mark.parametrize("side", ["INPUT_BASE", "INPUT_CANDIDATE"])
+def test_an_input_line_is_never_an_option(run_diff_step: Any, side: str) -> None:
+    """A base or candidate line "--no-rules" (with no rules input) must stay a path: as an
+    option it would turn a failing gate into a report without rules, a pass."""
+    one = run_diff_step(INPUT_RULES="", **{side: "--no-rules"})
+    assert one.args is not None and "--no-rules" not in one.args[: one.args.index("--")]
+    several = run_diff_step(INPUT_RULES="", **{side: "--no-rules\n-x.sqlite"})
+    assert several.args is not None and "--no-rules" not in several.args
+    flag = "--base" if side == "INPUT_BASE" else "--candidate"
+    assert [f"{flag}=--no-rules", f"{flag}=-x.sqlite"] == [a for a in several.args if a.startswith(flag)]
+    # The real command line reads them as the paths they are.
+    from nsysdiff.cli.entry import route
+
+    argv = route(several.args)
+    assert "--no-rules" not in argv
 
 
 def test_empty_rules_and_strict(run_diff_step: Any) -> None:
     run = run_diff_step(INPUT_RULES="", INPUT_STRICT="true", INPUT_FORMAT="json")
     assert run.args is not None
     assert "--rules" not in run.args
-    assert run.args[2:5] == ["--strict", "--format", "json"]
+    assert run.args[:2] == ["--strict", "--format=json"]
 
 
 @pytest.mark.parametrize(
@@ -484,7 +496,7 @@ def test_comment_step(tmp_path: Path, url: str, code: str) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     args = (tmp_path / "args").read_text().splitlines()
-    assert args == ["comment", "/tmp/r.md", "--key", "$(touch pwned)", *(["--report-url", url] if url else [])]
+    assert args == ["comment", "--key=$(touch pwned)", *([f"--report-url={url}"] if url else []), "--", "/tmp/r.md"]
     assert not (tmp_path / "pwned").exists()
     assert ("::warning" in result.stdout) == (code != "0")
 

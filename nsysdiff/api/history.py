@@ -41,6 +41,8 @@ def history_add(
     as the next runs of ``commit`` on ``ref``, creating the store on its first run."""
     from nsysdiff.history import store as st
 
+    # Before the store is created: a first add refused for its names leaves no file.
+    st.check_names(ref, commit)
     runs = load_runs(paths, options, progress=progress, notify=notify)
     with st.create_or_open(store) as s:
         return tuple(s.add(fp, ref=ref, commit=commit, failed=failed) for fp in runs.runs)

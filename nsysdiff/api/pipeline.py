@@ -217,6 +217,20 @@ def _read_sides(
         return sides.read_both(lambda: side(base, "base", s), lambda: side(candidate, "candidate", s))
 
     whole = dataclasses.replace(opts, step_ranges=())
+
+    def again_whole(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[runset.RunSet, runset.RunSet]:
+        if history is not None:
+            return read(whole)
+
+        def again(runs: runset.RunSet, given: Side, name: str) -> Callable[[], runset.RunSet]:
+            # A side that none of its runs read per step was read whole already: the same
+            # read again would cost as much (a trace of many ranges, grouped twice).
+            if all(fp.scope.per is None for fp in runs.runs):
+                return lambda: runs
+            return lambda: side(given, name, whole)
+
+        return sides.read_both(again(b_runs, base, "base"), again(c_runs, candidate, "candidate"))
+
     try:
         b_runs, c_runs = read(opts)
     except InconclusiveError:
@@ -231,14 +245,14 @@ def _read_sides(
         # The range on one side only: invalid, unless auto steps stand in on both sides
         # (one step definition for both, said on the first line).
         one_sided = None if scope.same_steps(runs) else _one_sided(b_runs, c_runs)
-        b_runs, c_runs = _auto_or_whole(read, opts, whole, history)
+        b_runs, c_runs = _auto_or_whole(read, opts, lambda: again_whole(b_runs, c_runs), history)
     return b_runs, c_runs, one_sided
 
 
 def _auto_or_whole(
     read: Callable[[ScopeOptions], tuple[runset.RunSet, runset.RunSet]],
     opts: ScopeOptions,
-    whole: ScopeOptions,
+    read_whole: Callable[[], tuple[runset.RunSet, runset.RunSet]],
     history: str | None,
 ) -> tuple[runset.RunSet, runset.RunSet]:
     """Both sides per steps found without a marker; whole when a side has none (the step
@@ -251,7 +265,7 @@ def _auto_or_whole(
             return read(dataclasses.replace(opts, per=scope.AUTO, step_ranges=()))
         except (NoStepsError, InconclusiveError, UsageError):
             pass
-    return read(whole)
+    return read_whole()
 
 
 def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:

@@ -34,14 +34,18 @@ def fingerprint_trace(
     progress: Step = silent,
     side: str = "",
     by: Grouping = Grouping.name,
+    notify: Callable[[str], None] | None = None,
 ) -> Fingerprint:
     """Read an nsys SQLite export and reduce it to a fingerprint (of ``options``' scope).
     ``progress`` hears ``(side, table)`` before each table is read; ``by`` says what makes
-    two launches the same kernel."""
+    two launches the same kernel; ``notify`` hears why a rule pack's step range was not
+    read as steps."""
     with open_trace(path) as r:
+        looked = False
         if options is not None and options.step_ranges and by is Grouping.name:
             # A rule pack's step range: the trace's own --per, when it has the range.
-            options = scope.find_steps(r, options)
+            options = scope.find_steps(r, options, notify or quiet)
+            looked = True
         if options is not None and options.active and by is not Grouping.name:
             raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
         if options is not None and options.active:
@@ -50,7 +54,9 @@ def fingerprint_trace(
         # The NVTX table is often the largest: it is read on a connection of its own
         # beside the kernel scans (SQLite releases the GIL while it works).
         with ThreadPoolExecutor(max_workers=1) as pool:
-            ranges = pool.submit(_nvtx_summary, path)
+            # Looking for the steps grouped the range names already: the summary is that
+            # same pass, kept by this reader, so a trace with many ranges is grouped once.
+            ranges = None if looked else pool.submit(_nvtx_summary, path)
             progress(side, "kernels")
             # First: the kernel scan also learns the graph mode that metadata reports.
             groups = r.kernels(shapes=by is Grouping.name_launch)
@@ -64,7 +70,7 @@ def fingerprint_trace(
             census = r.api_census()
             sync = r.sync_of(census)
             progress(side, "NVTX ranges")
-            nvtx = ranges.result()
+            nvtx = r.nvtx_summary() if ranges is None else ranges.result()
         progress(side, "reducing to a fingerprint")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx, api=census)
         if len(groups.devices) > 1:
@@ -119,9 +125,9 @@ def load(
     p = src.path
     if src.kind is inputs.Kind.NSYS_REPORT:
         with inputs.exported(p, keep_export, notify) as exported:
-            return fingerprint_trace(exported, options, progress=progress, side=side, by=by)
+            return fingerprint_trace(exported, options, progress=progress, side=side, by=by, notify=notify)
     if src.kind is inputs.Kind.SQLITE:
-        return fingerprint_trace(p, options, progress=progress, side=side, by=by)
+        return fingerprint_trace(p, options, progress=progress, side=side, by=by, notify=notify)
     _check_grouping(p, by)
     fp = fingerprint_from_json(inputs.saved_text(src), str(p))
     if options is not None:

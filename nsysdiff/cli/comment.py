@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from nsysdiff.safe import neutral
 
 DEFAULT_API = "https://api.github.com"
 REPORT_LIMIT = 8 * 1024 * 1024  # bytes of Markdown read; the renderer caps its own at 1 MB
+EVENT_LIMIT = 64 * 1024 * 1024  # bytes of an event payload; GitHub's are far smaller
 
 
 @app.command("comment")
@@ -83,12 +85,26 @@ def comment(report: Path, report_url: str | None, key: str, pr: int | None, repo
     _say(f"pull-request comment {done} (#{number}, comment {ident}, {len(body):,} characters)", env, summary=False)
 
 
-def _read(path: Path) -> str:
+def _regular(path: Path, limit: int, what: str) -> bytes:
+    """At most ``limit + 1`` bytes of a regular file, opened without blocking: a FIFO
+    given as the report or the event payload would otherwise wait for a writer for ever."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(REPORT_LIMIT + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
-        raise UsageError(f"{path}: can't read the report ({e.strerror or e})") from None
+        raise UsageError(f"{path}: can't read {what} ({e.strerror or e})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: {what} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    except OSError as e:
+        raise UsageError(f"{path}: can't read {what} ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path) -> str:
+    data = _regular(path, REPORT_LIMIT, "the report")
     if len(data) > REPORT_LIMIT:
         raise UsageError(f"{path}: over {REPORT_LIMIT:,} bytes; not a Markdown report of nsysdiff")
     try:
@@ -101,11 +117,19 @@ def _pull_request(event_path: str | None) -> int | None:
     """The pull request's number from the event payload (pull_request, pull_request_target)."""
     if not event_path:
         return None
+    data = _regular(Path(event_path), EVENT_LIMIT, "the event payload (GITHUB_EVENT_PATH)")
     try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{event_path}: can't read the event payload (GITHUB_EVENT_PATH): {e}") from None
-    number = (event.get("pull_request") or {}).get("number") if isinstance(event, dict) else None
+        if len(data) > EVENT_LIMIT:
+            raise ValueError(f"over {EVENT_LIMIT:,} bytes")
+        event = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{event_path}: the event payload (GITHUB_EVENT_PATH) is nested too deeply") from None
+    except ValueError as e:
+        raise UsageError(
+            f"{event_path}: can't read the event payload (GITHUB_EVENT_PATH): {' '.join(str(e).split())[:200]}"
+        ) from None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    number = pull.get("number") if isinstance(pull, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
 
 

@@ -14,8 +14,11 @@ one is reported.
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -35,6 +38,9 @@ MAX_PAGES = 50  # 5,000 comments: a pull request with more is not searched furth
 MAX_WAIT = 10.0  # seconds of a rate-limit wait worth waiting out
 RETRIES = 2
 TIMEOUT = 30.0
+# The whole exchange, every request and wait included: a server that drips one byte at a
+# time never trips the per-read timeout, and a CI step must not wait on it for ever.
+DEADLINE = 120.0
 
 
 class ApiError(Exception):
@@ -86,7 +92,13 @@ class GitHub:
     """The few REST calls a sticky comment needs."""
 
     def __init__(
-        self, api_url: str, token: str, *, timeout: float = TIMEOUT, sleep: Callable[[float], None] | None = None
+        self,
+        api_url: str,
+        token: str,
+        *,
+        timeout: float = TIMEOUT,
+        sleep: Callable[[float], None] | None = None,
+        deadline: float | None = None,
     ) -> None:
         parsed = urllib.parse.urlsplit(api_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -95,6 +107,9 @@ class GitHub:
         self.token = token
         self.timeout = timeout
         self.sleep = sleep or (lambda seconds: time.sleep(seconds))
+        self.allowed = DEADLINE if deadline is None else deadline
+        self.deadline = time.monotonic() + self.allowed
+        self.opener = urllib.request.build_opener(_SameOrigin())
 
     def request(self, method: str, path: str, payload: Any = None) -> Response:
         """One call, a short rate-limit wait waited out up to :data:`RETRIES` times."""
@@ -103,6 +118,8 @@ class GitHub:
                 return self._once(method, path, payload)
             except RateLimited as e:
                 if attempt == RETRIES or e.wait is None or e.wait > MAX_WAIT:
+                    raise
+                if time.monotonic() + e.wait > self.deadline:
                     raise
                 self.sleep(e.wait)
         raise AssertionError("unreachable")
@@ -117,17 +134,39 @@ class GitHub:
             req.add_header("Authorization", f"Bearer {self.token}")
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ApiError(0, f"{self.api_url} gave no complete answer within {self.allowed:g} s")
+        # On a worker thread, so that the deadline holds however slowly the answer drips.
+        box: list[Response | ApiError] = []
+        worker = threading.Thread(target=lambda: box.append(self._exchange(req)), daemon=True)
+        worker.start()
+        worker.join(left)
+        if not box:
+            raise ApiError(0, f"{self.api_url} gave no complete answer within {self.allowed:g} s")
+        if isinstance(box[0], ApiError):
+            raise box[0]
+        return box[0]
+
+    def _exchange(self, req: urllib.request.Request) -> Response | ApiError:
+        """One request and its whole answer, or the reason there is none: whatever the
+        server sends (a bad status line, a header over 64 KiB, more than 100 headers, a
+        body cut short, JSON nested past the parser's depth), one :class:`ApiError`."""
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with self.opener.open(req, timeout=self.timeout) as resp:
                 body = resp.read()
                 return Response(resp.status, _headers(resp.headers), json.loads(body) if body else None)
         except urllib.error.HTTPError as e:
-            raise _error(e.code, _headers(e.headers), e.read()) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise ApiError(0, f"{self.api_url} did not answer ({reason})") from None
-        except ValueError as e:  # not JSON
-            raise ApiError(0, f"{self.api_url} answered with something other than JSON ({e})") from None
+            try:
+                return _error(e.code, _headers(e.headers), e.read())
+            except (http.client.HTTPException, OSError) as inner:
+                return ApiError(e.code, f"the error's body could not be read ({_reason(inner)})")
+        except ApiError as e:
+            return e
+        except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError) as e:
+            return ApiError(0, f"{self.api_url} did not answer properly ({_reason(getattr(e, 'reason', e))})")
+        except (ValueError, RecursionError) as e:  # not JSON, or nested too deeply
+            return ApiError(0, f"{self.api_url} answered with something other than JSON ({_reason(e)})")
 
     def comments(self, repo: str, number: int) -> Iterator[dict[str, Any]]:
         """The pull request's comments, oldest first."""
@@ -152,6 +191,34 @@ class GitHub:
         return "created", int(made["id"]) if isinstance(made, dict) and isinstance(made.get("id"), int) else 0
 
 
+def _reason(e: object) -> str:
+    """An exception's text as one neutral line of bounded length: it may quote the server."""
+    return neutral.text(" ".join(str(e).split()) or type(e).__name__, 200)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is no number: no origin to match
+        port = -1
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), port if port is not None else default
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the API's origin (scheme, host and port): the token
+    rides in every request's header, and must never reach another server."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: http.client.HTTPMessage, newurl: str
+    ) -> urllib.request.Request | None:
+        if _origin(newurl) != _origin(req.full_url):
+            shown = neutral.text(urllib.parse.urlsplit(newurl).netloc, 120)
+            raise ApiError(code, f"redirected to another origin ({shown}); the token is never sent there")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 def _headers(message: Message | Mapping[str, str] | None) -> dict[str, str]:
     return {k.lower(): v for k, v in (message or {}).items()}
 
@@ -159,7 +226,7 @@ def _headers(message: Message | Mapping[str, str] | None) -> dict[str, str]:
 def _error(status: int, headers: Mapping[str, str], raw: bytes) -> ApiError:
     try:
         message = str(json.loads(raw).get("message", "")) if raw else ""
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         message = ""
     message = neutral.text(message or "no message", 300)
     wait = _wait(headers)
@@ -177,9 +244,12 @@ def _wait(headers: Mapping[str, str]) -> float | None:
     """Seconds GitHub asks to wait: ``retry-after``, else until ``x-ratelimit-reset``."""
     try:
         if "retry-after" in headers:
-            return max(float(headers["retry-after"]), 0.0)
-        if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
-            return max(float(headers["x-ratelimit-reset"]) - time.time(), 0.0)
+            wait = float(headers["retry-after"])
+        elif headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+            wait = float(headers["x-ratelimit-reset"]) - time.time()
+        else:
+            return None
     except ValueError:
         return None
-    return None
+    # "nan" and "inf" parse as floats; a wait that is no finite number is no wait said.
+    return max(wait, 0.0) if math.isfinite(wait) else None

@@ -75,6 +75,8 @@ def history_add(
 ) -> None:
     """Append runs to a store (created on the first run); earlier entries are never rewritten."""
     opts = scope_args.options()
+    # The store is written: it must be none of the runs, whichever link leads there.
+    outputs.refuse_inputs(store_path(store), outputs.existing(runs))
     with progress.reading(quiet) as report_progress:
         added = sides.read_one(
             lambda: api.history_add(
@@ -166,6 +168,8 @@ def history_report(
     outputs.directory(output, given)
     board = api.history_dashboard(store, ref, top=top, max_pvalue=max_pvalue, window=commits, last=last)
     site = history_html.pages(board)
+    # By file identity (outputs.refuse_inputs), not by resolved path: a page hard-linked to
+    # the store resolves to a path of its own, and writing it would replace the store's bytes.
     outputs.files_in(output, site, given)
     try:
         output.mkdir(parents=True, exist_ok=True)

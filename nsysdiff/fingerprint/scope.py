@@ -26,7 +26,7 @@ Only the distinct range names reach Python.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -249,6 +249,11 @@ class _Scoper:
         self._code = [self._unique.setdefault((fold_nvtx(k.sql_name), k.domain), len(self._unique)) for k in self.keys]
         self.nvtx = self._mask(options.nvtx, "--nvtx") if options.nvtx else None
         self.per = self._mask(options.per, "--per") if options.per and not self.auto else None
+        if self.per is not None and options.per is not None:
+            instances = sum(k.count for k, c in zip(self.keys, self._code, strict=True) if c in self.per)
+            reason = implausible_steps(r, instances)
+            if reason:
+                raise UsageError(f"--per {options.per!r}: {reason}")
         self.phase_masks = tuple(self._phase_mask(name, patterns) for name, patterns in options.phases)
         used = set().union(*(m for m in (self.nvtx, self.per, *self.phase_masks) if m))
         if used:
@@ -436,17 +441,49 @@ class _Scoper:
         )
 
 
-def find_steps(r: TraceReader, options: ScopeOptions) -> ScopeOptions:
+def find_steps(r: TraceReader, options: ScopeOptions, notify: Callable[[str], None]) -> ScopeOptions:
     """``options`` with the first of its step ranges that the trace has as ``--per``
-    (docs/steps.md); unchanged when ``--per`` is given or the trace has none of them."""
+    (docs/steps.md); unchanged when ``--per`` is given or the trace has none of them.
+    A range whose instances can't be steps counts as absent, and ``notify`` hears why."""
     if options.per is not None or not options.step_ranges:
         return options
-    present = {(fold_nvtx(k.sql_name), k.domain) for k in r.nvtx_keys()}
+    keys = [(fold_nvtx(k.sql_name), k.domain, k.count) for k in r.nvtx_keys()]
     for text in options.step_ranges:
         pattern = parse_pattern(text, "steps: range:")
-        if any(pattern.matches(n, d) for n, d in present):
+        instances = sum(c for n, d, c in keys if pattern.matches(n, d))
+        if not instances:
+            continue
+        reason = implausible_steps(r, instances)
+        if reason is None:
             return replace(options, per=text, step_ranges=())
+        # The fallback, not a refusal: the user named no range, and the rest of the diff
+        # stands without steps.
+        notify(f"steps: range {text!r}: {reason}; read without steps")
     return replace(options, step_ranges=())
+
+
+def implausible_steps(r: TraceReader, instances: int) -> str | None:
+    """Why ``instances`` ranges of one name can't be the steps of a trace, or None.
+
+    A step launches GPU work, so a trace holds at most one step per kernel launch (kernel
+    rows plus whole-graph launches); up to :data:`STEPS_ALWAYS` steps pass whatever the
+    launches, for traces cut to a few kernels. The rule bounds the cost of the step scan
+    by the trace's own size: a million empty ranges added to a small trace would otherwise
+    cost many times the trace's read (docs/steps.md, docs/security.md).
+    """
+    if instances <= STEPS_ALWAYS:
+        return None
+    launches = r.launch_count()
+    if instances <= launches:
+        return None
+    return (
+        f"{instances:,} instances in {r.path.name}, more than its {launches:,} kernel launches "
+        f"(and over {STEPS_ALWAYS:,}); a step launches GPU work, so these ranges are not steps"
+    )
+
+
+STEPS_ALWAYS = 10_000
+"""Step instances that pass whatever a trace's launches (:func:`implausible_steps`)."""
 
 
 def same_steps(fps: Sequence[Fingerprint]) -> bool:

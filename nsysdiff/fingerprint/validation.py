@@ -63,17 +63,44 @@ def _parse_constant(text: str) -> _Refused:
 
 def parse(text: str, source: str, what: str = "fingerprint") -> Any:
     """JSON text as Python data, refusing what no fingerprint holds (see module doc)."""
+    constants: list[_Refused] = []
+
+    def constant(word: str) -> _Refused:
+        constants.append(_parse_constant(word))
+        return constants[-1]
+
     try:
-        return json.loads(
+        doc = json.loads(
             text,
             parse_int=_parse_int,
-            parse_constant=_parse_constant,
+            parse_constant=constant,
             object_pairs_hook=functools.partial(_unique_keys, source),
         )
     except json.JSONDecodeError as e:
         raise FingerprintError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
     except RecursionError:
         raise FingerprintError(f"{source}: not a {what} (JSON nested too deeply)") from None
+    if constants:
+        # Wherever it is: under a key the schema doesn't know, a NaN would pass it and
+        # reach whatever reads the document next (a run set's runs are re-validated alone).
+        path, value = _first_refused(doc)
+        raise FingerprintError(f"{source}: malformed {what} at {path}: {value} is not of type 'number'")
+    return doc
+
+
+def _first_refused(doc: Any) -> tuple[str, _Refused]:
+    """The JSON path of the first NaN or Infinity in ``doc``, depth first, without recursion
+    (the parser allows deeper nesting than a recursive walk would)."""
+    stack: list[tuple[str, Any]] = [("$", doc)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, _Refused) and not value.text.startswith("an integer"):
+            return path, value
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    raise AssertionError("a parsed constant is in the document")
 
 
 def _unique_keys(source: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -29,14 +29,18 @@ reads integers with one query instead of inflating and validating every fingerpr
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import sqlite3
+import stat
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -93,9 +97,6 @@ BEGIN SELECT RAISE(ABORT, 'history entries are append-only'); END""",
     """CREATE TRIGGER series_append_only_delete BEFORE DELETE ON series
 BEGIN SELECT RAISE(ABORT, 'history entries are append-only'); END""",
 )
-_AUTO_INDEXES = {"sqlite_autoindex_entries_1", "sqlite_autoindex_keys_1"}
-# SQLite's own table for AUTOINCREMENT: created with the first such table, not by us.
-_INTERNAL = ("sqlite_sequence",)
 
 _TEXTS = ("ref", "commit_sha", "added", "gpu", "nsys_version", "scope", "graph_mode")
 
@@ -179,6 +180,19 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
+def check_names(ref: str, commit: str) -> None:
+    """Refuse a ref or commit no entry may carry, before a store is created for it (a
+    first ``add`` refused for its --ref would otherwise leave an empty store behind)."""
+    _check_name(ref, "--ref")
+    _check_name(commit, "--commit")
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    # SQLite compares 2.0 equal to 2 and Python hashes them alike: a REAL (or a bool from a
+    # converter) where an integer column belongs must not pass as that integer.
+    return type(value) is int
+
+
 class Store:
     """An open store. Use :func:`open_store` (read-only) or :func:`create_or_open` (to add),
     in a ``with`` block that closes it."""
@@ -223,11 +237,11 @@ class Store:
 
     def _entry(self, row: tuple[object, ...]) -> Entry:
         eid, *fields, longest = row
-        if not isinstance(eid, int) or not isinstance(longest, int) or longest > MAX_TEXT:
+        if not _whole(eid) or not _whole(longest) or longest > MAX_TEXT:
             raise StoreError(f"{self.path}: entry {eid!r} has a field over {MAX_TEXT} characters")
         ref, commit, run, added, gpu, nsys, scope, mode, failed = fields
         texts = (ref, commit, added, gpu, nsys, scope, mode)
-        if not all(isinstance(t, str) for t in texts) or not isinstance(run, int) or failed not in (0, 1):
+        if not all(isinstance(t, str) for t in texts) or not _whole(run) or not _whole(failed) or failed not in (0, 1):
             raise StoreError(f"{self.path}: entry {eid} has a field of the wrong type")
         if run < 1:
             raise StoreError(f"{self.path}: entry {eid} has run number {run}")
@@ -289,6 +303,8 @@ class Store:
         out: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
         kinds = set(KINDS)
         for kind, key, entry, calls, total, length in rows:
+            if not _whole(entry):
+                raise StoreError(f"{self.path}: a figure of the series has entry id {entry!r}, not an integer")
             if entry not in wanted:
                 continue
             if (
@@ -296,13 +312,13 @@ class Store:
                 or not isinstance(key, str)
                 or not isinstance(length, int)
                 or length > MAX_TEXT
-                or not isinstance(calls, int)
-                or not isinstance(total, int)
+                or not _whole(calls)
+                or not _whole(total)
                 or calls < 0
                 or total < 0
             ):
                 raise StoreError(f"{self.path}: entry {entry!r} has a malformed figure for {str(key)[:60]!r}")
-            out.setdefault((str(kind), key), {})[int(str(entry))] = (calls, total)
+            out.setdefault((str(kind), key), {})[entry] = (calls, total)
         return out
 
     def totals(
@@ -325,7 +341,7 @@ class Store:
         )
         kinds = set(KINDS)
         for kid, kind, name, length in rows:
-            if kind not in kinds or not isinstance(name, str) or not isinstance(length, int) or length > MAX_TEXT:
+            if kind not in kinds or not isinstance(name, str) or not _whole(length) or length > MAX_TEXT:
                 raise StoreError(f"{self.path}: key {kid!r} is malformed ({str(name)[:60]!r})")
         key_ids = np.array([r[0] for r in rows], dtype=np.int64)
         names = tuple((str(r[1]), str(r[2])) for r in rows)
@@ -365,8 +381,7 @@ class Store:
         self, fp: Fingerprint, *, ref: str, commit: str, failed: bool = False, now: datetime | None = None
     ) -> Entry:
         """Append ``fp`` as the next run of ``commit`` on ``ref``, in one transaction."""
-        _check_name(ref, "--ref")
-        _check_name(commit, "--commit")
+        check_names(ref, commit)
         gpu, scope, mode = identity(fp)
         text = fingerprint_to_json(fp)
         blob = zlib.compress(text.encode("utf-8"), 6)
@@ -451,7 +466,7 @@ def _check(path: Path, con: sqlite3.Connection) -> None:
     try:
         app_id = con.execute("PRAGMA application_id").fetchone()[0]
         version = con.execute("PRAGMA user_version").fetchone()[0]
-        master = con.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        master = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
     except (sqlite3.Error, UnicodeDecodeError) as e:
         raise StoreError(" ".join(f"{path}: not a readable SQLite file ({e})".split())) from None
     if app_id != APPLICATION_ID:
@@ -460,12 +475,30 @@ def _check(path: Path, con: sqlite3.Connection) -> None:
         raise StoreError(
             f"{path}: history store version {version} is not supported (this nsysdiff reads version {VERSION})"
         )
-    expected = {_normal(sql) for sql in _SCHEMA}
-    seen = {_normal(str(sql)) for _, name, sql in master if sql is not None and name not in _INTERNAL}
-    auto = {str(name) for _, name, sql in master if sql is None}  # the indexes of the UNIQUE constraints
-    if seen != expected or auto != _AUTO_INDEXES:
-        extra = sorted(seen - expected) or sorted(expected - seen) or sorted(auto ^ _AUTO_INDEXES)
-        raise StoreError(f"{path}: history store schema differs from version {VERSION} (at: {extra[0][:80]!r})")
+    # Every schema object, SQLite's own included, is compared by type, name, table and
+    # statement: a trigger, view or index that takes the name of one of ours (or of
+    # sqlite_sequence, which SQLite makes for AUTOINCREMENT) is as foreign as any other.
+    seen = sorted((str(t), str(n), str(tb), _normal(str(q)) if q is not None else "") for t, n, tb, q in master)
+    expected = _expected_master()
+    if seen != expected:
+        extra = [row for row in seen if row not in expected] or [row for row in expected if row not in seen] or seen
+        raise StoreError(
+            f"{path}: history store schema differs from version {VERSION} (at: {' '.join(extra[0])[:80]!r})"
+        )
+
+
+@functools.cache
+def _expected_master() -> list[tuple[str, str, str, str]]:
+    """sqlite_master as :data:`_SCHEMA` makes it, SQLite's own objects included (the
+    autoindexes of the UNIQUE constraints, sqlite_sequence), from an in-memory database."""
+    con = sqlite3.connect(":memory:")
+    try:
+        for sql in _SCHEMA:
+            con.execute(sql)
+        rows = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    finally:
+        con.close()
+    return sorted((str(t), str(n), str(tb), _normal(str(q)) if q is not None else "") for t, n, tb, q in rows)
 
 
 def _normal(sql: str) -> str:
@@ -473,15 +506,22 @@ def _normal(sql: str) -> str:
 
 
 def _sqlite_file(path: Path) -> None:
+    """A regular file that starts as SQLite does. Opened without blocking and checked on
+    the descriptor: a FIFO given as the store would block the open (and SQLite's) forever."""
     try:
-        with path.open("rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise StoreError(f"{path}: no such history store") from None
     except OSError as e:
         raise StoreError(f"{path}: can't be read ({e.strerror})") from None
-    if not path.is_file():
-        raise StoreError(f"{path}: not a regular file")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path}: not a regular file, so not an nsysdiff history store")
+        head = os.pread(fd, len(_SQLITE_MAGIC), 0)
+    except OSError as e:
+        raise StoreError(f"{path}: can't be read ({e.strerror})") from None
+    finally:
+        os.close(fd)
     if head != _SQLITE_MAGIC:
         raise StoreError(f"{path}: not an SQLite file, so not an nsysdiff history store")
 

@@ -68,6 +68,16 @@ class KernelReader(TraceConnection):
     def has_kernels(self) -> bool:
         return self.schema.has(s.KERNEL, "start", "end")
 
+    def launch_count(self) -> int:
+        """Kernel rows plus whole-graph launches: the most steps a trace can hold (every
+        step launches GPU work). ``count(*)`` reads the tables' b-trees, not their rows."""
+        n = 0
+        for table in (s.KERNEL, s.GRAPH_TRACE):
+            if self.schema.has(table, "start", "end"):
+                ((c,),) = self.query(f"SELECT count(*) FROM {table}")
+                n += int(c)  # type: ignore[call-overload]
+        return n
+
     def kernels(self, sel: Selection = WHOLE, *, shapes: bool = False) -> KernelGroups:
         """Kernel launches of ``sel``, aggregated without holding one value per launch.
 

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from conftest import Result, run_cli
+from rawhttp import RawServer, json_reply
 
 from nsysdiff.cli import github_api
 
@@ -281,3 +282,97 @@ def test_body_fits_one_comment() -> None:
 
 def test_marker_keys_are_inert() -> None:
     assert github_api.marker("a --> <script>") == "<!-- nsysdiff:comment a------script- -->"
+
+
+# -- hostile servers: raw sockets on 127.0.0.1 ------------------------------------------
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+HOSTILE_REPLIES: dict[str, bytes] = {
+    "deeply nested JSON": json_reply("200 OK", DEEP),
+    "a 500 with deeply nested JSON": json_reply("500 Internal Server Error", DEEP),
+    "a bad status line": b"HTTP/1.1 \x1b]0;x\x07 WHAT\r\n\r\n",
+    "a cut-short body": json_reply("200 OK", b"[]")[:-2].replace(b"Content-Length: 2", b"Content-Length: 900"),
+    "a header line over 64 KiB": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n[]",
+    "more than 100 headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(120)) + b"\r\n[]",
+    "Retry-After: nan": json_reply("429 Too Many Requests", b'{"message": "slow"}', b"Retry-After: nan\r\n"),
+    "X-RateLimit-Reset: nan": json_reply(
+        "403 Forbidden", b'{"message": "slow"}', b"X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: nan\r\n"
+    ),
+    "terminal bytes in the error": b"HTTP/1.1 500 \x1b[2J\x07\r::error::PWNED\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_REPLIES))
+def test_a_hostile_server_is_one_neutral_line(case: str, env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = RawServer(lambda head: HOSTILE_REPLIES[case])
+    monkeypatch.setenv("GITHUB_API_URL", server.url)
+    try:
+        code, out, err = _comment(env)
+    finally:
+        server.close()
+    assert code == 0, err
+    assert "Traceback" not in err and err.count("\n") == 1 and "no pull-request comment" in err
+    for stream in (out, err):
+        assert "\x1b" not in stream and "\x07" not in stream and "\r" not in stream
+        assert not any(line.lstrip().startswith("::error") for line in stream.splitlines())
+
+
+@pytest.mark.parametrize("where", ["another host", "another port"])
+def test_the_token_never_follows_a_redirect_to_another_origin(
+    where: str, env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catcher = RawServer(lambda head: json_reply("200 OK", b"[]"))
+    port = catcher.url.rsplit(":", 1)[1]
+    target = f"http://localhost:{port}" if where == "another host" else catcher.url
+    api = RawServer(lambda head: f"HTTP/1.1 302 Found\r\nLocation: {target}/x\r\nContent-Length: 0\r\n\r\n".encode())
+    if where == "another host":
+        # The same server under another name: only the host differs.
+        api.close()
+        api = RawServer(
+            lambda head: f"HTTP/1.1 302 Found\r\nLocation: {target}/x\r\nContent-Length: 0\r\n\r\n".encode()
+        )
+    monkeypatch.setenv("GITHUB_API_URL", api.url)
+    try:
+        code, _, err = _comment(env)
+    finally:
+        api.close()
+        catcher.close()
+    assert code == 0 and "another origin" in err, err
+    assert not any(TOKEN.encode() in h for h in catcher.heads), "the token left the API's origin"
+
+
+def test_a_dripping_server_meets_the_deadline(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    reply = json_reply("200 OK", b"[]")
+    server = RawServer(lambda head: [reply[i : i + 1] for i in range(len(reply))], drip=0.3)
+    monkeypatch.setenv("GITHUB_API_URL", server.url)
+    monkeypatch.setattr(github_api, "DEADLINE", 2.0)
+    started = time.monotonic()
+    try:
+        code, _, err = _comment(env)
+    finally:
+        server.close()
+    assert code == 0 and "no complete answer within" in err, err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("which", ["report", "event"])
+def test_fifos_and_deep_payloads_are_refused_at_once(which: str, env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    fifo = env / "fifo"
+    os.mkfifo(fifo)
+    if which == "report":
+        code, _, err = run_cli("comment", fifo)
+        assert code == 2 and "not a regular file" in err, err
+        return
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(fifo))
+    code, _, err = _comment(env)
+    assert code == 2 and "not a regular file" in err, err
+    deep = env / "deep.json"
+    deep.write_bytes(DEEP)
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(deep))
+    code, _, err = _comment(env)
+    assert code == 2 and "nested too deeply" in err and "Traceback" not in err, err

@@ -308,3 +308,14 @@ STEP_CASES: dict[str, tuple[Callable[[Doc], None], tuple[str, ...]]] = {
 def test_hostile_steps(with_steps: str, case: str) -> None:
     change, parts = STEP_CASES[case]
     _fails(_edit(with_steps, change), *parts)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_under_unknown_keys(good: str, constant: str, tmp_path: Path) -> None:
+    """No key is exempt: the schema lets unknown keys through, the parser doesn't."""
+    text = good.replace('"scope": {', f'"extra": {{"deep": [1, {constant}]}}, "scope": {{', 1)
+    _fails(text, "$.extra.deep[1]", constant)
+    saved = tmp_path / "fp.json"
+    saved.write_text(text)
+    with pytest.raises(FingerprintError, match=r"\$\.extra\.deep\[1\]"):
+        api.load(saved)

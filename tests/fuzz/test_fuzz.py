@@ -53,10 +53,13 @@ def test_fixed_seed_subset(tmp_path: Path) -> None:
     # The subset reaches every verdict a broken input can get, not only exit 2.
     codes = {o.code for o in outcomes}
     assert {0, 2, 3} <= codes
-    assert {o.case.argv[0] for o in outcomes} == {"summary", "diff", "fingerprint", "noise", "rules"}
+    commands = {"summary", "diff", "fingerprint", "noise", "rules", "history", "comment", "action diff step"}
+    assert {o.case.argv[0] for o in outcomes} == commands
     # Every kind of saved input is mutated, and diffs take several runs per side too.
     mutations = {o.case.mutation.split(" ")[0] for o in outcomes}
     assert {"fingerprint", "run", "noise", "rules:", "phases:", "-o", "--keep-export"} <= mutations
+    # And the surfaces beyond traces: stores, the comment client, step bombs, the Action.
+    assert {"history", "comment:", "steps:", "action:"} <= mutations
     # Names carry every Unicode blank before "::", and injected lines are counted after them.
     assert all(f"\n{b}::error::" in "".join(fuzz.HOSTILE) for b in fuzz.BLANKS if b != "\n")
     assert any("--base" in o.case.argv for o in outcomes)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import fpspec
 import pytest
+from conftest import run_cli
+from histories import tamper_store
 
 from nsysdiff.errors import NsysdiffError
 from nsysdiff.fingerprint.model import fingerprint_to_json
@@ -198,22 +200,6 @@ def test_tampered_schema(tmp_path: Path, sql: str) -> None:
         st.create_or_open(path)
 
 
-def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
-    """Change rows behind the triggers' back, as a hostile job could."""
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA writable_schema = ON")
-    for name in ("entries_append_only_update", "series_append_only_update"):
-        con.execute(f"DROP TRIGGER {name}")
-    con.execute(sql, params)
-    con.commit()
-    # Put the triggers back so that only the rows are wrong.
-    for text in st._SCHEMA:
-        if "_update BEFORE UPDATE" in text:
-            con.execute(text)
-    con.commit()
-    con.close()
-
-
 @pytest.mark.parametrize(
     ("sql", "params", "match"),
     [
@@ -236,7 +222,7 @@ def _tamper(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
 )
 def test_tampered_rows(tmp_path: Path, sql: str, params: tuple[object, ...], match: str) -> None:
     path = _store(tmp_path)
-    _tamper(path, sql, params)
+    tamper_store(path, sql, params)
     if "SET fingerprint" in sql:
         _refused(path, match, "fingerprints")
     elif sql.startswith("UPDATE series"):
@@ -353,3 +339,138 @@ def test_one_kernel_under_two_demanglers_is_one_series(tmp_path: Path) -> None:
     kernels = {k: v for k, v in s.series(entries).items() if k[0] == "kernel"}
     assert kernels == {("kernel", old): {entries[0].id: (10, 1_000_000), entries[1].id: (10, 1_000_001)}}
     s.close()
+
+
+# -- hostile stores: FIFOs, forged schema objects, odd column types ----------------------
+
+
+def _timed_out(target, seconds: float = 20.0) -> BaseException | None:
+    """Run ``target`` on a thread and return what it raised: a FIFO must be refused at
+    once, not block the open forever (a daemon thread, so a regression fails, not hangs)."""
+    import threading
+
+    box: list[BaseException | None] = []
+
+    def body() -> None:
+        try:
+            target()
+            box.append(None)
+        except BaseException as e:  # handed back to the test
+            box.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, "blocked on the FIFO"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "h.sqlite"
+    os.mkfifo(fifo)
+    for open_ in (st.open_store, st.create_or_open):
+        error = _timed_out(lambda open_=open_: open_(fifo))
+        assert isinstance(error, NsysdiffError) and "not a regular file" in str(error), error
+        assert error.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # A trigger under SQLite's own name: the name alone was once enough to pass.
+        "CREATE TRIGGER sqlite_sequence AFTER INSERT ON entries WHEN new.failed = 1 BEGIN "
+        "INSERT INTO entries (ref, commit_sha, run, added, gpu, nsys_version, scope, graph_mode, failed, "
+        "fingerprint) SELECT ref, commit_sha, run + 1, added, gpu, nsys_version, scope, graph_mode, 0, "
+        "fingerprint FROM entries WHERE id = new.id; END",
+        "CREATE VIEW sqlite_sequence_2 AS SELECT 1",
+    ],
+)
+def test_a_forged_schema_object_under_any_name_is_refused(tmp_path: Path, sql: str) -> None:
+    path = _store(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA writable_schema = ON")
+    name = sql.split()[2]
+    kind = sql.split()[1].lower()
+    # Written straight into sqlite_master, as a hostile job would, under the name it chose.
+    con.execute(
+        "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES (?, ?, ?, 0, ?)",
+        (kind, name, "entries" if kind != "view" else name, sql),
+    )
+    con.commit()
+    con.close()
+    _refused(path, "schema differs", "entries")
+    with pytest.raises(NsysdiffError, match="schema differs"):
+        st.create_or_open(path)
+
+
+@pytest.mark.parametrize(
+    ("sql", "read"),
+    [
+        ("UPDATE series SET entry = 2.0 WHERE entry = 2", "series"),
+        ("UPDATE series SET calls = 10.0", "series"),
+        ("UPDATE entries SET failed = 1.0 WHERE id = 1", "entries"),
+        ("UPDATE entries SET run = 1.0 WHERE id = 1", "entries"),
+    ],
+)
+def test_real_values_in_integer_columns_are_refused(tmp_path: Path, sql: str, read: str) -> None:
+    path = _store(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA writable_schema = ON")
+    # The columns' INTEGER affinity turns 2.0 back into 2: only a column whose declared
+    # type is changed keeps a REAL, as a hand-made store can.
+    table = sql.split()[1]
+    text = con.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    untyped = text.replace("INTEGER NOT NULL", "NOT NULL")
+    con.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?", (untyped, table))
+    con.commit()
+    con.close()
+    con = sqlite3.connect(path)
+    for name in ("entries_append_only_update", "series_append_only_update"):
+        con.execute(f"DROP TRIGGER {name}")
+    con.execute(sql)
+    con.execute("PRAGMA writable_schema = ON")
+    con.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?", (text, table))
+    con.commit()
+    for s in st._SCHEMA:
+        if "_update BEFORE UPDATE" in s:
+            con.execute(s)
+    con.commit()
+    assert con.execute(f"SELECT count(*) FROM {table} WHERE typeof({sql.split()[3]}) = 'real'").fetchone()[0] >= 1
+    con.close()
+    _refused(path, "not an integer|wrong type|malformed", read)
+
+
+def test_hard_linked_pages_never_overwrite_the_store(tmp_path: Path) -> None:
+    """Checked by file identity: a page hard-linked to the store resolves to its own path."""
+    import os
+
+    path = _store(tmp_path, 4)
+    before = path.read_bytes()
+    site = tmp_path / "site"
+    site.mkdir()
+    os.link(path, site / "index.html")
+    code, out, err = run_cli("history", "report", path, "-o", site)
+    assert code == 2, out + err
+    assert "never writes over an input" in err
+    assert path.read_bytes() == before
+
+
+def test_an_invalid_ref_leaves_no_store_behind(tmp_path: Path) -> None:
+    from nsysdiff import api
+
+    fp_file = tmp_path / "run.json"
+    fp_file.write_text(fingerprint_to_json(_fp()))
+    store = tmp_path / "new.sqlite"
+    with pytest.raises(NsysdiffError, match="--ref"):
+        api.history_add(store, [fp_file], ref="main\n::error::x", commit="c0")
+    assert not store.exists()
+
+
+def test_nan_under_an_unknown_key_of_a_stored_fingerprint_is_refused(tmp_path: Path) -> None:
+    path = _store(tmp_path, 1)
+    text = fingerprint_to_json(_fp()).replace('"scope": {', '"extra": NaN, "scope": {', 1)
+    tamper_store(path, "UPDATE entries SET fingerprint = ?", (zlib.compress(text.encode()),))
+    _refused(path, r"at \$\.extra: NaN", "fingerprints")
