@@ -13,7 +13,7 @@ from pathlib import Path
 
 import fpspec
 import pytest
-from conftest import run_cli
+from conftest import otava_test, run_cli
 from histories import tamper_store
 
 from nsysdiff.errors import NsysdiffError
@@ -443,6 +443,7 @@ def test_real_values_in_integer_columns_are_refused(tmp_path: Path, sql: str, re
     _refused(path, "not an integer|wrong type|malformed", read)
 
 
+@otava_test  # history report scans for change points before it writes a page
 def test_hard_linked_pages_never_overwrite_the_store(tmp_path: Path) -> None:
     """Checked by file identity: a page hard-linked to the store resolves to its own path."""
     import os
