@@ -93,9 +93,9 @@ def diff(
     reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
     if one_sided is not None and b.scope.per == scope.AUTO and c.scope.per == scope.AUTO:
         # Judged on one step definition for both sides: said, and valid.
-        notes = (f"{one_sided.split(';')[0]}: both sides are judged per step found without a marker", *notes)
+        notes = (f"{one_sided[0]}: both sides are judged per step found without a marker", *notes)
     elif one_sided is not None:
-        reasons = (one_sided, *reasons)
+        reasons = ("; ".join(one_sided), *reasons)
     # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
     d = notices.framed(rundiff.compare_sides(b_runs, c_runs, o.settings))
     day = today or date.today()
@@ -183,7 +183,7 @@ def _read_sides(
     o: DiffOptions,
     progress: Step,
     notify: Callable[[str], None],
-) -> tuple[runset.RunSet, runset.RunSet, str | None]:
+) -> tuple[runset.RunSet, runset.RunSet, tuple[str, str] | None]:
     """Both sides per ``opts``. When the rule files' step range is not on both sides, both
     are read again per steps found without a marker (never a marker's steps against auto
     steps), and whole when those are not found either or a history run was not read per
@@ -268,10 +268,10 @@ def _auto_or_whole(
     return read_whole()
 
 
-def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:
-    """Why sides with the step range on one side only can't be compared per step; None when
-    neither side has it (both are read whole, as the fallback says) or the sides differ
-    otherwise (a history run or a profile read without steps)."""
+def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[str, str] | None:
+    """Why sides with the step range on one side only can't be compared per step, and what
+    to do about it; None when neither side has it (both are read whole, as the fallback
+    says) or the sides differ otherwise (a history run or a profile read without steps)."""
     b = {fp.scope.per for fp in b_runs.runs}
     c = {fp.scope.per for fp in c_runs.runs}
     if b == {None} or c == {None}:
@@ -283,11 +283,11 @@ def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> str | None:
             # The ranges are there, but the side was saved without them as steps.
             return (
                 f"{ONE_SIDED}: the {lacks} has {name} ranges but was saved without steps (a fingerprint "
-                f"made without --per); fingerprint it again with --per {name}, or give its trace"
+                "made without --per)",
+                f"fingerprint it again with --per {name}, or give its trace",
             )
         return (
-            f"{ONE_SIDED}: the {has} has {name} ranges and the {lacks} has none (renamed or "
-            f"removed?); the step rules can't judge it. Name the candidate's step range with --per, or "
-            "restore the range"
+            f"{ONE_SIDED}: the {has} has {name} ranges and the {lacks} has none (renamed or removed?)",
+            "the step rules can't judge it. Name the candidate's step range with --per, or restore the range",
         )
     return None

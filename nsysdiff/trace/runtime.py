@@ -221,6 +221,12 @@ class RuntimeReader(TraceConnection):
             rows = api_scan.scan(self.con, source, where)
         except BadRows:
             raise self.diagnose(rules, where) from None
+        except s.DB_ERRORS as e:
+            # The scan runs on the raw connection, as the kernel scan does: a damaged file
+            # or a read stopped by the other side is the reader's one-line error too.
+            if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column
+                raise self.diagnose(rules, where) from None
+            raise s.db_error(self.path, e) from None
         finally:
             self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
         out: dict[str, HostApiStats] = {}

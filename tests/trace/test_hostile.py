@@ -470,3 +470,22 @@ def test_a_null_graph_id_is_an_error_not_a_crash(tmp_path: Path) -> None:
     sql = "UPDATE CUPTI_ACTIVITY_KIND_GRAPH_TRACE SET graphId = NULL WHERE rowid = 2"
     path = tamper(b.write(tmp_path / "g.sqlite"), sql)
     _fails(path, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "graphId", "rowid 2")
+
+
+def test_a_damaged_runtime_table_is_one_line_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The host API census scans the runtime table on the raw connection: SQLite's own error
+    # (a zeroed page, or a read stopped by the other side) is the reader's one-line exit 2.
+    from nsysdiff.synth.builder import TraceBuilder
+    from nsysdiff.trace import api_scan
+
+    b = TraceBuilder()
+    b.launch("gemm", 1_000, 2_000, 500)
+    trace = b.write(tmp_path / "t.sqlite")
+
+    def damaged(*_: object) -> object:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(api_scan, "scan", damaged)
+    code, out, err = run_cli("summary", trace)
+    assert (code, out) == (int(ExitCode.BAD_INPUT), "")
+    assert err == f"nsysdiff: error: {trace}: corrupt or unreadable SQLite export (database disk image is malformed)\n"
