@@ -92,3 +92,21 @@ def test_reports_say_1_call_not_1_calls(report: str) -> None:
     text = (ROOT / "examples" / report).read_text(encoding="utf-8")
     assert not re.search(r"(?<![\d.,])1 (calls|rules|waivers|families|variants)\b", text)
     assert "1 call," in (ROOT / "examples" / "h100" / "report.txt").read_text(encoding="utf-8")
+
+
+def test_the_first_screen_says_its_marks_and_statistics_in_words() -> None:
+    """A newcomer reads every mark and number on the first screen without the docs: FACT
+    is explained where it is first seen, the outlier's deviation is a z against a named
+    spread, and the call distributions are a share of call pairs, not "score" and "KS"."""
+    screen = (H100 / "screen-80.txt").read_text(encoding="utf-8")
+    assert "FACT: by exact counts, not a statistic" in screen.splitlines()[22]
+    assert "ERROR, FACT" in screen
+    words = " ".join(screen.split())
+    assert "z=+3.6 against the families' spread" in words
+    assert "slower than base in 100% of call pairs" in words
+    for jargon in ("score", "KS", "P(candidate call slower)"):
+        assert jargon not in screen
+    # --details says what the marks are and what the KS distance measures.
+    details = (H100 / "report.txt").read_text(encoding="utf-8")
+    assert "the mark is the rule's level, in capitals where it fails the build" in " ".join(details.split())
+    assert "Kolmogorov-Smirnov distance: 0 the same, 1 no overlap" in " ".join(details.split())

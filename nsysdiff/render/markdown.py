@@ -28,6 +28,7 @@ from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.render.phrases import (
     COPY_HEADER,
+    FACT_WORDS,
     attribution_line,
     basis_phrase,
     calls_pair,
@@ -112,7 +113,11 @@ def _findings_table(findings: Sequence[Finding]) -> list[str]:
         ]
         for f in findings
     ]
-    return _table(("level", "rule", "subject", "observed", "limit", "evidence"), rows, "llllll")
+    table = _table(("level", "rule", "subject", "observed", "limit", "evidence"), rows, "llllll")
+    if not any(not f.statistical for f in findings):
+        return table
+    # The one mark that is nsysdiff's own word, said under the table that shows it.
+    return [*table, "", f"<sub>{FACT_WORDS}</sub>"]
 
 
 def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str]:
@@ -130,8 +135,8 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
                 calls_pair(r),
                 " / ".join(effect_cells(r)),
                 _vs_scale(diff, r),
-                "-" if r.outlier_score is None else f"{r.outlier_score:.1f}",
-                "-" if dist is None else f"{dist.prob_slower:.2f} / {dist.ks_distance:.2f}",
+                "-" if r.outlier_score is None else f"{r.outlier_score:+.1f}",
+                "-" if dist is None else f"{100 * dist.prob_slower:.0f}% / {dist.ks_distance:.2f}",
             ]
         )
     header = (
@@ -143,8 +148,8 @@ def _outliers(diff: Diff, kcode: Callable[[Row], str] = kernel_code) -> list[str
         "calls",
         "count / per-call effect",
         "vs scale",
-        "score",
-        "P(slower) / KS",
+        "z",
+        "candidate slower / KS distance",
     )
     return _table(header, rows, "llrrrrrrrr")
 
@@ -219,9 +224,9 @@ def _outlier_families(diff: Diff) -> list[str]:
     for r in fams:
         b, c = side_ns(r)
         n = sum(1 for k in diff.kernels if k.family == r.key)
-        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
-        rows.append([code(r.key), str(n), f"{b} → {c}", f"**{u.ratio(r.ratio)}**", u.ratio(r.deviation), score])
-    header = ("family", "variants", "base → candidate", "ratio", "vs scale", "score")
+        z = "-" if r.outlier_score is None else f"{r.outlier_score:+.1f}"
+        rows.append([code(r.key), str(n), f"{b} → {c}", f"**{u.ratio(r.ratio)}**", u.ratio(r.deviation), z])
+    header = ("family", "variants", "base → candidate", "ratio", "vs scale", "z")
     title = (
         f"### Families flagged as a whole ({len(fams)}): variants together against the overall "
         f"{diff.headline.scale:.2f}x"

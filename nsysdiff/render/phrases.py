@@ -355,6 +355,35 @@ def per_call_pair(r: Row) -> str:
     return f"{u.ratio(r.mean_ratio)} mean / {u.ratio(r.p50_ratio)} p50"
 
 
+def deviation_phrase(r: Row) -> str:
+    """``3.31x vs the overall scale, z=+3.6 against the families' spread``: how far a key
+    scaled from the rest, and how abnormal that is (the outlier score is a robust z: the
+    log deviation over the weighted spread of the family ratios, docs/diff.md)."""
+    z = "" if r.outlier_score is None else f", z={r.outlier_score:+.1f} against the families' spread"
+    return f"{u.ratio(r.deviation)} vs the overall scale{z}"
+
+
+def slower_phrase(r: Row) -> str | None:
+    """``slower than base in 100% of call pairs``: the probability that a candidate call
+    outlasts a base call, in words (None without call distributions)."""
+    if r.distribution is None:
+        return None
+    return f"slower than base in {100 * r.distribution.prob_slower:.0f}% of call pairs"
+
+
+def distribution_phrase(r: Row) -> str | None:
+    """The call distributions in full (--details): the share of call pairs in which the
+    candidate is slower, and the Kolmogorov-Smirnov distance, said as what it measures."""
+    slower = slower_phrase(r)
+    if slower is None or r.distribution is None:
+        return None
+    ks = r.distribution.ks_distance
+    return (
+        f"{slower}; the call-time distributions are {ks:.2f} apart "
+        "(Kolmogorov-Smirnov distance: 0 the same, 1 no overlap)"
+    )
+
+
 def calls_pair(r: Row) -> str:
     b = count(r.base.calls) if r.base else "-"
     c = count(r.candidate.calls) if r.candidate else "-"
@@ -407,12 +436,27 @@ def method_line(d: Diff, clean: Callable[[str], str] = str) -> str:
         f"Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale (weighted median "
         f"of family ratios, no family over a fifth of the weight), ≥ {s.min_deviation:g}x beyond it, "
         f"≥ {100 * s.min_share:g}% of either side's kernel time; unchanged within {s.noise:g}x. "
+        "Candidate slower: the share of call pairs in which the candidate's call is the slower; "
+        "KS distance: the largest gap between the two call-time distributions (0 the same, 1 no overlap). "
         + (
             "One trace per side: ratios are not confidence intervals."
             if d.runs is None
             else clean(runs.method_text(d.runs))
         )
     )
+
+
+FACT_MEANS = "FACT: by exact counts, not a statistic"  # the first screen's short form
+FACT_WORDS = "fact: decided on exact counts, not a statistic"
+
+
+def marks_legend(findings: Sequence[Finding]) -> str:
+    """What the marks beside findings mean: the rule's level, in capitals where it fails
+    the build, and ``fact`` (nsysdiff's own word) where counts decided it, not noise."""
+    legend = "the mark is the rule's level, in capitals where it fails the build"
+    if any(not f.statistical for f in findings):
+        legend += f"; {FACT_WORDS}"
+    return legend
 
 
 def finding_mark(f: Finding) -> str:

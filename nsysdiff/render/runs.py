@@ -72,13 +72,13 @@ def deviation_of(d: Diff, row: Row) -> Deviation | None:
 
 
 def outlier_phrase(d: Diff, row: Row) -> str | None:
-    """``across 3 vs 3 runs: 3.02x [2.96, 3.07] vs the scale · score 19.0 [18.7, 19.3]``."""
+    """``across 3 vs 3 runs: 3.02x [2.96, 3.07] vs the scale · z=+19.0 [18.7, 19.3]``."""
     dev = deviation_of(d, row)
     if d.runs is None or dev is None or not d.runs.intervals:
         return None
     return (
-        f"across {count_phrase(d.runs)}: {spread_text(dev.spread)} vs the scale · score "
-        f"{dev.score:.1f} [{dev.score_low:.1f}, {dev.score_high:.1f}]"
+        f"across {count_phrase(d.runs)}: {spread_text(dev.spread)} vs the scale · z="
+        f"{dev.score:+.1f} [{dev.score_low:.1f}, {dev.score_high:.1f}]"
     )
 
 

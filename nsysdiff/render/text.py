@@ -162,19 +162,15 @@ def _outliers(console: Console, d: Diff, width: int, label: Label, details: bool
             width,
             indent="    ",
         )
-        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
-        dist = (
-            None
-            if r.distribution is None
-            else f"P(candidate call slower) {r.distribution.prob_slower:.2f}, KS {r.distribution.ks_distance:.2f}"
-        )
+        # The first screen says the call distributions in a few words; --details in full.
+        dist = phrases.distribution_phrase(r) if details else phrases.slower_phrase(r)
         split = (
             f"resized {u.signed_ns(r.resized_ns)} ({phrases.resized_phrase(r.base.calls, r.candidate.calls)})"
             if r.resized_ns and r.base and r.candidate
             else f"count effect {u.signed_ns(r.count_effect_ns)} / per-call effect {u.signed_ns(r.per_call_effect_ns)}"
         )
-        effects = f"{split} · {u.ratio(r.deviation)} vs the overall scale · score {score}"
-        # On the first screen the call distributions run on after the score; --details
+        effects = f"{split} · {phrases.deviation_phrase(r)}"
+        # On the first screen the call distributions run on after the deviation; --details
         # gives them a line of their own.
         if dist is not None and not details:
             effects, dist = f"{effects} · {dist}", None
@@ -218,11 +214,9 @@ def _outlier_families(console: Console, d: Diff, width: int) -> None:
         n = sum(1 for k in d.kernels if k.family == r.key)
         mark = "  improvement" if r.deviation is not None and r.deviation < 1 else ""
         wrap(console, f" - {r.name}  [{n} variants]{mark}", width, hang="   ", bold=True)
-        score = "-" if r.outlier_score is None else f"{r.outlier_score:.1f}"
         wrap(
             console,
-            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {phrases.calls_pair(r)} · "
-            f"{u.ratio(r.deviation)} vs the overall scale · score {score}",
+            f"{b} → {c}  {u.ratio(r.ratio)} total · calls {phrases.calls_pair(r)} · {phrases.deviation_phrase(r)}",
             width,
             indent="   ",
         )
@@ -270,6 +264,8 @@ def _findings(
     if not findings:
         return
     _title(console, title, width)
+    if evidence:  # with --details there is room to say what the marks mean
+        wrap(console, f"  ({phrases.marks_legend(findings)})", width, hang="   ")
     for f in findings:
         mark = phrases.finding_mark(f).upper() if f in failing else phrases.finding_mark(f)
         _subject(console, f"  {mark:<14} {f.rule_id} · ", f.subject, width, bold=f in failing)
@@ -572,7 +568,9 @@ def render(report: Report, *, width: int = 120, details: bool = False, names: Na
         failed = report.failed
         title = (
             f"Failed rules ({phrases.plural(len(phrases.failed_rules(report)), 'rule')}, "
-            f"{phrases.plural(len(failed), 'finding')})"
+            f"{phrases.plural(len(failed), 'finding')}"
+            # The one mark that is nsysdiff's own word, said where it is first seen.
+            + (f"; {phrases.FACT_MEANS})" if any(not f.statistical for f in failed) else ")")
         )
         _findings(console, title, failed, failing, width, evidence=False)
         _more(console, report, width)
