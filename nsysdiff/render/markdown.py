@@ -414,7 +414,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
     out += _folded(report, kcode)
     out += _ranks(d)
     out += _runs(d, named)
-    out.append(f"<sub>{method_line(d, cell)}</sub>")
+    out.append(f"<sub>{method_line(d, cell, distribution=True)}</sub>")
     return "\n".join(out) + "\n"
 
 

@@ -428,16 +428,22 @@ def drift_totals(v: VariantDrift) -> str:
     )
 
 
-def method_line(d: Diff, clean: Callable[[str], str] = str) -> str:
+DISTRIBUTION_WORDS = (
+    "Candidate slower: the share of call pairs in which the candidate's call is the slower; "
+    "KS distance: the largest gap between the two call-time distributions (0 the same, 1 no overlap). "
+)
+
+
+def method_line(d: Diff, clean: Callable[[str], str] = str, distribution: bool = False) -> str:
     """What an outlier is, and what the ratios are (``clean`` is applied to the runs'
-    statistics): the last line of the Markdown and HTML reports."""
+    statistics): the last line of the Markdown and HTML reports; ``distribution`` where
+    the report shows the outliers' call distributions."""
     s = d.settings
     return (
         f"Outlier: |modified z| ≥ {s.z_threshold:g} of the log ratio around the overall scale (weighted median "
         f"of family ratios, no family over a fifth of the weight), ≥ {s.min_deviation:g}x beyond it, "
         f"≥ {100 * s.min_share:g}% of either side's kernel time; unchanged within {s.noise:g}x. "
-        "Candidate slower: the share of call pairs in which the candidate's call is the slower; "
-        "KS distance: the largest gap between the two call-time distributions (0 the same, 1 no overlap). "
+        + (DISTRIBUTION_WORDS if distribution and d.outliers else "")
         + (
             "One trace per side: ratios are not confidence intervals."
             if d.runs is None
