@@ -223,14 +223,15 @@ def compared_ns(diff: Diff) -> tuple[float, float]:
 
 
 def steps_phrase(diff: Diff) -> str | None:
-    """``per step of decode: 64 → 64 steps; figures below are per step``, when per step."""
+    """``64 → 64 decode ranges; times, calls, copies and variants are per step``, when
+    per step (the range's name said once, as what was counted)."""
     h = diff.headline
     if h.per is None:
         return None
+    steps = "steps found without a marker" if h.per == "auto" else f"{h.per} ranges"
     return (
-        f"per step of {'steps found without a marker' if h.per == 'auto' else h.per}: "
-        f"{count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} steps; "
-        f"times, calls, copies and variants are per step"
+        f"{count(h.base_steps or 0)} → {count(h.candidate_steps or 0)} {steps}; "
+        "times, calls, copies and variants are per step"
     )
 
 
