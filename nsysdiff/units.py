@@ -18,6 +18,11 @@ def ns(value: float | None) -> str:
     return f"{v:.0f} ns"
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 run``, ``2 runs``, ``3 commits``: a count with its noun, never ``run(s)``."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
 def nbytes(value: float | None) -> str:
     if value is None:
         return "-"

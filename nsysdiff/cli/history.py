@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from nsysdiff import api
+from nsysdiff import units as u
 from nsysdiff.cli import options, outputs
 from nsysdiff.cli.options import ScopeArgs, write
 from nsysdiff.cli.root import app, handled, notify
@@ -91,7 +92,7 @@ def history_add(
             )
         )
     labels = ", ".join(e.label for e in added)
-    notify(f"added {len(added)} run(s) to {store}: {labels}")
+    notify(f"added {u.plural(len(added), 'run')} to {store}: {labels}")
 
 
 @history_app.command("list")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from nsysdiff import units as u
 from nsysdiff.errors import InconclusiveError, UsageError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
@@ -82,12 +83,12 @@ def pick(store: st.Store, spec: Spec, like: Fingerprint | None) -> runset.RunSet
     if len(chosen) < 2:
         failed = sum(e.provenance.failed for e in entries)
         left_out = failed and not spec.with_failed
-        hint = f"; {failed} failed run(s) left out, ask for them with +failed" if left_out else ""
+        hint = f"; {u.plural(failed, 'failed run')} left out, ask for them with +failed" if left_out else ""
         others = len(entries) - len(comparable(entries, ident, with_failed=True))
         if others:
-            hint += f"; {others} run(s) of {spec.ref!r} were captured otherwise (GPU, scope or graph mode)"
+            hint += f"; {u.plural(others, 'run')} of {spec.ref!r} were captured otherwise (GPU, scope or graph mode)"
         raise InconclusiveError(
-            f"{store.path}: {len(chosen)} run(s) of {spec.ref!r} comparable with the candidate "
+            f"{store.path}: {u.plural(len(chosen), 'run')} of {spec.ref!r} comparable with the candidate "
             f"(GPU {ident[0]!r}, {st.scope_words(ident[1])}, graph mode {ident[2]}); a history baseline needs "
             f"at least 2{hint}"
         )

@@ -42,7 +42,7 @@ def render_list(path: str, entries: Sequence[Entry], width: int, last: int) -> s
     wrap(
         console,
         f"nsysdiff history: {neutral.text(path)} · {len(entries):,} runs of {commits:,} commits "
-        f"on {len(refs):,} ref(s): {', '.join(refs) or 'none'}",
+        f"on {u.plural(len(refs), 'ref')}: {', '.join(refs) or 'none'}",
         width,
         hang="  ",
         bold=True,
@@ -84,7 +84,7 @@ def render_trend(t: Trend, width: int, last: int) -> str:
     if first:
         summary += f" · first {u.ns(first)}, last {u.ns(values[-1])} ({_pct(values[-1] / first)})"
     if t.missing:
-        summary += f" · missing in {t.missing:,} commit(s)"
+        summary += f" · missing in {u.plural(t.missing, 'commit')}"
     if t.also:
         summary += f" · also a {' and a '.join(t.also)} name (--kind {t.also[0]})"
     wrap(console, summary, width, indent="  ", hang="  ")
@@ -183,7 +183,7 @@ def render_changes(c: Changes, width: int) -> str:
     wrap(
         console,
         f"nsysdiff history changes: {c.ref} in {c.store} · {len(c.commits):,} commits, {c.runs:,} runs · "
-        f"{len(c.steps):,} step(s), {len(c.drifts):,} drift(s) in {c.keys:,} keys",
+        f"{u.plural(len(c.steps), 'step')}, {u.plural(len(c.drifts), 'drift')} in {u.plural(c.keys, 'key')}",
         width,
         hang="  ",
         bold=True,
@@ -209,7 +209,7 @@ def render_changes(c: Changes, width: int) -> str:
     if c.structural:
         wrap(
             console,
-            f"{c.structural:,} key(s) not in every commit (structural changes) were not scanned",
+            f"{u.plural(c.structural, 'key')} not in every commit (structural changes) were not scanned",
             width,
             indent="  ",
             hang="  ",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+from nsysdiff import units as u
 from nsysdiff.render import phrases
 from nsysdiff.rules.report import NOT_JUDGED, Finding, Outcome, Report
 from nsysdiff.safe import neutral
@@ -86,7 +87,7 @@ def render(report: Report) -> str:
             fail = ET.SubElement(
                 case,
                 "failure",
-                message=_x(f"{phrases.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"),
+                message=_x(f"{u.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"),
                 type=rule.level.value,
             )
             fail.text = _x(rule.description)
@@ -95,7 +96,7 @@ def render(report: Report) -> str:
             ET.SubElement(case, "skipped", message=_x(f"not judged: {rule.remark_reason}"))
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = _x(f"{rule.description} ({phrases.plural(rule.findings, 'active finding')})")
+            out.text = _x(f"{rule.description} ({u.plural(rule.findings, 'active finding')})")
 
     seen: Counter[str] = Counter()
     for f in report.findings:

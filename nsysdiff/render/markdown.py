@@ -44,7 +44,6 @@ from nsysdiff.render.phrases import (
     method_line,
     no_outlier_line,
     per_call_pair,
-    plural,
     scale_line,
     side_ns,
     status_word,
@@ -287,7 +286,7 @@ def _variants(drifts: Sequence[VariantDrift]) -> list[str]:
     out: list[str] = []
     for v in drifts:
         out.append(
-            f"**{cell(v.family)}** ({cell(v.category)}): {drift_totals(v)}, {plural(len(v.kept), 'variant')} kept"
+            f"**{cell(v.family)}** ({cell(v.category)}): {drift_totals(v)}, {u.plural(len(v.kept), 'variant')} kept"
         )
         out.append("")
         rows = [
@@ -512,13 +511,13 @@ def _folded(report: Report, kcode: Callable[[Row], str]) -> list[str]:
         out += _details(f"Other findings ({finding_counts_of(others)})", _findings_table(others))
     if d.memcpy or d.memset:
         kinds = len(d.memcpy) + len(d.memset)
-        out += _details(f"Memory copies and memset ({plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset)))
+        out += _details(f"Memory copies and memset ({u.plural(kinds, 'kind')})", _copies((*d.memcpy, *d.memset)))
     if d.variants:
         appeared = sum(len(v.appeared) for v in d.variants)
         gone = sum(len(v.disappeared) for v in d.variants)
         out += _details(
-            f"Variant drift: {plural(len(d.variants), 'family', 'families')}, "
-            f"{plural(appeared, 'variant')} appeared, {gone:,} disappeared",
+            f"Variant drift: {u.plural(len(d.variants), 'family', 'families')}, "
+            f"{u.plural(appeared, 'variant')} appeared, {gone:,} disappeared",
             _variants(d.variants),
         )
     if d.kernels:

@@ -36,10 +36,6 @@ def count(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:,.2f}"
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
 def plural_calls(x: float) -> str:
     """``1 call``, ``14 calls``, ``12.50 calls`` (per step)."""
     return f"{count(x)} {'call' if x == 1 else 'calls'}"
@@ -61,7 +57,7 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
     for level, word in ((Level.ERROR, "error"), (Level.WARNING, "warning")):
         n = sum(1 for f in findings if f.level is level and not f.waived)
         if n:
-            parts.append(plural(n, word))
+            parts.append(u.plural(n, word))
     n_info = sum(1 for f in findings if f.level is Level.INFO and not f.waived)
     if n_info:
         parts.append(f"{n_info:,} info")
@@ -94,10 +90,10 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
     if not i.families:
         return f"none: no {one} runs on both sides", None
     if f"{100 * i.base_share:.0f}" == f"{100 * i.candidate_share:.0f}" == "100":
-        over = f"over {plural(i.families, one, many)} on both sides: all the {time}"
+        over = f"over {u.plural(i.families, one, many)} on both sides: all the {time}"
     else:
         over = (
-            f"over {plural(i.families, one, many)} on both sides: "
+            f"over {u.plural(i.families, one, many)} on both sides: "
             f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
         )
     if not i.covered:
@@ -280,7 +276,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         else:
             parts.append(f"{what}: " + "; ".join(report.reasons))
     else:
-        parts.append(plural(len(failed_rules(report)), "failed rule"))
+        parts.append(u.plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
     if report.diff.steps is not None:
         per_run = report.diff.runs.steps if report.diff.runs is not None else None

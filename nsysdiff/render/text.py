@@ -378,7 +378,7 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
     gone = sum(len(v.disappeared) for v in drifts)
     _title(
         console,
-        f"Variant drift: {phrases.plural(len(drifts), 'family', 'families')}, "
+        f"Variant drift: {u.plural(len(drifts), 'family', 'families')}, "
         f"{appeared:,} appeared ({u.ns(sum(v.appeared_ns for v in drifts))}), "
         f"{gone:,} disappeared ({u.ns(sum(v.disappeared_ns for v in drifts))})",
         width,
@@ -386,7 +386,7 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
     for v in drifts:
         wrap(
             console,
-            f"  {v.family} [{v.category}]: {phrases.drift_totals(v)}, {phrases.plural(len(v.kept), 'variant')} kept",
+            f"  {v.family} [{v.category}]: {phrases.drift_totals(v)}, {u.plural(len(v.kept), 'variant')} kept",
             width,
             hang="    ",
         )
@@ -435,7 +435,7 @@ def _top_changes(console: Console, d: Diff, width: int, label: Label) -> None:
     if not d.kernels:
         return
     shown = d.kernels[:TOP_CHANGES]
-    title = f"Top changes by absolute time ({len(shown)} of {phrases.plural(len(d.kernels), 'kernel')})"
+    title = f"Top changes by absolute time ({len(shown)} of {u.plural(len(d.kernels), 'kernel')})"
     console.print()
     console.print(
         grid(title, ("kernel", *_CHANGE_HEADER), _kernel_rows(shown, label), width, optional=(6, 7, 5, 4, 1, 2))
@@ -527,7 +527,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
         (_rank_count(d), "rank"),
     ]
-    return [phrases.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
+    return [u.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
 
 
 def _more(console: Console, report: Report, width: int) -> None:
@@ -567,8 +567,8 @@ def render(report: Report, *, width: int = 120, details: bool = False, names: Na
     if not details:
         failed = report.failed
         title = (
-            f"Failed rules ({phrases.plural(len(phrases.failed_rules(report)), 'rule')}, "
-            f"{phrases.plural(len(failed), 'finding')}"
+            f"Failed rules ({u.plural(len(phrases.failed_rules(report)), 'rule')}, "
+            f"{u.plural(len(failed), 'finding')}"
             # The one mark that is nsysdiff's own word, said where it is first seen.
             + (f"; {phrases.FACT_MEANS})" if any(not f.statistical for f in failed) else ")")
         )

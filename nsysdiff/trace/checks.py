@@ -23,7 +23,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+from nsysdiff import units as u
 from nsysdiff.errors import TraceError
 from nsysdiff.trace.schema import one_line
 
@@ -108,11 +110,11 @@ def diagnosis(path: Path, rules: RowRules, row: Sequence[object]) -> TraceError:
     bad_type, first_type, bad_value, first_value, total = row
     where = f"{path}: {rules.table}:"
     if bad_type:
-        text = f"{bad_type} row(s) with a NULL or non-integer value in {rules.columns} (first rowid {first_type})"
+        rows = u.plural(cast(int, bad_type), "row")
+        text = f"{rows} with a NULL or non-integer value in {rules.columns} (first rowid {first_type})"
     elif bad_value:
-        text = (
-            f"{bad_value} row(s) ending before they start, or with a negative start or size (first rowid {first_value})"
-        )
+        rows = u.plural(cast(int, bad_value), "row")
+        text = f"{rows} ending before they start, or with a negative start or size (first rowid {first_value})"
     elif float(total) > INT64_MAX:  # type: ignore[arg-type]
         text = f"durations sum to {float(total):.4g} ns, past the int64 range"  # type: ignore[arg-type]
     else:  # the bulk checks saw text that SQLite's typeof() calls an integer (a BLOB)

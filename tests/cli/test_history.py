@@ -58,7 +58,7 @@ def test_add_list_show(tmp_path: Path) -> None:
     store = tmp_path / "ci" / "perf.sqlite"
     code, out, err = run_cli("history", "add", store, trace, again, "--ref", "main", "--commit", "abc123")
     assert (code, out) == (0, "")
-    assert err == f"nsysdiff: added 2 run(s) to {store}: main@abc123#1, main@abc123#2\n"
+    assert err == f"nsysdiff: added 2 runs to {store}: main@abc123#1, main@abc123#2\n"
     code, _, err = run_cli(
         "history",
         "add",
@@ -72,7 +72,7 @@ def test_add_list_show(tmp_path: Path) -> None:
     )
     assert code == 0 and "main@def456#1" in err
     code, out, _ = run_cli("history", "list", store, "--width", "120")
-    assert code == 0 and "3 runs of 2 commits on 1 ref(s): main" in " ".join(out.split())
+    assert code == 0 and "3 runs of 2 commits on 1 ref: main" in " ".join(out.split())
     assert out.count("failed") == 1
     code, out, _ = run_cli("history", "show", store, "gemm_kernel", "--width", "100")
     assert code == 0 and "kernel gemm_kernel" in out and "trend: " in out and out.count("failed") == 1
@@ -160,7 +160,7 @@ def test_history_base_refuses_fewer_than_two(tmp_path: Path) -> None:
     other_gpu.write_text(fingerprint_to_json(fp), encoding="utf-8")
     code, out, err = run_cli("--base", f"history:{store}@main~5", "--candidate", other_gpu)
     assert (code, out) == (3, "")
-    assert "0 run(s) of 'main' comparable with the candidate (GPU 'NVIDIA H200'" in err and err.count("\n") == 1
+    assert "0 runs of 'main' comparable with the candidate (GPU 'NVIDIA H200'" in err and err.count("\n") == 1
 
 
 def test_pr_diff_against_history_built_from_the_real_repeats(tmp_path: Path) -> None:

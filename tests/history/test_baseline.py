@@ -62,10 +62,10 @@ def test_failed_runs_only_when_asked(store: Path) -> None:
 
 def test_comparable_with_the_candidate_gpu(store: Path) -> None:
     s = st.open_store(store)
-    with pytest.raises(InconclusiveError, match=r"1 run\(s\) of 'main' comparable .*NVIDIA H200.* at least 2") as e:
+    with pytest.raises(InconclusiveError, match=r"1 run of 'main' comparable .*NVIDIA H200.* at least 2") as e:
         baseline.pick(s, baseline.parse(f"history:{store}@main~5"), _fp(1, "NVIDIA H200"))
     assert e.value.exit_code == 3
-    assert str(e.value).endswith("; 7 run(s) of 'main' were captured otherwise (GPU, scope or graph mode)")
+    assert str(e.value).endswith("; 7 runs of 'main' were captured otherwise (GPU, scope or graph mode)")
     s.close()
 
 
@@ -74,7 +74,7 @@ def test_refuses_fewer_than_two(tmp_path: Path) -> None:
     s = st.create_or_open(path)
     s.add(_fp(1000), ref="main", commit="c0")
     s.add(_fp(1001), ref="main", commit="c1", failed=True)
-    with pytest.raises(InconclusiveError, match=r"at least 2; 1 failed run\(s\) left out, ask for them with \+failed"):
+    with pytest.raises(InconclusiveError, match=r"at least 2; 1 failed run left out, ask for them with \+failed"):
         baseline.pick(s, baseline.parse(f"history:{path}@main~5"), None)
     with pytest.raises(InconclusiveError, match="no runs of ref 'dev' yet"):
         baseline.pick(s, baseline.parse(f"history:{path}@dev~5"), None)

@@ -51,9 +51,9 @@ def _fails(path: Path, *parts: str) -> str:
 # --- types nsys never writes ------------------------------------------------------------
 
 TYPE_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "REAL start": (f"UPDATE {KERNEL} SET start = start + 0.5 WHERE rowid = 3", (KERNEL, "1 row(s)", "rowid 3")),
+    "REAL start": (f"UPDATE {KERNEL} SET start = start + 0.5 WHERE rowid = 3", (KERNEL, "1 row", "rowid 3")),
     "REAL end": (f'UPDATE {KERNEL} SET "end" = 1e300 WHERE rowid = 5', (KERNEL, "rowid 5")),
-    "TEXT start": (f"UPDATE {KERNEL} SET start = 'soon' WHERE rowid > 10", (KERNEL, "30 row(s)", "rowid 11")),
+    "TEXT start": (f"UPDATE {KERNEL} SET start = 'soon' WHERE rowid > 10", (KERNEL, "30 rows", "rowid 11")),
     "TEXT deviceId": (f"UPDATE {KERNEL} SET deviceId = 'gpu0' WHERE rowid = 2", (KERNEL, "deviceId", "rowid 2")),
     "NULL start": (f"UPDATE {KERNEL} SET start = NULL WHERE rowid = 7", (KERNEL, "NULL", "rowid 7")),
     "NULL end": (f'UPDATE {KERNEL} SET "end" = NULL WHERE rowid = 8', (KERNEL, "rowid 8")),
@@ -61,17 +61,17 @@ TYPE_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "NULL copyKind": (f"UPDATE {MEMCPY} SET copyKind = NULL WHERE rowid = 9", (MEMCPY, "copyKind", "rowid 9")),
     "TEXT bytes": (f"UPDATE {MEMCPY} SET bytes = 'lots' WHERE rowid = 1", (MEMCPY, "bytes", "rowid 1")),
     "TEXT GPU id": ("UPDATE TARGET_INFO_GPU SET id = 'zero' WHERE id = 0", ("TARGET_INFO_GPU", "id")),
-    "TEXT smCount": ("UPDATE TARGET_INFO_GPU SET smCount = 'many'", ("TARGET_INFO_GPU", "smCount", "2 row(s)")),
+    "TEXT smCount": ("UPDATE TARGET_INFO_GPU SET smCount = 'many'", ("TARGET_INFO_GPU", "smCount", "2 rows")),
     "REAL smCount": ("UPDATE TARGET_INFO_GPU SET smCount = 131.5", ("TARGET_INFO_GPU", "smCount")),
     "TEXT startTime": ("UPDATE ANALYSIS_DETAILS SET startTime = 'noon'", ("ANALYSIS_DETAILS", "startTime")),
     "REAL NVTX start": (
         "UPDATE NVTX_EVENTS SET start = start + 0.25 WHERE eventType = 59",
-        ("NVTX_EVENTS", "row(s)"),
+        ("NVTX_EVENTS", " row"),
     ),
     "TEXT runtime end": (
         "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET \"end\" = 'later' WHERE nameId = "
         "(SELECT id FROM StringIds WHERE value LIKE 'cudaStreamSynchronize%')",
-        ("CUPTI_ACTIVITY_KIND_RUNTIME", "1 row(s)"),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "1 row"),
     ),
 }
 
@@ -126,7 +126,7 @@ def test_scoped_reading_checks_too(tmp_path: Path, case: str) -> None:
 
 def test_end_before_start(tmp_path: Path) -> None:
     path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {KERNEL} SET "end" = start - 19000 WHERE rowid IN (6, 9)')
-    message = _fails(path, KERNEL, "2 row(s)", "ending before they start", "first rowid 6")
+    message = _fails(path, KERNEL, "2 rows", "ending before they start", "first rowid 6")
     code, _, err = run_cli("summary", path)
     assert (code, err) == (int(ExitCode.BAD_INPUT), f"nsysdiff: error: {message}\n")
 
@@ -138,7 +138,7 @@ def test_negative_start(tmp_path: Path) -> None:
 
 def test_memcpy_end_before_start(tmp_path: Path) -> None:
     path = tamper(_trace(tmp_path / "t.sqlite"), f'UPDATE {MEMCPY} SET "end" = start - 1 WHERE rowid = 4')
-    _fails(path, MEMCPY, "1 row(s)", "rowid 4")
+    _fails(path, MEMCPY, "1 row", "rowid 4")
 
 
 def test_negative_bytes(tmp_path: Path) -> None:
