@@ -57,6 +57,47 @@ def signed_count(x: float) -> str:
     return ("+" if x > 0 else "-") + count(abs(x))
 
 
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9
+
+
+def step_count(per_step: float, steps: int) -> str:
+    """Calls per step as the exact count they are: ``680``, or ``21,759/32`` when the
+    calls don't divide evenly over the steps (never a mean like ``679.97``)."""
+    if _whole(per_step) or not steps:
+        return count(per_step)
+    return f"{round(per_step * steps):,}/{steps:,}"
+
+
+def _spread_total(f: FamilyChange, sd: StepsDiff) -> int | None:
+    """The change in calls over all steps, when it is not whole per step (and both sides
+    have as many steps, so that a total over them means something); else None."""
+    if _whole(f.delta_calls) or sd.base.steps != sd.candidate.steps:
+        return None
+    return round(f.delta_calls * sd.base.steps)
+
+
+def _signed(n: float) -> str:
+    return f"{'+' if n > 0 else '-'}{abs(n):,}"
+
+
+def _change_item(f: FamilyChange, sd: StepsDiff) -> tuple[str, bool]:
+    """``+1 sync call`` (the same in every step), or ``+1 sync call in 32 steps``: the
+    exact change in calls; the flag says whether it is whole per step."""
+    total = _spread_total(f, sd)
+    if total is None:
+        return f"{signed_count(f.delta_calls)} {family_word(f.family, f.delta_calls)}", True
+    return f"{_signed(total)} {family_word(f.family, total)} in {sd.base.steps:,} steps", False
+
+
+def _delta_cell(f: FamilyChange, sd: StepsDiff) -> str:
+    """The calls/step column's change: ``+1``, or ``+1/32`` when not whole per step."""
+    total = _spread_total(f, sd)
+    if not f.delta_calls:
+        return "0"
+    return signed_count(f.delta_calls) if total is None else f"{_signed(total)}/{sd.base.steps:,}"
+
+
 def family_word(family: HostFamily, n: float) -> str:
     one, many = FAMILY_WORDS[family]
     return one if abs(n) == 1 else many
@@ -84,13 +125,16 @@ def period_line(sd: StepsDiff) -> str:
     return head + (": " + ", ".join(moved) if moved else ": no part moved materially")
 
 
-def counts_phrase(changes: tuple[FamilyChange, ...]) -> str | None:
-    """``+1 D2H copy and +1 sync call per step`` (exact counts), None when none changed."""
+def counts_phrase(sd: StepsDiff) -> str | None:
+    """``+1 D2H copy and +1 sync call per step`` (exact counts; a change that is not whole
+    per step is said over the steps: ``+1 sync call in 32 steps``), None when none changed."""
+    changes = [_change_item(f, sd) for f in sd.count_changes()]
     if not changes:
         return None
-    items = [f"{signed_count(f.delta_calls)} {family_word(f.family, f.delta_calls)}" for f in changes]
+    every = all(whole for _, whole in changes)
+    items = [text + ("" if every or not whole else " per step") for text, whole in changes]
     joined = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-    return joined + " per step"
+    return joined + (" per step" if every else "")
 
 
 def tail_phrase(s: StepSide) -> str:
@@ -143,7 +187,7 @@ def loop_line(sd: StepsDiff) -> str:
 def first_lines(sd: StepsDiff) -> list[str]:
     """The step lines of a report's first screen."""
     lines = [period_line(sd), loop_line(sd)]
-    counts = counts_phrase(sd.count_changes()) or "host calls per step unchanged (" + _launches(sd) + ")"
+    counts = counts_phrase(sd) or "host calls per step unchanged (" + _launches(sd) + ")"
     slower = call_time_phrase(sd)
     lines.append(counts + ("; " + slower if slower else ""))
     for name, s in (("base", sd.base), ("candidate", sd.candidate)):
@@ -154,7 +198,11 @@ def first_lines(sd: StepsDiff) -> list[str]:
 
 def _launches(sd: StepsDiff) -> str:
     f = sd.family(HostFamily.LAUNCH)
-    return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step" if f else "no launches"
+    if f is None:
+        return "no launches"
+    if _whole(f.base_calls):
+        return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step"
+    return f"{round(f.base_calls * sd.base.steps):,} launches in {sd.base.steps:,} steps"
 
 
 def step_word(per: str) -> str:
@@ -215,8 +263,8 @@ def family_rows(sd: StepsDiff) -> list[list[str]]:
         rows.append(
             [
                 FAMILY_WORDS[f.family][1],
-                f"{count(f.base_calls)} → {count(f.candidate_calls)}",
-                signed_count(f.delta_calls) if f.delta_calls else "0",
+                f"{step_count(f.base_calls, sd.base.steps)} → {step_count(f.candidate_calls, sd.candidate.steps)}",
+                _delta_cell(f, sd),
                 f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}",
                 u.ratio(f.mean_ratio),
                 f"{u.nbytes(f.base_bytes)} → {u.nbytes(f.candidate_bytes)}" if copies else "",

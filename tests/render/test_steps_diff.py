@@ -65,3 +65,32 @@ def test_csv_steps_cells_are_numbers_or_fixed_words() -> None:
     header, rows = csv_report.tables(_report(HOSTILE))["steps"]  # type: ignore[arg-type]
     assert header[0] == "Section"
     assert all(isinstance(c, (int, float)) or c is None for r in rows for c in r[2:])
+
+
+def _uneven_report() -> object:
+    """Base: one sync call in every one of 8 steps. Candidate: a second one in one step."""
+    fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
+    even = fpspec.steps(8, 10_000_000, 9_800_000, parts={"compute": 1_000_000}, calls={"sync": (1, 10_000)})
+    steps = list(even.steps)
+    first = steps[0]
+    steps[0] = dataclasses.replace(first, calls=tuple(dataclasses.replace(c, calls=2) for c in first.calls))
+    uneven = dataclasses.replace(even, steps=tuple(steps))
+    return api.judge(
+        compare(dataclasses.replace(fp, steps=even), dataclasses.replace(fp, steps=uneven)),
+        [],
+        [],
+        judged=False,
+        packs=(),
+        notes=(),
+    )
+
+
+def test_calls_that_do_not_divide_over_the_steps_are_said_as_exact_counts() -> None:
+    """9 sync calls in 8 steps is not '1.12 sync calls per step': an exact count is said
+    as the count it is, over the steps, on the first screen and in the table."""
+    report = _uneven_report()
+    text = render(report, Format.text, width=100, details=True)  # type: ignore[arg-type]
+    assert "+1 sync call in 8 steps" in text
+    assert "1.12" not in text and "0.12" not in text
+    row = next(line for line in text.splitlines() if line.startswith("sync calls"))
+    assert "1 → 9/8" in row and "+1/8" in row
