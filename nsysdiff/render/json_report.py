@@ -33,16 +33,13 @@ VERSION = 1
 def _side(s: Side | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {
-        "calls": s.calls,
-        "total_ns": s.total_ns,
-        "mean_ns": s.mean_ns,
-        "p50_ns": s.p50_ns,
-        "p90_ns": s.p90_ns,
-        "share": s.share,
-        # Only rows of collective kernels have a transfer part (nsysdiff.compare.collective).
-        **({"transfer_ns": s.transfer_ns, "waiting_ns": s.waiting_ns} if s.transfer_ns is not None else {}),
-    }
+    data: dict[str, Any] = to_data(s)
+    # Only rows of collective kernels have a transfer part (nsysdiff.compare.collective).
+    if s.transfer_ns is None:
+        del data["transfer_ns"]
+    else:
+        data["waiting_ns"] = s.waiting_ns
+    return data
 
 
 def _stats(r: Row) -> dict[str, Any]:
@@ -195,27 +192,11 @@ def overall(d: Diff) -> dict[str, Any]:
 
 def scale_data(d: Diff) -> dict[str, Any]:
     i = d.headline.scale_info
-    return {
-        "factor": i.factor,
-        "spread": i.spread,
-        "low": i.low,
-        "high": i.high,
-        "families": i.families,
-        "base_share": i.base_share,
-        "candidate_share": i.candidate_share,
-        "meaningful": i.meaningful,
-    }
+    return {**to_data(i), "meaningful": i.meaningful}
 
 
 def _effects(e: Effects) -> dict[str, Any]:
-    return {
-        "delta_ns": e.total_ns,
-        "count_ns": e.count_ns,
-        "per_call_ns": e.per_call_ns,
-        "new_ns": e.new_ns,
-        "removed_ns": e.removed_ns,
-        "resized_ns": e.resized_ns,
-    }
+    return {"delta_ns": e.total_ns, **to_data(e)}
 
 
 def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from nsysdiff.compare import tails
 from nsysdiff.compare.diff import Diff
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
-from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 
 OPTIONS = (
-    Option(
-        "min_time",
-        "time",
-        opt.time,
+    opt.time_floor(
         "The time beyond what the base's mean call predicts must be at least this much.",
-        default=1_000_000.0,
+        default_ns=1_000_000.0,
         default_doc="1ms",
     ),
 )
@@ -30,8 +26,7 @@ class TailOptions:
     min_time_ns: float
 
 
-def build(values: Mapping[str, Any], given: frozenset[str]) -> TailOptions:
-    return TailOptions(min_time_ns=values["min_time"])
+build = opt.taken(TailOptions, min_time_ns="min_time")
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
@@ -53,24 +48,21 @@ def _finding(rule: Rule, o: TailOptions, t: tails.TailChange, subject: str) -> F
         f"({units.fmt_time(t.threshold_ns)}) where {units.fmt_count(round(t.expected))} were expected "
         f"(binomial p = {t.p_value:.1e}; {tails.METHOD})"
     )
-    message = rule.message or (
+    why = (
         f"{t.name} kept its median but {units.fmt_count(t.beyond)} of its calls ran beyond the base's "
         f"p{t.threshold:g}, adding {units.fmt_time(t.extra_ns)}: a tail (allocator stalls, contention, "
         "clock changes, data-dependent paths), not slower calls across the board"
     )
-    return Finding(
-        level=rule.level,
-        rule_id=rule.id,
-        kind="tail",
-        subject=subject,
-        observed=(
+    return rule.finding(
+        subject,
+        (
             f"{units.fmt_count(t.beyond)} calls beyond the base's p{t.threshold:g} "
             f"(expected {units.fmt_count(round(t.expected))}), +{units.fmt_time(t.extra_ns)} "
             f"({units.fmt_percent(share)})"
         ),
-        limit=f"extra time under {units.fmt_time(o.min_time_ns)} or no significant tail",
-        evidence=evidence,
-        message=message,
+        f"extra time under {units.fmt_time(o.min_time_ns)} or no significant tail",
+        evidence,
+        why,
         observed_value=t.extra_ns,
         limit_value=o.min_time_ns,
         unit="ns",
