@@ -22,27 +22,10 @@ from typing import Any
 from nsysdiff import units as u
 from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
-from nsysdiff.render import charts, page, runs, steps
+from nsysdiff.render import charts, page, phrases, runs, steps
 from nsysdiff.render.devices import DEVICE_HEADER, device_rows
 from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.render.page import Cell, Column, Table, code, columns, num, td
-from nsysdiff.render.phrases import (
-    attribution_line,
-    basis_phrase,
-    calls_pair,
-    contributor_text,
-    count,
-    failed_rules,
-    finding_counts_of,
-    finding_mark,
-    kernel_count_phrase,
-    method_line,
-    no_outlier_line,
-    scale_line,
-    status_word,
-    steps_phrase,
-    verdict_details,
-)
 from nsysdiff.rules.report import Finding, Outcome, Report
 from nsysdiff.safe import neutral
 
@@ -94,7 +77,7 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
         return named.get(r.key, r.name)
 
     made = {c.key: c for c in charts.charts(d, named)}
-    status = status_word(report)
+    status = phrases.status_word(report)
     failed = report.failed
     others = [f for f in report.findings if f not in failed]
     compared = comparability.compared_lines(d)
@@ -105,32 +88,32 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
         "status": status,
         "verdict_class": _STATUS_CLASS[report.outcome],
         "exit_code": int(report.exit_code),
-        "details": verdict_details(report, lambda r: u.shorten(label(r)), reasons_below=True),
+        "details": phrases.verdict_details(report, lambda r: u.shorten(label(r)), reasons_below=True),
         "reasons": report.reasons,
         "headline": _facts(report, named),
         "compared": compared,
         "compared_keys": ", ".join(k for k, _ in compared),
         "notes": report.notes,
         "failed": _findings(failed, "failed") if failed else None,
-        "failed_rules": len(failed_rules(report)),
+        "failed_rules": len(phrases.failed_rules(report)),
         "steps": _steps(d, made),
         "made": made,
-        "top": [contributor_text(c, u.shorten, named) for c in d.attribution.top],
+        "top": [phrases.contributor_text(c, u.shorten, named) for c in d.attribution.top],
         "replacements": _replacements(d, named),
         "basis": charts.BASIS_WORDS[d.headline.basis][0],
-        "scale_line": scale_line(d),
+        "scale_line": phrases.scale_line(d),
         "outliers": _rows_table("outliers", d.outliers, "kernel", label, "outliers") if d.outliers else None,
         "outlier_families": (
             _rows_table("outlier-families", d.outlier_families, "family", _name, "families")
             if d.outlier_families
             else None
         ),
-        "no_outlier": no_outlier_line(d),
+        "no_outlier": phrases.no_outlier_line(d),
         "runs": _runs(d, made, named),
         "others": _findings(others, "findings") if others else None,
-        "other_counts": finding_counts_of(others),
+        "other_counts": phrases.finding_counts_of(others),
         "folded": _folded(d, label),
-        "method": method_line(d),
+        "method": phrases.method_line(d),
     }
 
 
@@ -147,7 +130,7 @@ def _findings(findings: Sequence[Finding], tid: str) -> Table:
     for f in findings:
         evidence = f.evidence + (f" · waived: {f.waiver_reason}" if f.waived and f.waiver_reason else "")
         cells = [
-            td(finding_mark(f), "nowrap"),
+            td(phrases.finding_mark(f), "nowrap"),
             code(f.rule_id, cls="nowrap"),
             code(f.subject, cls="subject"),
             td(f.observed),
@@ -173,7 +156,7 @@ def _rows_table(tid: str, rows: Sequence[Row], first: str, label: Callable[[Row]
             num(r.delta_ns, u.signed_ns(r.delta_ns)),
             num(r.ratio, u.ratio(r.ratio)),
             num(r.deviation, u.ratio(r.deviation)),
-            td(calls_pair(r), "nowrap"),
+            td(phrases.calls_pair(r), "nowrap"),
             num(r.count_effect_ns, u.signed_ns(r.count_effect_ns)),
             num(r.per_call_effect_ns, u.signed_ns(r.per_call_effect_ns)),
             td("outlier" if r.is_outlier else r.verdict.value),
@@ -200,7 +183,7 @@ def _copies(items: Sequence[CopyDelta]) -> Table:
             num(b.total_ns if b else None, u.ns(b.total_ns) if b else "-"),
             num(c.total_ns if c else None, u.ns(c.total_ns) if c else "-"),
             num(d.ratio, u.ratio(d.ratio)),
-            td(f"{count(b.ops) if b else '-'} → {count(c.ops) if c else '-'}"),
+            td(f"{phrases.count(b.ops) if b else '-'} → {phrases.count(c.ops) if c else '-'}"),
             td(f"{u.nbytes(b.bytes) if b else '-'} → {u.nbytes(c.bytes) if c else '-'}"),
             td(d.verdict.value),
         ]
@@ -228,7 +211,7 @@ def _variants(drifts: Sequence[VariantDrift]) -> Table:
                         code(v.family),
                         td(mark),
                         code(x.name, x.demangled),
-                        num(x.calls, count(x.calls)),
+                        num(x.calls, phrases.count(x.calls)),
                         num(x.total_ns, u.ns(x.total_ns)),
                     ],
                 )
@@ -283,10 +266,10 @@ def _facts(report: Report, named: Mapping[str, str]) -> list[tuple[str, str]]:
     d = report.diff
     h = d.headline
     facts = [("traces", f"{d.base_meta.source} → {d.candidate_meta.source}")]
-    if basis_phrase(d):
-        facts.append(("compared", basis_phrase(d) or ""))
-    facts.append(("scale", scale_line(d)))
-    change = attribution_line(d, u.shorten, named)
+    if phrases.basis_phrase(d):
+        facts.append(("compared", phrases.basis_phrase(d) or ""))
+    facts.append(("scale", phrases.scale_line(d)))
+    change = phrases.attribution_line(d, u.shorten, named)
     if change:
         facts.append(("change", change))
     facts.append(
@@ -296,10 +279,10 @@ def _facts(report: Report, named: Mapping[str, str]) -> list[tuple[str, str]]:
             f"{h.base_kernels:,} → {h.candidate_kernels:,} ({h.common_kernels:,} common)",
         )
     )
-    same = kernel_count_phrase(d)
+    same = phrases.kernel_count_phrase(d)
     if same:
         facts.append(("kernels", same))
-    steps = steps_phrase(d)
+    steps = phrases.steps_phrase(d)
     if steps:
         facts.append(("steps", steps))
     if d.runs is not None:
