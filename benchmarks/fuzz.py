@@ -810,6 +810,8 @@ def _preload() -> None:
     from nsysdiff.fingerprint import validation
 
     for name in (
+        # The CLI imports a command's module when the command runs.
+        *(f"nsysdiff.cli.{command}" for command in cli.COMMANDS),
         "scipy.stats",
         "rich.console",
         "rich.table",

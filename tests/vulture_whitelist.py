@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from nsysdiff import cli
 from nsysdiff.cli import options, root
 from nsysdiff.fingerprint import steps
 from nsysdiff.history import changes
@@ -23,6 +24,9 @@ USED = (
     root.Group.command_class,
     root.Group.group_class,
     root.Group.list_commands,
+    root.Group.get_command,
+    # Python calls a module's __getattr__ for a name the module does not hold.
+    cli.__getattr__,
     options.Choice.get_metavar,
     # textwrap.TextWrapper calls it for a word longer than the line.
     layout._Wrapper._handle_long_word,

@@ -1,16 +1,21 @@
 """The command line: a thin shell over :mod:`nsysdiff.api`, and the only package that imports
-click or decides an exit code."""
+click or decides an exit code.
+
+A command's module is imported when the command runs (:class:`nsysdiff.cli.root.Group`),
+so that ``nsysdiff summary`` or ``--version`` does not import every command's libraries.
+"""
 
 from __future__ import annotations
 
-# Importing a command's module registers it on the app; --help lists them in this order.
-# isort: off
-from nsysdiff.cli import summary, fingerprint, noise, diff, comment, rules, history
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# isort: on
 from nsysdiff.cli.entry import main, route
-from nsysdiff.cli.options import SummaryFormat
-from nsysdiff.cli.root import app
+from nsysdiff.cli.root import COMMANDS, app
+
+if TYPE_CHECKING:
+    from nsysdiff.cli import comment, diff, fingerprint, history, noise, rules, summary
+    from nsysdiff.cli.options import SummaryFormat
 
 __all__ = [
     "SummaryFormat",
@@ -25,3 +30,12 @@ __all__ = [
     "rules",
     "summary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # A command's module (or SummaryFormat) on first use, as its command loads it.
+    if name in COMMANDS:
+        return importlib.import_module(f"nsysdiff.cli.{name}")
+    if name == "SummaryFormat":
+        return importlib.import_module("nsysdiff.cli.options").SummaryFormat
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

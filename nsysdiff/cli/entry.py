@@ -17,7 +17,7 @@ from nsysdiff.errors import ExitCode, NsysdiffError, UsageError
 
 
 def _commands() -> list[str]:
-    return sorted(app.commands)
+    return sorted(app.list_commands(click.Context(app)))
 
 
 def route(argv: list[str]) -> list[str]:

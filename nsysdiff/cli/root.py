@@ -14,8 +14,9 @@ the wording is click's or ours, and start-up imports one library fewer.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -25,6 +26,9 @@ from nsysdiff.errors import NsysdiffError
 from nsysdiff.safe import neutral
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The commands, each declared by the module of its name; --help lists them in this order.
+COMMANDS = ("summary", "fingerprint", "noise", "diff", "comment", "rules", "history")
 
 
 class Command(click.Command):
@@ -43,13 +47,28 @@ class Command(click.Command):
 
 class Group(click.Group):
     """A command group whose commands and subgroups are nsysdiff's own classes, listed in
-    the order they were declared (click sorts them by name; the order here reads as a tour)."""
+    the order they were declared (click sorts them by name; the order here reads as a tour).
+
+    ``lazy`` names the module that declares each command: it is imported when the command
+    runs or is listed, so that a command (and ``--version``) imports its own modules, not
+    every command's (the diff's rule engine and comparison, the comment client's HTTP).
+    """
 
     command_class = Command
     group_class = type  # subgroups of this class too
 
+    def __init__(self, *args: Any, lazy: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return list(dict.fromkeys([*self.lazy, *self.commands]))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.lazy.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(module)  # its decorators add the command to this group
+        return super().get_command(ctx, cmd_name)
 
 
 def one_line(message: str) -> str:
@@ -93,6 +112,8 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.group(
     "nsysdiff",
     cls=Group,
+    # In the order --help lists them.
+    lazy={name: f"nsysdiff.cli.{name}" for name in COMMANDS},
     # -h as well as --help, and every option's default in its help, in every command.
     context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
     help="Diff two Nsight Systems traces (SQLite exports or saved fingerprints) and point at "

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 from nsysdiff.trace.records import QUANTILE_GRID
@@ -101,6 +100,9 @@ def changes(base: Fingerprint, cand: Fingerprint) -> tuple[TailChange, ...]:
     for b, c in tested:
         if not _candidate(b, c):
             continue
+        # scipy.stats takes half a second to import: only a pair with a tail to test pays.
+        from scipy import stats as sps
+
         tests = []
         for pct in THRESHOLDS:
             x = b.quantile(pct)

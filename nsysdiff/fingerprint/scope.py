@@ -408,6 +408,10 @@ class _Scoper:
     ) -> Fingerprint:
         r, o = self.r, self.o
         att = self._att(within)
+        # The census counts every call of the window: a host call has no NVTX range to be
+        # attributed through unless it launched something. Read first: its pass checks the
+        # calls that the selection below attributes the GPU work through.
+        api = None if phase else r.api_census(self.census_window, launches=filtered)
         sel = r.select_launches(att, name=table) if filtered else Selection(window=self.window)
         steps = None
         if self.per is not None:
@@ -435,9 +439,7 @@ class _Scoper:
             r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
             r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
             scope=o.scope(steps, coverage),
-            # The census counts every call of the window: a host call has no NVTX range to
-            # be attributed through unless it launched something.
-            api=None if phase else r.api_census(self.census_window),
+            api=api,
         )
 
 

@@ -34,16 +34,19 @@ _TABLE = "temp.nsysdiff_api_hist"
 ApiFold = list[tuple[int, int, int, float, int, int]]
 
 
-def scan(con: sqlite3.Connection, source: str, where: str) -> ApiFold:
+def scan(con: sqlite3.Connection, source: str, where: str, flagged: str = "0") -> tuple[ApiFold, int]:
     """Each name id's figures over the calls of ``source`` that ``where`` selects, sorted
-    by name id; raises :class:`BadRows`."""
+    by name id, and how many of those calls the per-row 0/1 expression ``flagged`` marks
+    (a check that rides this pass instead of a scan of its own); raises :class:`BadRows`."""
     empty: IntArray = np.empty(0, np.int64)
     keys: list[IntArray] = [empty, empty]
     counts: IntArray = empty
     spilled = False
     ftotal = 0.0
+    marked = 0
     try:
-        for name, dur in _chunks(con, source, where):
+        for name, dur, flags in _chunks(con, source, where, flagged):
+            marked += flags
             ftotal += float(np.sum(dur, dtype=np.float64))
             if ftotal > INT64_MAX:  # so no sum below can overflow
                 raise BadRows
@@ -58,16 +61,17 @@ def scan(con: sqlite3.Connection, source: str, where: str) -> ApiFold:
                 spilled = True
                 keys, counts = [empty, empty], empty
         if not spilled:
-            return _figures(keys[0], keys[1], counts)
+            return _figures(keys[0], keys[1], counts), marked
         _spill(con, keys, counts, fresh=False)
-        return _table_figures(con)
+        return _table_figures(con), marked
     finally:
         if spilled:
             con.execute(f"DROP TABLE IF EXISTS {_TABLE}")
 
 
-def _chunks(con: sqlite3.Connection, source: str, where: str) -> Iterator[tuple[IntArray, IntArray]]:
-    """(name id, duration) arrays of each chunk of calls, in rowid order.
+def _chunks(con: sqlite3.Connection, source: str, where: str, flagged: str) -> Iterator[tuple[IntArray, IntArray, int]]:
+    """(name id, duration) arrays of each chunk of calls, in rowid order, and the count of
+    its calls that ``flagged`` marks.
 
     A chunk is a rowid range (each end found by one walk of the table's key), which SQLite
     reads with no subquery: a third of the cost of paging with ORDER BY and LIMIT. The
@@ -77,19 +81,24 @@ def _chunks(con: sqlite3.Connection, source: str, where: str) -> Iterator[tuple[
     """
     sql = (
         'SELECT count(*), group_concat(nameId), group_concat(CASE WHEN start BETWEEN 0 AND "end" '
-        f'AND "end" <= {INT64_MAX} THEN "end" - start END) FROM {source} WHERE rowid > ? AND rowid <= ? AND ({where})'
+        f'AND "end" <= {INT64_MAX} THEN "end" - start END), coalesce(sum({flagged}), 0) '
+        f"FROM {source} WHERE rowid > ? AND rowid <= ? AND ({where})"
     )
     step = f"SELECT rowid FROM {source} WHERE rowid > ? ORDER BY rowid LIMIT 1 OFFSET {_ROWS - 1}"
     lo = -(1 << 63)
     while True:
         bound = con.execute(step, (lo,)).fetchone()
         hi = INT64_MAX if bound is None else int(bound[0])
-        n, names, durations = con.execute(sql, (lo, hi)).fetchone()
+        n, names, durations, flags = con.execute(sql, (lo, hi)).fetchone()
         count = int(n)
         if count:
             if not (ints_ok(names, count) and ints_ok(durations, count)):
                 raise BadRows
-            yield np.fromstring(names, dtype=np.int64, sep=","), np.fromstring(durations, dtype=np.int64, sep=",")
+            yield (
+                np.fromstring(names, dtype=np.int64, sep=","),
+                np.fromstring(durations, dtype=np.int64, sep=","),
+                int(flags),
+            )
         if bound is None:
             return
         lo = hi

@@ -30,6 +30,11 @@ from nsysdiff.errors import TraceError
 from nsysdiff.trace.schema import one_line
 
 CHECKS = 2  # values RowRules.sql adds to a query's result row
+# The runtime and driver calls through which GPU work is attributed to ranges (those with
+# a correlation id), and the ids they must hold as integers besides their times: checked
+# once per reader, by the host API census's pass where it reads the whole runtime table.
+LAUNCHING = "correlationId IS NOT NULL AND correlationId != 0"
+CALL_IDS = ("globalTid", "correlationId")
 INT64_MAX = (1 << 63) - 1
 _END = '"end"'
 _INT_LIST = re.compile(rb"-?[0-9]+(?:,-?[0-9]+)*")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.checks import CALL_IDS, LAUNCHING, RowRules
 from nsysdiff.trace.connection import TraceConnection
 from nsysdiff.trace.names import NAME_LIMIT, key_name, key_prefilter, key_sql, name_text
 from nsysdiff.trace.records import ApiStats, Attribution, RangeKey, RangeRow, Selection, Window
@@ -313,9 +313,9 @@ class NvtxReader(TraceConnection):
         temporary table through which the GPU work they launched is found."""
         self.execute(f"DROP TABLE IF EXISTS temp.{name}")
         self.execute(f"CREATE TEMP TABLE {name} (pid INTEGER, corr INTEGER, PRIMARY KEY (pid, corr)) WITHOUT ROWID")
-        where = "correlationId IS NOT NULL AND correlationId != 0"
-        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", "globalTid", "correlationId")]
-        self._check_calls(tables, ("globalTid", "correlationId"), where)
+        where = LAUNCHING
+        tables = [t for t in (s.RUNTIME, s.DRIVER) if self.schema.has(t, "start", "end", *CALL_IDS)]
+        self._check_calls(tables, CALL_IDS, where)
         parts = [
             f'SELECT start, "end", globalTid AS tid, (globalTid >> 24) & 16777215 AS pid, correlationId AS corr '
             f"FROM {table} WHERE {where}"

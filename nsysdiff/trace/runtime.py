@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import api_scan
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.checks import CALL_IDS, LAUNCHING, RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
 from nsysdiff.trace.kernel_scan import BadRows
 from nsysdiff.trace.names import name_text
@@ -202,11 +202,16 @@ class RuntimeReader(TraceConnection):
                 totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
         return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
 
-    def api_census(self, window: Window | None = None) -> tuple[HostApiStats, ...]:
+    def api_census(self, window: Window | None = None, *, launches: bool = False) -> tuple[HostApiStats, ...]:
         """Every host API name's calls in the runtime table (calls starting in ``window``),
         equal to ``nsys stats --report cuda_api_sum``: one chunked pass in rowid order
         (:mod:`nsysdiff.trace.api_scan`); one row per name reaches Python. Sorted by total
-        time, then name."""
+        time, then name.
+
+        With ``launches`` (a read about to attribute GPU work through the calls) a whole
+        census also checks the launching calls' ids in its pass, which has checked every
+        call's times: the attribution then needs no check scan of the runtime table (it
+        cost more than the census)."""
         if not self.schema.has(s.RUNTIME, "nameId", "start", "end"):
             return ()
         rules = RowRules(s.RUNTIME, ids=("nameId",))
@@ -217,8 +222,15 @@ class RuntimeReader(TraceConnection):
             self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
             self.execute(f'CREATE TEMP TABLE nsysdiff_api_rows AS SELECT nameId, start, "end" FROM {s.RUNTIME}')
             source = "temp.nsysdiff_api_rows"
+        ids = launches and where == "1" and source == s.RUNTIME and self.schema.has(s.RUNTIME, *CALL_IDS)
+        wrong = " OR ".join(f"typeof({c}) != 'integer'" for c in CALL_IDS)
         try:
-            rows = api_scan.scan(self.con, source, where)
+            rows, flagged = api_scan.scan(
+                self.con, source, where, f"CASE WHEN {LAUNCHING} THEN {wrong} END" if ids else "0"
+            )
+            if ids and not flagged:
+                # What NvtxReader._check_calls would find: every time (the pass above) and id fine.
+                self.checked.add((RowRules(s.RUNTIME, ids=CALL_IDS), LAUNCHING))
         except BadRows:
             raise self.diagnose(rules, where) from None
         except s.DB_ERRORS as e:

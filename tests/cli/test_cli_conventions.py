@@ -156,7 +156,9 @@ def test_short_help_and_readable_metavars() -> None:
 
 def _options(command: click.Command, path: str = "nsysdiff") -> list[tuple[str, click.Option]]:
     if isinstance(command, click.Group):
-        return [o for name, sub in command.commands.items() for o in _options(sub, f"{path} {name}")]
+        ctx = click.Context(command)
+        subs = [(name, command.get_command(ctx, name)) for name in command.list_commands(ctx)]
+        return [o for name, sub in subs if sub is not None for o in _options(sub, f"{path} {name}")]
     return [(path, p) for p in command.params if isinstance(p, click.Option) and not p.hidden]
 
 

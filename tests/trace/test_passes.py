@@ -133,3 +133,23 @@ def test_named_domains_are_read_once(tmp_path: Path) -> None:
         assert {(x.name, x.domain) for x in r.nvtx_summary()} == {("decode_step", "vllm"), ("plain", "")}
         assert {(k.sql_name, k.domain) for k in r.nvtx_keys()} == {("decode_step", "vllm"), ("plain", "")}
     assert len([q for q in seen if "eventType = " in q and "domainId" in q]) == 1
+
+
+CALL_CHECK = "FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL AND correlationId != 0"
+
+
+@pytest.mark.parametrize("options", [{"nvtx": "aten::linear"}, {"per": "decode_step"}], ids=["nvtx", "per"])
+def test_the_census_checks_the_launching_calls(tmp_path: Path, options: dict[str, object]) -> None:
+    # A whole census reads every call; its pass checks the ids the attribution joins on,
+    # so attributing the GPU work to ranges scans the runtime table no more for its check.
+    path = _trace(tmp_path / "t.sqlite")
+    fp, seen = _fingerprint(path, **options)
+    assert not any(q.startswith("SELECT coalesce(sum(") and CALL_CHECK in q for q in seen)
+    assert fp.api
+
+
+def test_a_windowed_census_leaves_the_check_to_the_attribution(tmp_path: Path) -> None:
+    # The census of a window reads only its calls: the attribution checks all of them.
+    path = _trace(tmp_path / "t.sqlite")
+    _, seen = _fingerprint(path, nvtx="aten::linear", window="0:1s")
+    assert sum(q.startswith("SELECT coalesce(sum(") and CALL_CHECK in q for q in seen) == 1
