@@ -176,15 +176,20 @@ class RuntimeReader(TraceConnection):
         }
 
     def sync_calls(self, window: Window | None = None) -> tuple[ApiStats, ...]:
+        """The synchronising calls (starting in ``window``) of the runtime and driver tables."""
+        return _stats(self._sync_totals((s.RUNTIME, s.DRIVER), window))
+
+    def _sync_totals(self, tables: tuple[str, ...], window: Window | None = None) -> dict[str, tuple[int, int]]:
+        """(calls, ns) per synchronising call name in ``tables``."""
+        totals: dict[str, tuple[int, int]] = {}
         ids = self._sync_ids()
         if not ids:
-            return ()
-        totals: dict[str, tuple[int, int]] = {}
+            return totals
         marks = ",".join(str(i) for i in ids)
         cond = ""
         if window is not None:
             cond = f" AND start >= {int(window.start_ns)} AND start < {int(window.end_ns)}"
-        for table in (s.RUNTIME, s.DRIVER):
+        for table in tables:
             if not self.schema.has(table, "nameId", "start", "end"):
                 continue
             rules = RowRules(table)
@@ -197,10 +202,8 @@ class RuntimeReader(TraceConnection):
             )
             self.verify(rules, where, checks)
             for nid, calls, total in rows:
-                name = ids[int(nid)]  # type: ignore[call-overload]
-                c, t = totals.get(name, (0, 0))
-                totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
-        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
+                _add(totals, ids[int(nid)], int(calls), int(total))  # type: ignore[call-overload]
+        return totals
 
     def api_census(self, window: Window | None = None, *, launches: bool = False) -> tuple[HostApiStats, ...]:
         """Every host API name's calls in the runtime table (calls starting in ``window``),
@@ -252,15 +255,23 @@ class RuntimeReader(TraceConnection):
         return tuple(sorted(out.values(), key=lambda a: (-a.total_ns, a.name)))
 
     def sync_of(self, census: tuple[HostApiStats, ...]) -> tuple[ApiStats, ...]:
-        """The synchronising calls of a whole-trace census (what :meth:`sync_calls` reads
-        by a scan of its own), so that a whole read scans the runtime table once."""
-        totals: dict[str, tuple[int, int]] = {}
+        """The synchronising calls of a whole trace, as :meth:`sync_calls` counts them:
+        the runtime table's from its census (so that a whole read scans it once), the
+        driver table's (``cuCtxSynchronize`` and the like) by a scan of their own."""
+        totals = self._sync_totals((s.DRIVER,))
         for a in census:
             if _SYNC_API.match(a.name):
-                name = _VERSION_SUFFIX.sub("", a.name)
-                c, t = totals.get(name, (0, 0))
-                totals[name] = (c + a.calls, t + a.total_ns)
-        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
+                _add(totals, _VERSION_SUFFIX.sub("", a.name), a.calls, a.total_ns)
+        return _stats(totals)
+
+
+def _add(totals: dict[str, tuple[int, int]], name: str, calls: int, ns: int) -> None:
+    c, t = totals.get(name, (0, 0))
+    totals[name] = (c + calls, t + ns)
+
+
+def _stats(totals: dict[str, tuple[int, int]]) -> tuple[ApiStats, ...]:
+    return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
 
 
 def _merged(a: HostApiStats, b: HostApiStats) -> HostApiStats:

@@ -259,6 +259,32 @@ def test_sync_calls_suffix_stripped(tmp_path: Path, generation: Generation) -> N
     ]
 
 
+def test_driver_sync_calls_count_in_a_whole_read_as_in_a_window(tmp_path: Path, generation: Generation) -> None:
+    """A whole read takes the runtime table's sync calls from its census; the driver's
+    (cuCtxSynchronize and the like) count too, as a windowed read counts them."""
+
+    def fill(b: TraceBuilder) -> None:
+        b.launch("k", 0, 1_000, 100)
+        b.runtime("cudaStreamSynchronize_v3020", 2_000, 1_000)
+
+    path = build(tmp_path / "t.sqlite", generation, fill)
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 0")
+        nid = con.execute("SELECT max(id) + 1 FROM StringIds").fetchone()[0]
+        con.execute("INSERT INTO StringIds (id, value) VALUES (?, 'cuCtxSynchronize')", (nid,))
+        row = con.execute("SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME LIMIT 1").fetchone()
+        cols = [d[1] for d in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
+        values = dict(zip(cols, row, strict=True)) | {"start": 5_000, "end": 5_250, "nameId": nid}
+        con.execute(
+            f"INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [values[c] for c in cols],
+        )
+    whole = [(x.name, x.calls, x.total_ns) for x in fingerprint_trace(path).sync]
+    assert whole == [("cuCtxSynchronize", 1, 250), ("cudaStreamSynchronize", 1, 1_000)]
+    with open_trace(path) as r:
+        assert [(x.name, x.calls, x.total_ns) for x in r.sync_calls()] == whole
+
+
 # --- NVTX ---------------------------------------------------------------------------
 
 
