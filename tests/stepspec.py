@@ -4,6 +4,7 @@ accounting of docs/steps.md), shared by the steps tests of the fingerprint and t
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from nsysdiff.synth.builder import TraceBuilder
@@ -54,3 +55,33 @@ def add_empty_steps(path: Path, n: int, length: int = 0, name: str = "decode_ste
     con.commit()
     con.close()
     return path
+
+
+# An eager decode loop, its steps found with or without markers (docs/steps.md).
+STEP = ["embed", "attn", "mlp", "attn", "mlp", "attn", "mlp", "head", "argmax"]
+PREFILL = ["embed", "prefill_attn", "mlp", "prefill_attn", "mlp", "head", "argmax"]
+
+
+def loop(b: TraceBuilder, t: int, names: Sequence[str], *, marker: bool = True, gap: int = 300_000) -> tuple[int, int]:
+    """One step: its kernels launched 10 us apart (GPU 2 us behind), a host gap after."""
+    start = t
+    for name in names:
+        b.launch(name, t, t + 2_000, 4_000)
+        t += 10_000
+    if marker:
+        b.nvtx_range("decode_step", start, t)
+    return start, t + gap
+
+
+def eager(path: Path, steps: int, *, odd: int | None = None, marker: bool = True) -> tuple[Path, list[int]]:
+    """A prefill, then ``steps`` decode steps (``odd``: one that launches an extra kernel),
+    each marked with a decode_step range unless ``marker`` is false; and the steps' starts."""
+    b = TraceBuilder()
+    t = 1_000_000
+    _, t = loop(b, t, PREFILL, marker=False, gap=2_000_000)
+    starts = []
+    for i in range(steps):
+        names = [*STEP[:3], "rebalance", *STEP[3:]] if i == odd else STEP
+        start, t = loop(b, t, names, marker=marker)
+        starts.append(start)
+    return b.write(path), starts

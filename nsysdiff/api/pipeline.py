@@ -216,7 +216,10 @@ def _read_sides(
             return history_baseline(history, c.runs[0]), c
         return sides.read_both(lambda: side(base, "base", s), lambda: side(candidate, "candidate", s))
 
-    whole = dataclasses.replace(opts, step_ranges=())
+    whole = dataclasses.replace(opts, step_ranges=(), auto_fallback=False)
+    if history is None and opts.per is None and opts.step_ranges:
+        # A trace without the range tries steps found without a marker while it is open.
+        opts = dataclasses.replace(opts, auto_fallback=True)
 
     def again_whole(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[runset.RunSet, runset.RunSet]:
         if history is not None:
@@ -242,9 +245,13 @@ def _read_sides(
     runs = [*b_runs.runs, *c_runs.runs]
     one_sided = None
     if opts.per is None and opts.step_ranges and not (scope.same_steps(runs) and runs[0].scope.per):
+        if opts.auto_fallback and all(fp.scope.per is None for fp in runs):
+            # Every trace looked for steps without a marker and found none (a saved
+            # fingerprint can't be re-scoped): both sides are whole, as the fallback says.
+            return b_runs, c_runs, None
         # The range on one side only: invalid, unless auto steps stand in on both sides
         # (one step definition for both, said on the first line).
-        one_sided = None if scope.same_steps(runs) else _one_sided(b_runs, c_runs)
+        one_sided = _one_sided(b_runs, c_runs)
         b_runs, c_runs = _auto_or_whole(read, opts, lambda: again_whole(b_runs, c_runs), history)
     return b_runs, c_runs, one_sided
 
@@ -262,7 +269,7 @@ def _auto_or_whole(
 
     if history is None:
         try:
-            return read(dataclasses.replace(opts, per=scope.AUTO, step_ranges=()))
+            return read(dataclasses.replace(opts, per=scope.AUTO, step_ranges=(), auto_fallback=False))
         except (NoStepsError, InconclusiveError, UsageError):
             pass
     return read_whole()
@@ -272,8 +279,11 @@ def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[str, str] 
     """Why sides with the step range on one side only can't be compared per step, and what
     to do about it; None when neither side has it (both are read whole, as the fallback
     says) or the sides differ otherwise (a history run or a profile read without steps)."""
-    b = {fp.scope.per for fp in b_runs.runs}
-    c = {fp.scope.per for fp in c_runs.runs}
+    # A side read per steps found without a marker lacks the range as one read whole does.
+    b = {None if fp.scope.per == scope.AUTO else fp.scope.per for fp in b_runs.runs}
+    c = {None if fp.scope.per == scope.AUTO else fp.scope.per for fp in c_runs.runs}
+    if b == c:
+        return None  # the same range on both sides (it is compared per it), or neither
     if b == {None} or c == {None}:
         has, lacks = ("base", "candidate") if c == {None} else ("candidate", "base")
         name = next(p for p in b | c if p is not None)

@@ -48,6 +48,10 @@ def fingerprint_trace(
             looked = True
         if options is not None and options.active and by is not Grouping.name:
             raise UsageError("--by name+launch reads the whole trace: it can't be combined with a scope option")
+        if options is not None and looked and options.per is None and options.auto_fallback:
+            fp = _auto_steps(r, options, progress, side)
+            if fp is not None:
+                return fp
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
@@ -97,6 +101,18 @@ def _ranks(r: TraceReader, fp: Fingerprint) -> tuple[RankStats, ...]:
 def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
     with open_trace(path) as r:
         return r.nvtx_summary()
+
+
+def _auto_steps(r: TraceReader, options: ScopeOptions, progress: Step, side: str) -> Fingerprint | None:
+    """The trace per steps found without a marker, or None when it has none (it is then
+    read whole): the fallback for a trace without the rule pack's step range."""
+    from nsysdiff.trace.autosteps import NoStepsError
+
+    progress(side, "scoping (steps found without a marker)")
+    try:
+        return scope.fingerprint(r, dataclasses.replace(options, per=scope.AUTO, step_ranges=()))
+    except (NoStepsError, UsageError):
+        return None
 
 
 def quiet(_: str) -> None:

@@ -160,6 +160,10 @@ class ScopeOptions:
     # Without --per: step ranges a rule pack names (`steps: range:`), tried in order; the
     # first the trace has becomes its --per (find_steps).
     step_ranges: tuple[str, ...] = ()
+    # With step_ranges: a trace that has none of them is read per steps found without a
+    # marker when it has those, else whole (the pipeline's fallbacks, decided while the
+    # trace is open, so that a serving trace without markers is read once, not twice).
+    auto_fallback: bool = False
 
     def __post_init__(self) -> None:
         if self.window is not None:

@@ -109,3 +109,19 @@ def test_all_lists_the_public_api_and_nothing_else() -> None:
     assert {"diff", "DiffOptions", "load", "load_runs", "compare", "check", "judge"} <= set(nd.__all__)
     assert all(hasattr(nd, name) for name in nd.__all__)
     assert not {"Callable", "ThreadPoolExecutor", "dataclasses", "annotations"} & set(dir(nd))
+
+
+def test_a_pair_without_the_step_range_is_read_once_per_side(tmp_path: Path) -> None:
+    """The tpot pack's range on neither side: each trace is read per steps found without
+    a marker while it is open, not whole first and then again per those steps."""
+    from stepspec import eager
+
+    base, _ = eager(tmp_path / "base.sqlite", 12, marker=False)
+    cand, _ = eager(tmp_path / "cand.sqlite", 12, marker=False)
+    heard: list[tuple[str, str]] = []
+    report = nd.diff(base, cand, "tpot", progress=lambda side, what: heard.append((side, what)))
+    assert report.diff.base.scope.per == report.diff.candidate.scope.per == "auto"
+    for side in ("base", "candidate"):
+        reads = [what for s, what in heard if s == side]
+        assert reads.count("scoping (steps found without a marker)") == 1, reads
+        assert "kernels" not in reads, reads  # no whole read before it

@@ -365,7 +365,7 @@ def test_done_when_tpot(tmp_path: Path) -> None:
     assert slowed == [ATTN]
     text = run_cli(*args, "--details", "--width", "120")
     assert text.exit_code == 1
-    assert "12 → 20 steps" in text.stdout
+    assert "12 → 20 decode_step ranges" in text.stdout
     assert "per step     90.00 us → 94.00 us" in text.stdout
     assert "coverage" in text.stdout and "Comparability" in text.stdout
 

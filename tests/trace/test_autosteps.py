@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import real_trace, run_cli
+from stepspec import STEP
+from stepspec import eager as _eager
+from stepspec import loop as _loop
 
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.fingerprint import scope
@@ -19,32 +21,6 @@ from nsysdiff.fingerprint.step_figures import periods
 from nsysdiff.synth.builder import TraceBuilder
 from nsysdiff.trace.autosteps import NoStepsError
 from nsysdiff.trace.reader import open_trace
-
-STEP = ["embed", "attn", "mlp", "attn", "mlp", "attn", "mlp", "head", "argmax"]
-PREFILL = ["embed", "prefill_attn", "mlp", "prefill_attn", "mlp", "head", "argmax"]
-
-
-def _loop(b: TraceBuilder, t: int, names: Sequence[str], *, marker: bool = True, gap: int = 300_000) -> tuple[int, int]:
-    """One step: its kernels launched 10 us apart (GPU 2 us behind), a host gap after."""
-    start = t
-    for name in names:
-        b.launch(name, t, t + 2_000, 4_000)
-        t += 10_000
-    if marker:
-        b.nvtx_range("decode_step", start, t)
-    return start, t + gap
-
-
-def _eager(path: Path, steps: int, *, odd: int | None = None, marker: bool = True) -> tuple[Path, list[int]]:
-    b = TraceBuilder()
-    t = 1_000_000
-    _, t = _loop(b, t, PREFILL, marker=False, gap=2_000_000)
-    starts = []
-    for i in range(steps):
-        names = [*STEP[:3], "rebalance", *STEP[3:]] if i == odd else STEP
-        start, t = _loop(b, t, names, marker=marker)
-        starts.append(start)
-    return b.write(path), starts
 
 
 def _auto(path: Path) -> np.ndarray:
