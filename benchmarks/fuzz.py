@@ -771,7 +771,11 @@ def check(case: Case, code: int | None, before: dict[Path, str], listing: set[st
         # nsysdiff's own annotations: the github format, or any format in a workflow.
         own = where == "stdout" and (fmt == "github" or case.env.get("GITHUB_ACTIONS") == "true")
         problems += _injected(where, data, own)
-    if fmt == "html" and code in (0, 1, 3) and (out.count(b"<script") != 1 or _HTML_INJECTED.search(out)):
+    if code == 3 and not out and err.count(b"\n") != 1:
+        # Inconclusive before any report could be made (no steps found by --per auto, a
+        # history baseline of one run): one line says why, as for a bad input.
+        problems.append("inconclusive without a report and without one line saying why")
+    if fmt == "html" and code in (0, 1, 3) and out and (out.count(b"<script") != 1 or _HTML_INJECTED.search(out)):
         problems.append("markup injected into the HTML report")
     summary_md = docs.get("step-summary.md", b"")
     if (fmt == "markdown" and len(out) > MARKDOWN_LIMIT) or len(summary_md) > MARKDOWN_LIMIT:
