@@ -224,15 +224,14 @@ def _read_sides(
     def again_whole(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[runset.RunSet, runset.RunSet]:
         if history is not None:
             return read(whole)
+        # A side that none of its runs read per step was read whole already: the same read
+        # again would cost as much (a trace of many ranges, grouped twice).
+        return _reread(side, (base, candidate), (b_runs, c_runs), whole, None)
 
-        def again(runs: runset.RunSet, given: Side, name: str) -> Callable[[], runset.RunSet]:
-            # A side that none of its runs read per step was read whole already: the same
-            # read again would cost as much (a trace of many ranges, grouped twice).
-            if all(fp.scope.per is None for fp in runs.runs):
-                return lambda: runs
-            return lambda: side(given, name, whole)
-
-        return sides.read_both(again(b_runs, base, "base"), again(c_runs, candidate, "candidate"))
+    def again_auto(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[runset.RunSet, runset.RunSet]:
+        # A side that found its steps without a marker while it was open has them.
+        auto = dataclasses.replace(opts, per=scope.AUTO, step_ranges=(), auto_fallback=False)
+        return _reread(side, (base, candidate), (b_runs, c_runs), auto, scope.AUTO)
 
     try:
         b_runs, c_runs = read(opts)
@@ -252,13 +251,33 @@ def _read_sides(
         # The range on one side only: invalid, unless auto steps stand in on both sides
         # (one step definition for both, said on the first line).
         one_sided = _one_sided(b_runs, c_runs)
-        b_runs, c_runs = _auto_or_whole(read, opts, lambda: again_whole(b_runs, c_runs), history)
+        b_runs, c_runs = _auto_or_whole(
+            lambda: again_auto(b_runs, c_runs), lambda: again_whole(b_runs, c_runs), history
+        )
     return b_runs, c_runs, one_sided
 
 
-def _auto_or_whole(
-    read: Callable[[ScopeOptions], tuple[runset.RunSet, runset.RunSet]],
+def _reread(
+    side: Callable[[Side, str, ScopeOptions], runset.RunSet],
+    given: tuple[Side, Side],
+    runs: tuple[runset.RunSet, runset.RunSet],
     opts: ScopeOptions,
+    have: str | None,
+) -> tuple[runset.RunSet, runset.RunSet]:
+    """Both sides again per ``opts``, but a side whose runs were all read per ``have``
+    already (None: whole) is kept as it is."""
+    from nsysdiff.trace import sides
+
+    def again(i: int, name: str) -> Callable[[], runset.RunSet]:
+        if all(fp.scope.per == have for fp in runs[i].runs):
+            return lambda: runs[i]
+        return lambda: side(given[i], name, opts)
+
+    return sides.read_both(again(0, "base"), again(1, "candidate"))
+
+
+def _auto_or_whole(
+    read_auto: Callable[[], tuple[runset.RunSet, runset.RunSet]],
     read_whole: Callable[[], tuple[runset.RunSet, runset.RunSet]],
     history: str | None,
 ) -> tuple[runset.RunSet, runset.RunSet]:
@@ -269,7 +288,7 @@ def _auto_or_whole(
 
     if history is None:
         try:
-            return read(dataclasses.replace(opts, per=scope.AUTO, step_ranges=(), auto_fallback=False))
+            return read_auto()
         except (NoStepsError, InconclusiveError, UsageError):
             pass
     return read_whole()

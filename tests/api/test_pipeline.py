@@ -125,3 +125,21 @@ def test_a_pair_without_the_step_range_is_read_once_per_side(tmp_path: Path) -> 
         reads = [what for s, what in heard if s == side]
         assert reads.count("scoping (steps found without a marker)") == 1, reads
         assert "kernels" not in reads, reads  # no whole read before it
+
+
+def test_a_side_with_auto_steps_is_not_read_again_when_the_other_has_the_range(tmp_path: Path) -> None:
+    """The range on the base only: both are judged per steps found without a marker; the
+    candidate found them while it was open, so only the base is read again."""
+    from stepspec import eager
+
+    base, _ = eager(tmp_path / "base.sqlite", 12)
+    cand, _ = eager(tmp_path / "cand.sqlite", 12, marker=False)
+    heard: list[tuple[str, str]] = []
+    report = nd.diff(base, cand, "tpot", progress=lambda side, what: heard.append((side, what)))
+    assert report.diff.base.scope.per == report.diff.candidate.scope.per == "auto"
+    assert [w for s, w in heard if s == "candidate" and w.startswith("scoping")] == [
+        "scoping (steps found without a marker)"
+    ]
+    assert [w for s, w in heard if s == "base" and w.startswith("scoping")] == [
+        "scoping (kernels, NVTX ranges, launches)"
+    ] * 2
