@@ -25,7 +25,7 @@ import numpy as np
 
 from nsysdiff import units as u
 from nsysdiff.compare import runstats
-from nsysdiff.compare.diff import Diff
+from nsysdiff.compare.diff import HOST_NOISE, Diff
 from nsysdiff.compare.steps import STATS, StepsDiff, StepSide, side
 from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
 from nsysdiff.fingerprint.steps import StepPart
@@ -112,8 +112,8 @@ OPTIONS = (
         "The run-to-run noise of a time metric assumed with one run per side and no noise "
         "profile: a change within it is inconclusive, beyond it a breach fails. For parts "
         "it is a share of the base time per step (`1.6x`: 60%).",
-        default=1.6,
-        default_doc="1.6x",
+        default=HOST_NOISE,
+        default_doc=f"{HOST_NOISE:g}x",
     ),
     opt.time_floor("Floor: a time metric under this on both sides is not judged."),
 )

@@ -183,3 +183,30 @@ def test_real_self_diff_flags_nothing(trace: Path) -> None:
     assert all(r.verdict is Verdict.UNCHANGED for r in (*d.kernels, *d.categories, *d.nvtx, *d.sync))
     assert all(c.verdict is Verdict.UNCHANGED for c in (*d.memcpy, *d.memset))
     assert math.isclose(d.headline.scale, 1.0)
+
+
+def test_host_time_rows_are_judged_by_the_noise_of_host_time() -> None:
+    """A kernel 1.3x slower regressed (GPU time is steady); a sync wait or an API call
+    1.3x slower did not: two runs of one build differ that much in host time."""
+    import dataclasses as dc
+
+    from nsysdiff.compare.diff import HOST_NOISE
+    from nsysdiff.trace.records import HostApiStats
+
+    def side(k: float, api: float) -> object:
+        fp = fingerprint({"gemm": (10, int(1_000_000 * k))}, sync={"cudaStreamSynchronize": (10, int(2_000_000 * api))})
+        calls = (HostApiStats("cudaMemcpyAsync_v3020", 10, int(3_000_000 * api), 300_000 * api, 1, 2),)
+        return dc.replace(fp, api=calls)
+
+    base = side(1.0, 1.0)
+    for k, api, kernel, host in (
+        (1.3, 1.3, Verdict.REGRESSED, Verdict.UNCHANGED),
+        (1.0, 2.0, Verdict.UNCHANGED, Verdict.REGRESSED),
+    ):
+        d = compare(base, side(k, api))  # type: ignore[arg-type]
+        assert [r.verdict for r in d.kernels] == [kernel]
+        assert [r.verdict for r in d.sync] == [r.verdict for r in d.api] == [host]
+    assert HOST_NOISE > 1.5  # the host-time swing measured between repeats (docs/steps.md)
+    # One more sync call is an exact change: its time verdict stands.
+    more = fingerprint({"gemm": (10, 1_000_000)}, sync={"cudaStreamSynchronize": (11, 2_600_000)})
+    assert [r.verdict for r in compare(base, more).sync] == [Verdict.REGRESSED]  # type: ignore[arg-type]
