@@ -382,7 +382,10 @@ def _rows(
     scale: float,
     spread: float,
     score: bool,
+    host: bool = False,
 ) -> tuple[Row, ...]:
+    """The rows of one table; ``host``: their times are host time (calls), judged by
+    :func:`_noise_band`."""
     b = {i.key: i for i in base}
     c = {i.key: i for i in cand}
     rows = []
@@ -420,7 +423,7 @@ def _rows(
                 and max(dev, 1 / dev) >= settings.min_deviation
                 and share >= settings.min_share
             )
-        verdict = Verdict.OUTLIER if outlier else _verdict(bi, ci, ratio, settings.noise)
+        verdict = Verdict.OUTLIER if outlier else _verdict(bi, ci, ratio, _noise_band(settings, host, b_calls, c_calls))
         dist = None
         # Evidence for the rows a reader is asked to look at; it costs scipy's import.
         if outlier and bi and ci and bi.kernel and ci.kernel:
@@ -725,18 +728,16 @@ def compare(base: Fingerprint, cand: Fingerprint, settings: Settings = Settings(
         categories=cats,
         memcpy=_copies(base.memcpy, cand.memcpy, settings.noise, per),
         memset=_copies(base.memset, cand.memset, settings.noise, per),
-        sync=_host(
-            _rows(
-                _per_step(_api_items(base.sync), bn),
-                _per_step(_api_items(cand.sync), cn),
-                bt,
-                ct,
-                settings,
-                1.0,
-                1.0,
-                False,
-            ),
+        sync=_rows(
+            _per_step(_api_items(base.sync), bn),
+            _per_step(_api_items(cand.sync), cn),
+            bt,
+            ct,
             settings,
+            1.0,
+            1.0,
+            False,
+            host=True,
         ),
         nvtx=nvtx,
         graphs=graphs,
@@ -752,24 +753,12 @@ def _api_rows(base: Fingerprint, cand: Fingerprint, settings: Settings) -> tuple
         return ()  # a fingerprint saved before the census: nothing to hold it against
     b = [_Item(a.name, a.name, a.calls, a.total_ns) for a in base.api]
     c = [_Item(a.name, a.name, a.calls, a.total_ns) for a in cand.api]
-    rows = _rows(b, c, sum(a.total_ns for a in base.api), sum(a.total_ns for a in cand.api), settings, 1.0, 1.0, False)
-    return _host(rows, settings)
+    base_total, cand_total = sum(a.total_ns for a in base.api), sum(a.total_ns for a in cand.api)
+    return _rows(b, c, base_total, cand_total, settings, 1.0, 1.0, False, host=True)
 
 
-def _host(rows: tuple[Row, ...], settings: Settings) -> tuple[Row, ...]:
-    """Host-time rows judged by the noise of host time: a row whose calls held (an exact
-    count) and whose time moved within ``HOST_NOISE`` (or a wider ``noise``) is unchanged;
-    with more or fewer calls its time verdict stands."""
-    band = max(settings.noise, HOST_NOISE)
-
-    def judged(r: Row) -> Row:
-        held = r.base is not None and r.candidate is not None and r.base.calls == r.candidate.calls
-        if (
-            held
-            and r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
-            and _verdict(r.base, r.candidate, r.ratio, band) is Verdict.UNCHANGED
-        ):
-            return dataclasses.replace(r, verdict=Verdict.UNCHANGED)
-        return r
-
-    return tuple(map(judged, rows))
+def _noise_band(settings: Settings, host: bool, base_calls: float, cand_calls: float) -> float:
+    """The ratio within which a row's time is unchanged: ``noise``; for host time whose
+    calls held (an exact count), ``HOST_NOISE`` or a wider ``noise``. With more or fewer
+    calls the change is a fact, and ``noise`` stands."""
+    return max(settings.noise, HOST_NOISE) if host and base_calls == cand_calls else settings.noise
