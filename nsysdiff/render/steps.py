@@ -50,7 +50,7 @@ FAMILY_HEADER = ("host calls", "calls/step", "Δ", "per call (mean)", "ratio", "
 
 def count(x: float) -> str:
     """A per-step count: exact integers as integers, else two decimals."""
-    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.2f}"
+    return f"{x:,.0f}" if _whole(x) else f"{x:,.2f}"
 
 
 def signed_count(x: float) -> str:
@@ -77,17 +77,13 @@ def _spread_total(f: FamilyChange, sd: StepsDiff) -> int | None:
     return round(f.delta_calls * sd.base.steps)
 
 
-def _signed(n: float) -> str:
-    return f"{'+' if n > 0 else '-'}{abs(n):,}"
-
-
 def _change_item(f: FamilyChange, sd: StepsDiff) -> tuple[str, bool]:
     """``+1 sync call`` (the same in every step), or ``+1 sync call in 32 steps``: the
     exact change in calls; the flag says whether it is whole per step."""
     total = _spread_total(f, sd)
     if total is None:
         return f"{signed_count(f.delta_calls)} {family_word(f.family, f.delta_calls)}", True
-    return f"{_signed(total)} {family_word(f.family, total)} in {sd.base.steps:,} steps", False
+    return f"{signed_count(total)} {family_word(f.family, total)} in {sd.base.steps:,} steps", False
 
 
 def _delta_cell(f: FamilyChange, sd: StepsDiff) -> str:
@@ -95,7 +91,7 @@ def _delta_cell(f: FamilyChange, sd: StepsDiff) -> str:
     total = _spread_total(f, sd)
     if not f.delta_calls:
         return "0"
-    return signed_count(f.delta_calls) if total is None else f"{_signed(total)}/{sd.base.steps:,}"
+    return signed_count(f.delta_calls) if total is None else f"{signed_count(total)}/{sd.base.steps:,}"
 
 
 def family_word(family: HostFamily, n: float) -> str:
