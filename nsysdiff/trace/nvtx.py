@@ -16,6 +16,7 @@ from nsysdiff.trace.checks import CALL_IDS, LAUNCHING, RowRules
 from nsysdiff.trace.connection import TraceConnection
 from nsysdiff.trace.names import NAME_LIMIT, key_name, key_prefilter, key_sql, name_text
 from nsysdiff.trace.records import ApiStats, Attribution, RangeKey, RangeRow, Selection, Window
+from nsysdiff.trace.runtime import add_calls, call_stats
 from nsysdiff.trace.schema import Schema
 
 # NVTX event types when ENUM_NSYS_EVENT_TYPE is absent (values from the export docs).
@@ -364,10 +365,8 @@ class NvtxReader(TraceConnection):
         kept = self._kept(" UNION ALL ".join(parts), ("nid",), att, windowed=True)
         totals: dict[str, tuple[int, int]] = {}
         for nid, calls, total in self.query(f'SELECT nid, count(*), sum("end" - start) FROM ({kept}) GROUP BY nid'):
-            name = ids[int(nid)]  # type: ignore[call-overload]
-            c, t = totals.get(name, (0, 0))
-            totals[name] = (c + int(calls), t + int(total))  # type: ignore[call-overload]
-        return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
+            add_calls(totals, ids[int(nid)], int(calls), int(total))  # type: ignore[call-overload]
+        return call_stats(totals)
 
     def nvtx_summary_in(self, att: Attribution) -> tuple[RangeRow, ...]:
         """Range instances that ``att`` keeps, grouped like :meth:`nvtx_summary`."""

@@ -177,7 +177,7 @@ class RuntimeReader(TraceConnection):
 
     def sync_calls(self, window: Window | None = None) -> tuple[ApiStats, ...]:
         """The synchronising calls (starting in ``window``) of the runtime and driver tables."""
-        return _stats(self._sync_totals((s.RUNTIME, s.DRIVER), window))
+        return call_stats(self._sync_totals((s.RUNTIME, s.DRIVER), window))
 
     def _sync_totals(self, tables: tuple[str, ...], window: Window | None = None) -> dict[str, tuple[int, int]]:
         """(calls, ns) per synchronising call name in ``tables``."""
@@ -202,7 +202,7 @@ class RuntimeReader(TraceConnection):
             )
             self.verify(rules, where, checks)
             for nid, calls, total in rows:
-                _add(totals, ids[int(nid)], int(calls), int(total))  # type: ignore[call-overload]
+                add_calls(totals, ids[int(nid)], int(calls), int(total))  # type: ignore[call-overload]
         return totals
 
     def api_census(self, window: Window | None = None, *, launches: bool = False) -> tuple[HostApiStats, ...]:
@@ -261,16 +261,17 @@ class RuntimeReader(TraceConnection):
         totals = self._sync_totals((s.DRIVER,))
         for a in census:
             if _SYNC_API.match(a.name):
-                _add(totals, _VERSION_SUFFIX.sub("", a.name), a.calls, a.total_ns)
-        return _stats(totals)
+                add_calls(totals, _VERSION_SUFFIX.sub("", a.name), a.calls, a.total_ns)
+        return call_stats(totals)
 
 
-def _add(totals: dict[str, tuple[int, int]], name: str, calls: int, ns: int) -> None:
+def add_calls(totals: dict[str, tuple[int, int]], name: str, calls: int, ns: int) -> None:
+    """Count ``calls`` taking ``ns`` to ``name`` (several ids, or tables, share a name)."""
     c, t = totals.get(name, (0, 0))
     totals[name] = (c + calls, t + ns)
 
 
-def _stats(totals: dict[str, tuple[int, int]]) -> tuple[ApiStats, ...]:
+def call_stats(totals: dict[str, tuple[int, int]]) -> tuple[ApiStats, ...]:
     return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
 
 
