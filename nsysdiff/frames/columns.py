@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:
+if TYPE_CHECKING:  # pandas loads when a frame is made, so importing nsysdiff never pays for it
     import pandas as pd
-except ImportError as e:  # the extra is optional: say how to get it, not just what is missing
-    raise ImportError('nsysdiff\'s DataFrame views need pandas: pip install "nsysdiff[pandas]"') from e
 
 # The dtypes every column kind gets (documented in docs/frames.md).
 NS = "Int64"
@@ -38,4 +36,8 @@ def ratio(x: float | None) -> float | None:
 
 def frame(columns: Mapping[str, tuple[str, Sequence[Any]]]) -> pd.DataFrame:
     """A DataFrame of ``name -> (dtype, values)``, columns in the order given."""
+    try:
+        import pandas as pd
+    except ImportError as e:  # the extra is optional: say how to get it, not just what is missing
+        raise ImportError('nsysdiff\'s DataFrame views need pandas: pip install "nsysdiff[pandas]"') from e
     return pd.DataFrame({name: pd.array(list(values), dtype=dtype) for name, (dtype, values) in columns.items()})

@@ -9,13 +9,15 @@ one diff line up column for column; the frames add the outlier score and deviati
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from nsysdiff.compare.attribution import Part
 from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, Row, Side
 from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, ratio
 from nsysdiff.rules.report import Report
+
+if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
+    import pandas as pd
 
 TABLES = ("kernels", "families", "categories", "nvtx", "sync", "api", "graphs")
 _FIRST = {
@@ -41,7 +43,7 @@ def _side(rows: Sequence[Row], which: str, per_step: bool) -> dict[str, tuple[st
     }
 
 
-def rows(d: Diff, table: str = "kernels") -> pd.DataFrame:
+def diff_frame(d: Diff, table: str = "kernels") -> pd.DataFrame:
     """One row per key of one of the diff's tables (``TABLES``), in the report's order."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}: one of {', '.join(TABLES)}")
@@ -79,7 +81,7 @@ def _copy_col(xs: Sequence[CopyDelta], which: str, field: str) -> list[float | N
     return [None if s is None else getattr(s, field) for s in sides]
 
 
-def copies(d: Diff) -> pd.DataFrame:
+def diff_copies_frame(d: Diff) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``)."""
     xs = (*d.memcpy, *d.memset)
     as_int = COUNT if not d.per_step else RATIO
@@ -100,7 +102,7 @@ def copies(d: Diff) -> pd.DataFrame:
     )
 
 
-def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
+def attribution_frame(d: Diff, by: str = "kernels") -> pd.DataFrame:
     """The change split exactly into count, per-call, resized, new and removed parts, per kernel,
     family, category or phase (``by``); per kernel, the parts of all rows add up to the
     total change (``Diff.attribution.delta_ns``)."""
@@ -123,7 +125,7 @@ def attribution(d: Diff, by: str = "kernels") -> pd.DataFrame:
     )
 
 
-def findings(report: Report) -> pd.DataFrame:
+def findings_frame(report: Report) -> pd.DataFrame:
     """One row per finding, in the report's order (errors first), as ``--format csv``'s findings."""
     fs = report.findings
     failing = set(report.failed)

@@ -8,19 +8,21 @@ checked against NVIDIA's own output.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from nsysdiff.fingerprint.model import Fingerprint, GroupStats
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame, ns
+
+if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
+    import pandas as pd
 
 
 def _share(total_ns: int, whole_ns: int) -> float | None:
     return 100.0 * total_ns / whole_ns if whole_ns else None
 
 
-def kernels(fp: Fingerprint) -> pd.DataFrame:
+def kernels_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel (by demangled name, as ``gpukernsum`` sums its rows by name)."""
     ks = fp.kernels
     whole = fp.kernel_ns
@@ -56,17 +58,17 @@ def _groups(groups: Sequence[GroupStats], first: str, whole: int) -> pd.DataFram
     )
 
 
-def families(fp: Fingerprint) -> pd.DataFrame:
+def families_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel family (the variants of one operation), largest first."""
     return _groups(group_by(fp.kernels, "family"), "Family", fp.kernel_ns)
 
 
-def categories(fp: Fingerprint) -> pd.DataFrame:
+def categories_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel category, largest first."""
     return _groups(fp.categories, "Category", fp.kernel_ns)
 
 
-def copies(fp: Fingerprint) -> pd.DataFrame:
+def copies_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``), as ``gpumemtimesum``."""
     ops = (*fp.memcpy, *fp.memset)
     return frame(
@@ -81,7 +83,7 @@ def copies(fp: Fingerprint) -> pd.DataFrame:
     )
 
 
-def nvtx(fp: Fingerprint) -> pd.DataFrame:
+def nvtx_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per NVTX range name and domain, as ``nvtxsum`` (pushpop and start/end ranges)."""
     rs = fp.nvtx
     return frame(
@@ -95,7 +97,7 @@ def nvtx(fp: Fingerprint) -> pd.DataFrame:
     )
 
 
-def api(fp: Fingerprint) -> pd.DataFrame:
+def api_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per host API name, as ``nsys stats --report cuda_api_sum`` (``cudaapisum``):
     the name as the trace spells it; empty for a fingerprint saved without the census."""
     calls = fp.api or ()
@@ -112,7 +114,7 @@ def api(fp: Fingerprint) -> pd.DataFrame:
     )
 
 
-def sync(fp: Fingerprint) -> pd.DataFrame:
+def sync_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per synchronising CUDA API call (version suffix stripped), as ``cudaapisum``."""
     calls = fp.sync
     return frame(

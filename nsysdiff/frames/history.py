@@ -4,11 +4,14 @@ points found on it; and every step and drift of a scan, one row each.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, ratio
 from nsysdiff.history.changes import Changes
 from nsysdiff.history.trend import Trend
+
+if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
+    import pandas as pd
 
 
 def series(trend: Trend, changes: Changes | None = None) -> pd.DataFrame:

@@ -4,14 +4,17 @@ p- and q-value and verdict; and every run's value in long form, for plots of the
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from nsysdiff.compare.diff import Diff
 from nsysdiff.fingerprint.runset import Measure
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame, ns, ratio
 
+if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
+    import pandas as pd
 
-def comparisons(d: Diff) -> pd.DataFrame:
+
+def runs_frame(d: Diff) -> pd.DataFrame:
     """One row per (kind, key, measure) tested across runs (empty with one run per side)."""
     keys = d.runs.keys if d.runs else ()
     rows = [(k.kind.value, k.key, m.value, c) for k in keys for m, c in k.measures]
@@ -33,7 +36,7 @@ def comparisons(d: Diff) -> pd.DataFrame:
     )
 
 
-def values(d: Diff) -> pd.DataFrame:
+def run_values_frame(d: Diff) -> pd.DataFrame:
     """Every run's value of every tested key and measure: one row per (key, measure, side, run)."""
     keys = d.runs.keys if d.runs else ()
     out: list[tuple[str, str, str, str, int, float]] = []

@@ -5,12 +5,15 @@ one row per host-call family with the time per call across steps.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.steps import StepPart, Steps, StepSeries
 from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
 from nsysdiff.trace.records import HostFamily
+
+if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
+    import pandas as pd
 
 # What a fingerprint without steps shows: the same columns, no rows.
 NO_STEPS = Steps(name="", domain="", steps=StepSeries(), call_times=())
@@ -26,7 +29,7 @@ _PART_COLUMN = {
 }
 
 
-def steps(s: Steps) -> pd.DataFrame:
+def _steps(s: Steps) -> pd.DataFrame:
     """One row per step, in order: the parts of its period add up to ``Period (ns)``."""
     xs = s.steps
     cols: dict[str, tuple[str, Sequence[object]]] = {
@@ -46,7 +49,7 @@ def steps(s: Steps) -> pd.DataFrame:
     return frame(cols)
 
 
-def call_times(s: Steps) -> pd.DataFrame:
+def _call_times(s: Steps) -> pd.DataFrame:
     """One row per host-call family: calls, bytes and the time per call across every step."""
     ts = s.call_times
     return frame(
@@ -63,3 +66,14 @@ def call_times(s: Steps) -> pd.DataFrame:
             "Calls per Step": (RATIO, [t.calls / len(s.steps) if s.steps else None for t in ts]),
         }
     )
+
+
+def steps_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per step of a fingerprint read ``--per NAME``: its period split into parts,
+    its host calls per family. Empty, with the same columns, when it has no steps."""
+    return _steps(fp.steps if fp.steps is not None else NO_STEPS)
+
+
+def step_calls_frame(fp: Fingerprint) -> pd.DataFrame:
+    """One row per host-call family across the steps: calls, bytes, time per call and tail."""
+    return _call_times(fp.steps if fp.steps is not None else NO_STEPS)

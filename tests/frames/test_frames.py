@@ -167,6 +167,17 @@ def test_the_command_line_never_imports_pandas() -> None:
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 
 
+def test_a_frame_without_pandas_says_how_to_get_it(tmp_path: Path) -> None:
+    # Importing the API works without pandas; making a frame names the extra to install.
+    code = (
+        "import sys; sys.modules['pandas'] = None; import nsysdiff.api as nd\n"
+        f"fp = nd.load({str(_trace(tmp_path))!r})\n"
+        "try:\n    nd.kernels_frame(fp)\nexcept ImportError as e:\n    print(e)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == 'nsysdiff\'s DataFrame views need pandas: pip install "nsysdiff[pandas]"'
+
+
 @pytest.mark.skipif(not SHARED, reason="real traces not found")
 @pytest.mark.parametrize("trace", SHARED, ids=[f"{p.parent.name}/{p.stem}" for p in SHARED])
 def test_frames_equal_the_fingerprint_and_nsys_stats(trace: Path) -> None:
