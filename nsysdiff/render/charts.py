@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -75,13 +75,15 @@ def label(name: str, width: int = LABEL) -> str:
 
 
 @contextmanager
-def plot(salt: str, width: float, height: float) -> Iterator[tuple[Figure, Axes]]:
+def plot(key: str, title: str, width: float, height: float) -> Iterator[tuple[Axes, Callable[[str], Chart]]]:
+    """A figure's axes in the house style, and what makes the finished chart of them
+    (called inside the block, with the caption): the key and title are said once."""
     from matplotlib import rc_context
     from matplotlib.figure import Figure
 
     rc: Any = {
         "svg.fonttype": "none",  # text stays text: small, selectable, searchable
-        "svg.hashsalt": f"nsysdiff-{salt}",  # ids unique per chart, stable between runs
+        "svg.hashsalt": f"nsysdiff-{key}",  # ids unique per chart, stable between runs
         "text.parse_math": False,  # a `$` in a kernel name is not mathtext
         "font.family": "sans-serif",
         "font.size": 9,
@@ -90,7 +92,7 @@ def plot(salt: str, width: float, height: float) -> Iterator[tuple[Figure, Axes]
     }
     with rc_context(rc):
         fig = Figure(figsize=(width, height), layout="constrained")
-        yield fig, fig.add_subplot()
+        yield fig.add_subplot(), lambda caption: Chart(key, title, svg_text(fig, title), caption)
 
 
 def svg_text(fig: Figure, title: str) -> str:
@@ -106,14 +108,14 @@ def svg_text(fig: Figure, title: str) -> str:
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 
 
-def legend_below(fig: Figure, ax: Axes, columns: int) -> None:
+def legend_below(ax: Axes, columns: int) -> None:
     """The axes' legend under the figure, centred on the figure, with the room it needs.
 
     A legend placed under the axes is centred on the axes: beside long y labels the axes
     sit on the right, and a wide legend ran out of the figure and was cut off. At the
     figure level, constrained layout makes room for it."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=columns, frameon=False, fontsize=8)
+    ax.figure.legend(handles, labels, loc="outside lower center", ncol=columns, frameon=False, fontsize=8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,7 @@ def waterfall(diff: Diff) -> Chart | None:
     base = h.base_per_step_ns if diff.per_step and h.base_per_step_ns is not None else float(h.base_total_ns)
     e = a.effects
     steps = [("count", e.count_ns), ("per-call", e.per_call_ns), ("new", e.new_ns), ("removed", e.removed_ns)]
-    with plot("waterfall", 7.5, 3.2) as (fig, ax):
+    with plot("waterfall", "Where the change went", 7.5, 3.2) as (ax, chart):
         level = base
         ax.bar(0, base / 1e6, color=BASE, width=0.6)
         ax.text(0, base / 1e6, u.ns(base), ha="center", va="bottom")
@@ -157,15 +159,11 @@ def waterfall(diff: Diff) -> Chart | None:
         )
         ax.set_ylabel("kernel time per step (ms)" if diff.per_step else "kernel time (ms)")
         ax.set_ylim(0, max(base, level, base + max(0, e.count_ns) + max(0, e.per_call_ns) + e.new_ns) / 1e6 * 1.15)
-        svg = svg_text(fig, "Where the change went")
-    return Chart(
-        "waterfall",
-        "Where the change went",
-        svg,
-        f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
-        "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
-        "only in the base.",
-    )
+        return chart(
+            f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
+            "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
+            "only in the base.",
+        )
 
 
 def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
@@ -174,7 +172,7 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     if not parts:
         return None
     names = {r.key: r.name for r in diff.kernels}
-    with plot("contributors", 7.5, 1.2 + 0.28 * len(parts)) as (fig, ax):
+    with plot("contributors", "The kernels that moved the most", 7.5, 1.2 + 0.28 * len(parts)) as (ax, chart):
         ys = range(len(parts))
         for kind, field in (
             ("count", "count_ns"),
@@ -197,14 +195,10 @@ def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         left = min(sum(min(getattr(p.effects, f), 0) for f in _EFFECT_FIELDS) for p in parts) / 1e6
         pad = 0.06 * (right - left or 1.0)
         ax.set_xlim(left - pad, right + pad)
-        legend_below(fig, ax, 4)
-        svg = svg_text(fig, "The kernels that moved the most")
-    return Chart(
-        "contributors",
-        "The kernels that moved the most",
-        svg,
-        f"The {len(parts)} kernels with the largest change, each split into the same four parts.",
-    )
+        legend_below(ax, 4)
+        return chart(
+            f"The {len(parts)} kernels with the largest change, each split into the same four parts.",
+        )
 
 
 _EFFECT_FIELDS = ("count_ns", "per_call_ns", "new_ns", "removed_ns")
@@ -251,7 +245,13 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
-    with plot("scale", 7.5, 1.0 + 0.26 * len(rows)) as (fig, ax):
+    flagged = "; red rings: families flagged as a whole" if any(m == "family" for _, _, m in rows) else ""
+    shown = (
+        f"the {len(fams)} largest of {len(pool)} {many}"
+        if len(fams) < len(pool)
+        else (f"all {len(fams)} {many} on both sides")
+    )
+    with plot("scale", f"Every {one} against the scale", 7.5, 1.0 + 0.26 * len(rows)) as (ax, chart):
         ax.set_xscale("log")
         ax.axvspan(i.low, i.high, color=BASE, alpha=0.15, lw=0, label=f"band {i.low:.2f}x–{i.high:.2f}x")
         ax.axvline(i.factor, color=BASE, lw=1.2, label=f"scale {i.factor:.2f}x")
@@ -293,24 +293,14 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         _ratio_ticks(ax, low, high)
         ax.set_xlabel("ratio candidate / base (log scale)")
         ax.plot([], [], color=WORSE, lw=0.8, ls="--", label=f"outlier thresholds ÷/× {s.min_deviation:g}")
-        legend_below(fig, ax, 3)
+        legend_below(ax, 3)
         ax.grid(axis="x", which="both", color="#dddddd", lw=0.5)
-        svg = svg_text(fig, f"Every {one} against the scale")
-    flagged = "; red rings: families flagged as a whole" if any(m == "family" for _, _, m in rows) else ""
-    shown = (
-        f"the {len(fams)} largest of {len(pool)} {many}"
-        if len(fams) < len(pool)
-        else (f"all {len(fams)} {many} on both sides")
-    )
-    return Chart(
-        "scale",
-        f"Every {one} against the scale",
-        svg,
-        f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line is "
-        f"the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
-        f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
-        f"{what}{flagged}.",
-    )
+        return chart(
+            f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line "
+            f"is the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
+            f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
+            f"{what}{flagged}."
+        )
 
 
 def _mark(family: Row, outliers: Sequence[Row]) -> str:
@@ -361,7 +351,7 @@ def forest(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     items = items[:30]
     if not items:
         return None
-    with plot("forest", 7.5, 1.0 + 0.26 * len(items)) as (fig, ax):
+    with plot("forest", "Intervals across runs", 7.5, 1.0 + 0.26 * len(items)) as (ax, chart):
         ax.set_xscale("log")
         for y, k in enumerate(items):
             c = k.total
@@ -377,14 +367,10 @@ def forest(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         ax.invert_yaxis()
         _ratio_ticks(ax, *ax.get_xlim())
         ax.set_xlabel(f"total-time ratio with its {100 * r.confidence:g}% interval (log scale)")
-        svg = svg_text(fig, "Intervals across runs")
-    return Chart(
-        "forest",
-        "Intervals across runs",
-        svg,
-        f"The {len(items)} keys that moved most across {r.base_runs} base and {r.cand_runs} candidate "
-        "runs: each ratio with its interval; red slower, green faster, grey within the noise.",
-    )
+        return chart(
+            f"The {len(items)} keys that moved most across {r.base_runs} base and {r.cand_runs} candidate "
+            "runs: each ratio with its interval; red slower, green faster, grey within the noise.",
+        )
 
 
 def run_points(diff: Diff) -> Chart | None:
@@ -393,7 +379,7 @@ def run_points(diff: Diff) -> Chart | None:
     if r is None or r.kernel_time is None:
         return None
     k = r.kernel_time
-    with plot("runs", 5.0, 2.6) as (fig, ax):
+    with plot("runs", "Kernel time of every run", 5.0, 2.6) as (ax, chart):
         for x, values, colour in ((0, k.base_values, BASE), (1, k.cand_values, CANDIDATE)):
             n = len(values)
             xs = [x + (j - (n - 1) / 2) * 0.04 for j in range(n)]
@@ -404,13 +390,9 @@ def run_points(diff: Diff) -> Chart | None:
         ax.set_xticks([0, 1], [f"base ({len(k.base_values)} runs)", f"candidate ({len(k.cand_values)} runs)"])
         ax.set_xlim(-0.6, 1.6)
         ax.set_ylabel("kernel time (ms)")
-        svg = svg_text(fig, "Kernel time of every run")
-    return Chart(
-        "runs",
-        "Kernel time of every run",
-        svg,
-        "Each dot is one run; the line is the median run, whose figures the report shows.",
-    )
+        return chart(
+            "Each dot is one run; the line is the median run, whose figures the report shows.",
+        )
 
 
 # --- steps: the time per token ---------------------------------------------------------------
@@ -437,7 +419,7 @@ def step_parts(diff: Diff) -> Chart | None:
     if s is None or not s.base.steps or not s.candidate.steps:
         return None
     unit, div = _time_unit(max(s.base.period.mean, s.candidate.period.mean))
-    with plot("steps", 7.5, 2.6) as (fig, ax):
+    with plot("steps", "Where each step's time goes", 7.5, 2.6) as (ax, chart):
         left = [0.0, 0.0]
         for p in StepPart:
             values = [s.candidate.part(p) / div, s.base.part(p) / div]
@@ -450,16 +432,12 @@ def step_parts(diff: Diff) -> Chart | None:
         ax.set_yticks([1, 0], [f"base ({side_steps(s.base.steps)})", f"candidate ({side_steps(s.candidate.steps)})"])
         ax.set_xlim(0, max(left) * 1.18)
         ax.set_xlabel(f"mean time per step of {label(s.name, 30)} ({unit})")
-        legend_below(fig, ax, 4)
-        svg = svg_text(fig, "Where each step's time goes")
-    return Chart(
-        "steps",
-        "Where each step's time goes",
-        svg,
-        f"{u.ns(s.base.period.mean)} → {u.ns(s.candidate.period.mean)} per step: the mean period (a "
-        "step's start to the next step's start), split exactly into what the GPU and the host were "
-        "doing.",
-    )
+        legend_below(ax, 4)
+        return chart(
+            f"{u.ns(s.base.period.mean)} → {u.ns(s.candidate.period.mean)} per step: the mean period (a "
+            "step's start to the next step's start), split exactly into what the GPU and the host were "
+            "doing.",
+        )
 
 
 def side_steps(n: int) -> str:
@@ -472,7 +450,8 @@ def step_series(diff: Diff) -> Chart | None:
     if b is None or c is None or not b.steps or not c.steps:
         return None
     unit, div = _time_unit(max(x.period_ns for x in (*b.steps, *c.steps)))
-    with plot("series", 7.5, 2.8) as (fig, ax):
+    last = " (the last step's period is its range's duration: no step follows it)" if b.last_period_is_duration else ""
+    with plot("series", "The steps in order", 7.5, 2.8) as (ax, chart):
         for steps, colour, name in ((b, BASE, "base"), (c, CANDIDATE, "candidate")):
             xs = [i + 1 + steps.skipped for i in range(len(steps.steps))]
             ax.plot(
@@ -489,11 +468,7 @@ def step_series(diff: Diff) -> Chart | None:
         ax.set_ylabel(f"period ({unit})")
         ax.legend(loc="lower right", frameon=False, fontsize=8)
         ax.grid(axis="y", color="#dddddd", lw=0.5)
-        svg = svg_text(fig, "The steps in order")
-    last = " (the last step's period is its range's duration: no step follows it)" if b.last_period_is_duration else ""
-    return Chart(
-        "series", "The steps in order", svg, f"Each step's period, from its start to the next step's start{last}."
-    )
+        return chart(f"Each step's period, from its start to the next step's start{last}.")
 
 
 def charts(diff: Diff, named: Mapping[str, str]) -> tuple[Chart, ...]:
