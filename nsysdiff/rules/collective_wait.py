@@ -9,22 +9,17 @@ from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
-from nsysdiff.rules.model import Kind, Option, Rule
+from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 
 OPTIONS = (
-    opt.time_floor(
-        "The waiting must grow by at least this much (per step when the diff is per step).",
-        default_ns=1_000_000.0,
-        default_doc="1ms",
-    ),
-    Option(
+    opt.time_floor("The waiting must grow by at least this much (per step when the diff is per step).", "1ms"),
+    opt.written(
         "min_share",
         "percent",
         opt.percent,
         "The waiting must be at least this share of the collective's growth.",
-        default=0.5,
-        default_doc="50%",
+        "50%",
     ),
 )
 

@@ -29,21 +29,15 @@ OPTIONS = (
         default=("present",),
         default_doc="present",
     ),
-    Option(
-        "tolerance",
-        "percent",
-        opt.percent,
-        "time-changes: the total-time ratio may stay within 1 +/- this.",
-        default=0.10,
-        default_doc="10%",
+    opt.written(
+        "tolerance", "percent", opt.percent, "time-changes: the total-time ratio may stay within 1 +/- this.", "10%"
     ),
-    Option(
+    opt.written(
         "count_tolerance",
         "percent",
         opt.percent,
         "count-changes: the calls ratio may stay within 1 +/- this (0% = any change).",
-        default=0.0,
-        default_doc="0%",
+        "0%",
     ),
     Option(
         "why",

@@ -155,9 +155,15 @@ def iso_date(value: Any) -> date:
     raise ValueError(f"expected a date YYYY-MM-DD, got {type_name(value)}")
 
 
-def time_floor(doc: str, *, default_ns: float = 0.0, default_doc: str = "0ns") -> Option:
+def written(name: str, kind: str, parse: Callable[[Any], Any], doc: str, default: str) -> Option:
+    """An option whose default is written as a rule file writes it (``1ms``, ``50%``) and read
+    by the option's own parser: the value and what the docs say of it are one fact."""
+    return Option(name, kind, parse, doc, default=parse(default), default_doc=default)
+
+
+def time_floor(doc: str, default: str = "0ns") -> Option:
     """The ``min_time`` option: what is under this time is too small to judge."""
-    return Option("min_time", "time", time, doc, default=default_ns, default_doc=default_doc)
+    return written("min_time", "time", time, doc, default)
 
 
 def kernel_filter(doc: str) -> Option:

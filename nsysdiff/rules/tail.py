@@ -12,13 +12,7 @@ from nsysdiff.rules import units
 from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 
-OPTIONS = (
-    opt.time_floor(
-        "The time beyond what the base's mean call predicts must be at least this much.",
-        default_ns=1_000_000.0,
-        default_doc="1ms",
-    ),
-)
+OPTIONS = (opt.time_floor("The time beyond what the base's mean call predicts must be at least this much.", "1ms"),)
 
 
 @dataclass(frozen=True, slots=True)
