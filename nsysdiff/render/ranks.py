@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -219,12 +220,9 @@ def render_job_json(v: RankView, sources: list[str]) -> str:
 # --- the diff ----------------------------------------------------------------------------
 
 
-def _pair(b: float | None, c: float | None) -> str:
-    return f"{u.ns(b)} → {u.ns(c)}"
-
-
-def _of(r: RankStats | None, figure: str) -> int | None:
-    return None if r is None else int(getattr(r, figure))
+def _pair(b: RankStats | None, c: RankStats | None, figure: Callable[[RankStats], int]) -> str:
+    """One figure of a rank, base → candidate (``-`` on the side without the rank)."""
+    return f"{u.ns(None if b is None else figure(b))} → {u.ns(None if c is None else figure(c))}"
 
 
 def _pair_label(b: RankStats | None, c: RankStats | None) -> str:
@@ -247,9 +245,9 @@ def diff_rows(rd: RankDiff) -> list[list[str]]:
         out.append(
             [
                 f"#{n} {_pair_label(b, c)}",
-                _pair(_of(b, "compute_ns"), _of(c, "compute_ns")),
-                _pair(_of(b, "collective_ns"), _of(c, "collective_ns")),
-                _pair(_of(b, "kernel_ns"), _of(c, "kernel_ns")),
+                _pair(b, c, lambda r: r.compute_ns),
+                _pair(b, c, lambda r: r.collective_ns),
+                _pair(b, c, lambda r: r.kernel_ns),
             ]
         )
     return out
