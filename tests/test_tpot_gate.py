@@ -121,6 +121,15 @@ def test_github_annotations_say_what_was_not_judged_and_what_moved_within_noise(
     assert any("within run-to-run noise::step-time" in n and "can detect" in n for n in notices), out
 
 
+def test_a_tail_over_its_limit_on_both_sides_is_not_read_as_within_it() -> None:
+    # graph_mode's step periods have p99/p50 2.56x on both sides, over step-tail's 1.5x.
+    g = real_trace("h100/graph_mode")
+    code, out, _ = tpot(g, g)
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert "step-tail: tail 2.56x -> 2.56x, over max_value 1.50x on both sides: one run per side" in flat, out
+
+
 def test_graph_replay_is_timed_by_its_gpu_and_gpu_bound() -> None:
     node = real_trace("h100/graph_node")
     code, out, _ = tpot(node, node)

@@ -328,8 +328,11 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
         reason = None if o.counted else _undecided(o, lim, base, cv, sd.base, interval, judged, _counts(runs))
         if reason is not None:
             # Within its noise a time is no finding and no reason for an inconclusive
-            # verdict: the report says so, with the smallest change it could have seen.
-            yield remark(rule.id, "step", WITHIN_NOISE, f"{cause}: {reason}")
+            # verdict: the report says so, with the smallest change it could have seen,
+            # and says where the base was already over the limit (a value limit's "no
+            # change" is then not "within the limit").
+            over = f", over {lim.text(fmt, step_ns)} on both sides" if lim.breached(base, base, step_ns) else ""
+            yield remark(rule.id, "step", WITHIN_NOISE, f"{cause}{over}: {reason}")
             continue
         found = rule.finding(
             subject,

@@ -24,11 +24,13 @@ def _run(period_ns: int) -> Fingerprint:
     return dataclasses.replace(fp, steps=fpspec.steps(8, period_ns, period_ns - 100_000))
 
 
-def _evaluate(base: list[int], cand: list[int], tmp_path: Path) -> tuple[list[Finding], list[RuleResult]]:
+def _evaluate(
+    base: list[int], cand: list[int], tmp_path: Path, rule: str = RULE
+) -> tuple[list[Finding], list[RuleResult]]:
     b = runset.run_set([_run(p) for p in base], [f"b{i}" for i in range(len(base))])
     c = runset.run_set([_run(p) for p in cand], [f"c{i}" for i in range(len(cand))])
     path = tmp_path / "r.yaml"
-    path.write_text(RULE, encoding="utf-8")
+    path.write_text(rule, encoding="utf-8")
     findings, results = evaluate(compare_sides(b, c), load_rules([str(path)]), today=date(2026, 1, 1))
     return list(findings), list(results)
 
@@ -50,6 +52,17 @@ def test_runs_whose_interval_reaches_under_the_limit_are_within_noise(tmp_path: 
     found, results = _evaluate([10_000_000, 13_000_000, 8_000_000], [11_500_000, 9_000_000, 14_000_000], tmp_path)
     assert found == []
     assert [(r.rule_id, r.remark) for r in results] == [("step-time", "within noise")]
+
+
+def test_a_value_over_its_limit_on_both_sides_is_said_so_within_the_noise(tmp_path: Path) -> None:
+    # The base is already over the value limit: the candidate's move within one run's noise
+    # is no finding, and the remark says the limit was breached on both sides, not met.
+    rule = "version: 1\nrules:\n  - {id: step-time, kind: step, metric: period, max_value: 5ms, noise: 1.6x}\n"
+    found, results = _evaluate([10_000_000], [10_500_000], tmp_path, rule)
+    assert found == []
+    [r] = results
+    assert r.remark == "within noise"
+    assert "period mean 9.99 ms -> 10.49 ms, over max_value 5.00 ms on both sides: one run per side" in r.remark_reason
 
 
 def test_runs_within_the_limit_pass(tmp_path: Path) -> None:
