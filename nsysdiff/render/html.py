@@ -247,7 +247,7 @@ def _folded(d: Diff, label: Callable[[Row], str]) -> list[Folded]:
     out += _fold("CUDA graphs", "graphs", d.graphs, "graph", _name)
     out += _fold("NVTX ranges", "nvtx", d.nvtx, "range", _key, "NVTX ranges")
     out += _fold("Synchronising API calls", "sync", d.sync, "call", _key, "calls")
-    out += _fold("Host API calls", "api", d.api, "call", _key, "calls")
+    out += _fold(phrases.api_title(d), "api", d.api, "call", _key, "calls")
     if d.base.devices or d.candidate.devices:
         rows = [("", [td(c) for c in row]) for row in device_rows(d)]
         devices = Table("devices", [Column(h) for h in DEVICE_HEADER], rows, "devices")

@@ -29,6 +29,7 @@ from nsysdiff.render.names import Names, labels, mangled_of
 from nsysdiff.render.phrases import (
     COPY_HEADER,
     FACT_WORDS,
+    api_title,
     attribution_line,
     basis_phrase,
     calls_pair,
@@ -392,7 +393,7 @@ def _ranks(diff: Diff) -> list[str]:
 def _api_details(d: Diff) -> list[str]:
     if not d.api:
         return []
-    return _details(f"Host API calls ({min(TOP_CHANGES, len(d.api))} of {len(d.api):,})", _named_rows(d.api))
+    return _details(f"{api_title(d)} ({min(TOP_CHANGES, len(d.api))} of {len(d.api):,})", _named_rows(d.api))
 
 
 def _render(report: Report, names: Names = Names.short) -> str:

@@ -218,6 +218,13 @@ def compared_ns(diff: Diff) -> tuple[float, float]:
     return h.base_total_ns, h.candidate_total_ns
 
 
+def api_title(diff: Diff) -> str:
+    """The host API table's title. Its census counts every call of the scope's window, also
+    in a per-step diff whose other tables are per step: the title says so, as the
+    devices table's does."""
+    return "Host API calls of the whole scope" if diff.per_step else "Host API calls"
+
+
 def steps_phrase(diff: Diff) -> str | None:
     """``64 → 64 decode ranges; times, calls, copies and variants are per step``, when
     per step (the range's name said once, as what was counted)."""

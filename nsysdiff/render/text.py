@@ -585,7 +585,7 @@ def render(report: Report, *, width: int = 120, details: bool = False, names: Na
         if d.headline.basis != "nvtx":  # else the compared ranges are above
             _named_changes(console, "NVTX ranges", "range", d.nvtx, width)
         _named_changes(console, "Synchronising API calls", "call", d.sync, width)
-        _named_changes(console, "Host API calls", "call", d.api, width)
+        _named_changes(console, phrases.api_title(d), "call", d.api, width)
         _devices(console, d, width)
         _ranks(console, d)
         _comparability(console, d, width)

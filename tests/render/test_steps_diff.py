@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import fpspec
 import pytest
+import stepspec
+from conftest import run_cli
 
 from nsysdiff import api
 from nsysdiff.compare.diff import compare
@@ -94,3 +97,15 @@ def test_calls_that_do_not_divide_over_the_steps_are_said_as_exact_counts() -> N
     assert "1.12" not in text and "0.12" not in text
     row = next(line for line in text.splitlines() if line.startswith("sync calls"))
     assert "1 → 9/8" in row and "+1/8" in row
+
+
+def test_the_host_api_table_of_a_per_step_diff_says_it_counts_the_whole_scope(tmp_path: Path) -> None:
+    # The census counts every call of the window, the warm-up's too: beside per-step tables
+    # its whole counts must not read as per step.
+    a, _ = stepspec.eager(tmp_path / "a.sqlite", 4)
+    b, _ = stepspec.eager(tmp_path / "b.sqlite", 4)
+    per = {f: run_cli(a, b, "--per", "decode_step", "--details", "--format", f)[1] for f in ("text", "markdown")}
+    assert "Host API calls of the whole scope by absolute time" in per["text"], per["text"]
+    assert "<summary>Host API calls of the whole scope (" in per["markdown"], per["markdown"]
+    whole = run_cli(a, b, "--details")[1]
+    assert "Host API calls by absolute time" in whole, whole
