@@ -18,9 +18,19 @@ def ns(value: float | None) -> str:
     return f"{v:.0f} ns"
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 run``, ``2 runs``, ``3 commits``: a count with its noun, never ``run(s)``."""
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """``1 run``, ``2 runs``, ``3 families``: a count with its noun, never ``run(s)``."""
+    return f"{n:,} {word if n == 1 else many(word)}"
+
+
+def many(word: str) -> str:
+    """A noun (or a phrase ending in one) made plural by the English rules the reports'
+    nouns need: ``family`` families, ``H2D copy`` copies, ``launch`` launches, ``key`` keys."""
+    if word.endswith("y") and word[-2:-1] not in ("", "a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
 
 
 def nbytes(value: float | None) -> str:

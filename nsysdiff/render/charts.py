@@ -26,6 +26,7 @@ from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.compare.runstats import RunVerdict
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.render.phrases import BASIS_WORDS
 from nsysdiff.render.steps import PART_WORDS
 from nsysdiff.safe import neutral
 
@@ -44,13 +45,6 @@ WORSE = "#D55E00"
 BETTER = "#009E73"
 NEUTRAL = "#7f7f7f"
 EFFECT_COLOURS = {"count": "#56B4E9", "per-call": "#D55E00", "new": "#CC79A7", "removed": "#009E73"}
-
-# What the scale is measured over, by the diff's basis: one, many, and what an outlier is.
-BASIS_WORDS = {
-    "kernels": ("family", "families", "kernels"),
-    "nvtx": ("NVTX range", "NVTX ranges", "NVTX ranges"),
-    "graphs": ("CUDA graph", "CUDA graphs", "CUDA graphs"),
-}
 
 INSTALL_HINT = "the HTML report draws its charts with matplotlib: pip install 'nsysdiff[html]'"
 
@@ -226,7 +220,8 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     i = diff.headline.scale_info
     if not i.families or not i.meaningful:
         return None
-    one, many, what = BASIS_WORDS[diff.headline.basis]
+    words = BASIS_WORDS[diff.headline.basis]
+    one, many, what = words.unit, u.many(words.unit), words.outliers
     # The scale is over families, or over the NVTX ranges or graphs compared instead.
     kernels = diff.headline.basis == "kernels"
     pool = diff.families if kernels else diff.scored

@@ -100,7 +100,7 @@ def _context(report: Report, names: Names) -> dict[str, Any]:
         "made": made,
         "top": [phrases.contributor_text(c, u.shorten, named) for c in d.attribution.top],
         "replacements": _replacements(d, named),
-        "basis": charts.BASIS_WORDS[d.headline.basis][0],
+        "basis": phrases.BASIS_WORDS[d.headline.basis].unit,
         "scale_line": phrases.scale_line(d),
         "outliers": _rows_table("outliers", d.outliers, "kernel", label, "outliers") if d.outliers else None,
         "outlier_families": (

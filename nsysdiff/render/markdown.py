@@ -517,7 +517,7 @@ def _folded(report: Report, kcode: Callable[[Row], str]) -> list[str]:
         appeared = sum(len(v.appeared) for v in d.variants)
         gone = sum(len(v.disappeared) for v in d.variants)
         out += _details(
-            f"Variant drift: {u.plural(len(d.variants), 'family', 'families')}, "
+            f"Variant drift: {u.plural(len(d.variants), 'family')}, "
             f"{u.plural(appeared, 'variant')} appeared, {gone:,} disappeared",
             _variants(d.variants),
         )

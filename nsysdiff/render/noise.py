@@ -16,8 +16,7 @@ from nsysdiff.safe import neutral
 
 
 def _count(n: int, kind: KeyKind) -> str:
-    one, many = KIND_WORDS[kind]
-    return f"{n:,} {one if n == 1 else many}"
+    return u.plural(n, KIND_WORDS[kind])
 
 
 def header_lines(p: NoiseProfile) -> list[str]:
@@ -26,7 +25,7 @@ def header_lines(p: NoiseProfile) -> list[str]:
     counts = [_count(n, kind) for kind, n in counted.items() if n or kind is KeyKind.KERNEL]
     head = f"{p.count} runs of one build · {gpu_line(p.runs.runs[0])} · " + ", ".join(counts)
     if p.partial:
-        head += f" · {len(p.partial):,} {'key' if len(p.partial) == 1 else 'keys'} in only some runs"
+        head += f" · {u.plural(len(p.partial), 'key')} in only some runs"
     return [
         head,
         "runs: " + ", ".join(p.runs.sources),
@@ -59,7 +58,7 @@ def _rows(keys: list[KeyNoise], named: dict[str, str]) -> list[list[str]]:
     return [
         [
             _key(k, named),
-            KIND_WORDS[k.kind][0],
+            KIND_WORDS[k.kind],
             u.ns(k.median_mean_ns),
             fmt_width(k.mean.width),
             fmt_width(width(k.mean.robust_log)),
@@ -93,7 +92,7 @@ def render_text(p: NoiseProfile, width_cols: int, top: int = 20) -> str:
         # key without its kind (a kernel, its family, its category) reads as three keys.
         console.print(grid(_title(p, len(shown)), HEADER, _rows(shown, named), width_cols, optional=(6, 5, 4)))
     if p.partial:
-        rows = [[_key(k, named), KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), KIND_WORDS[k.kind], f"{k.runs} of {p.count}"] for k in p.partial]
         console.print()
         console.print(
             grid("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows, width_cols)
@@ -124,6 +123,6 @@ def render_markdown(p: NoiseProfile, top: int = 20) -> str:
     if shown:
         out += table(_title(p, len(shown)), HEADER, _rows(shown, named))
     if p.partial:
-        rows = [[_key(k, named), KIND_WORDS[k.kind][0], f"{k.runs} of {p.count}"] for k in p.partial]
+        rows = [[_key(k, named), KIND_WORDS[k.kind], f"{k.runs} of {p.count}"] for k in p.partial]
         out += table("Unstable: in only some runs (structure, not noise)", ("key", "kind", "runs"), rows)
     return neutral.cap_markdown(neutral.lines("\n".join(out) + "\n"))

@@ -7,6 +7,7 @@ Plain text with no markup: each renderer escapes what it writes in its own way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from nsysdiff import units as u
 from nsysdiff.compare import comparability, geometry, notices
@@ -67,10 +68,20 @@ def finding_counts_of(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "none"
 
 
-_BASIS_WORDS = {
-    "kernels": ("family", "families", "kernel time"),
-    "nvtx": ("NVTX range", "NVTX ranges", "NVTX range time"),
-    "graphs": ("CUDA graph", "CUDA graphs", "graph time"),
+@dataclass(frozen=True, slots=True)
+class BasisWords:
+    """What a diff's basis is called: what the scale is measured over (one of them), the
+    time it compares, and what an outlier is."""
+
+    unit: str
+    time: str
+    outliers: str
+
+
+BASIS_WORDS = {
+    "kernels": BasisWords("family", "kernel time", "kernels"),
+    "nvtx": BasisWords("NVTX range", "NVTX range time", "NVTX ranges"),
+    "graphs": BasisWords("CUDA graph", "graph time", "CUDA graphs"),
 }
 
 
@@ -86,14 +97,15 @@ def scale_parts(diff: Diff) -> tuple[str, str | None]:
     """The scale with its uncertainty, and what it is measured over (None: no family on
     both sides); "none meaningful" when too little time is in common families."""
     i = diff.headline.scale_info
-    one, many, time = _BASIS_WORDS[diff.headline.basis]
+    words = BASIS_WORDS[diff.headline.basis]
+    one, time = words.unit, words.time
     if not i.families:
         return f"none: no {one} runs on both sides", None
     if f"{100 * i.base_share:.0f}" == f"{100 * i.candidate_share:.0f}" == "100":
-        over = f"over {u.plural(i.families, one, many)} on both sides: all the {time}"
+        over = f"over {u.plural(i.families, one)} on both sides: all the {time}"
     else:
         over = (
-            f"over {u.plural(i.families, one, many)} on both sides: "
+            f"over {u.plural(i.families, one)} on both sides: "
             f"{100 * i.base_share:.0f}% of base, {100 * i.candidate_share:.0f}% of candidate {time}"
         )
     if not i.covered:

@@ -17,14 +17,14 @@ from nsysdiff.fingerprint.runset import KeyKind, Measure
 FIRST_SCREEN_KEYS = 5  # keys across runs on the first screen of the text report
 
 _MEASURE = {Measure.PER_CALL: "per call", Measure.TOTAL: "total", Measure.CALLS: "calls"}
-# What a key of each kind is called: one, many (the runs' and the noise profile's tables).
+# What a key of each kind is called (the runs' and the noise profile's tables).
 KIND_WORDS = {
-    KeyKind.KERNEL: ("kernel", "kernels"),
-    KeyKind.FAMILY: ("family", "families"),
-    KeyKind.CATEGORY: ("category", "categories"),
-    KeyKind.COPY: ("copy kind", "copy kinds"),
-    KeyKind.NVTX: ("NVTX range", "NVTX ranges"),
-    KeyKind.STEP: ("step figure", "step figures"),
+    KeyKind.KERNEL: "kernel",
+    KeyKind.FAMILY: "family",
+    KeyKind.CATEGORY: "category",
+    KeyKind.COPY: "copy kind",
+    KeyKind.NVTX: "NVTX range",
+    KeyKind.STEP: "step figure",
 }
 # Keys listed: changed first, then those the runs can't tell; the order of the verdicts.
 _LISTED = (RunVerdict.CHANGED, RunVerdict.TOO_NOISY)
@@ -114,7 +114,7 @@ def measures_text(k: KeyRuns) -> str:
 
 
 def kind_word(k: KeyRuns) -> str:
-    return KIND_WORDS[k.kind][0]
+    return KIND_WORDS[k.kind]
 
 
 def tally(r: RunsDiff) -> str:
@@ -135,7 +135,7 @@ def partial_text(r: RunsDiff) -> str | None:
     """The keys some run lacks: structural changes, left out of the statistics."""
     if not r.partial:
         return None
-    keys = ", ".join(f"{KIND_WORDS[kind][0]} {key}" for kind, key in r.partial)
+    keys = ", ".join(f"{KIND_WORDS[kind]} {key}" for kind, key in r.partial)
     return f"not compared across runs (absent from some runs or from one side): {keys}"
 
 

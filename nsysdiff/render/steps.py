@@ -32,12 +32,12 @@ PART_WORDS = {
 }
 
 FAMILY_WORDS = {
-    HostFamily.LAUNCH: ("launch", "launches"),
-    HostFamily.SYNC: ("sync call", "sync calls"),
-    HostFamily.COPY_H2D: ("H2D copy", "H2D copies"),
-    HostFamily.COPY_D2H: ("D2H copy", "D2H copies"),
-    HostFamily.COPY_D2D: ("D2D copy", "D2D copies"),
-    HostFamily.ALLOC: ("alloc/free call", "alloc/free calls"),
+    HostFamily.LAUNCH: "launch",
+    HostFamily.SYNC: "sync call",
+    HostFamily.COPY_H2D: "H2D copy",
+    HostFamily.COPY_D2H: "D2H copy",
+    HostFamily.COPY_D2D: "D2D copy",
+    HostFamily.ALLOC: "alloc/free call",
 }
 
 # A time per call that moved by this ratio either way is named on the first screen.
@@ -95,8 +95,8 @@ def _delta_cell(f: FamilyChange, sd: StepsDiff) -> str:
 
 
 def family_word(family: HostFamily, n: float) -> str:
-    one, many = FAMILY_WORDS[family]
-    return one if abs(n) == 1 else many
+    one = FAMILY_WORDS[family]
+    return one if abs(n) == 1 else u.many(one)
 
 
 def period_line(sd: StepsDiff) -> str:
@@ -152,7 +152,7 @@ def call_time_phrase(sd: StepsDiff) -> str | None:
     if not moved:
         return None
     return ", ".join(
-        f"{FAMILY_WORDS[f.family][0]} calls {u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)} each "
+        f"{FAMILY_WORDS[f.family]} calls {u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)} each "
         f"({u.ratio(f.mean_ratio)})"
         for f in moved
     )
@@ -258,7 +258,7 @@ def family_rows(sd: StepsDiff) -> list[list[str]]:
         copies = f.family in (HostFamily.COPY_H2D, HostFamily.COPY_D2H, HostFamily.COPY_D2D)
         rows.append(
             [
-                FAMILY_WORDS[f.family][1],
+                u.many(FAMILY_WORDS[f.family]),
                 f"{step_count(f.base_calls, sd.base.steps)} → {step_count(f.candidate_calls, sd.candidate.steps)}",
                 _delta_cell(f, sd),
                 f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}",

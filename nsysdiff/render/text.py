@@ -378,7 +378,7 @@ def _variants(console: Console, drifts: Sequence[VariantDrift], width: int, name
     gone = sum(len(v.disappeared) for v in drifts)
     _title(
         console,
-        f"Variant drift: {u.plural(len(drifts), 'family', 'families')}, "
+        f"Variant drift: {u.plural(len(drifts), 'family')}, "
         f"{appeared:,} appeared ({u.ns(sum(v.appeared_ns for v in drifts))}), "
         f"{gone:,} disappeared ({u.ns(sum(v.disappeared_ns for v in drifts))})",
         width,
@@ -515,11 +515,11 @@ def hidden_sections(report: Report) -> list[str]:
     others = [f for f in report.findings if f not in failing]
     parts = [
         (len(others), "other finding"),
-        (1 if d.steps is not None else 0, "steps table", "steps tables"),
-        (len(d.categories), "category", "categories"),
+        (1 if d.steps is not None else 0, "steps table"),
+        (len(d.categories), "category"),
         (len(d.phases), "phase"),
         (len(d.memcpy) + len(d.memset), "copy kind"),
-        (len(d.variants), "drifting family", "drifting families"),
+        (len(d.variants), "drifting family"),
         (len(d.kernels), "kernel"),
         (len(d.nvtx) - shown_ranges, "more NVTX range" if shown_ranges else "NVTX range"),
         (len(d.sync), "sync call"),
@@ -527,7 +527,7 @@ def hidden_sections(report: Report) -> list[str]:
         (len({x.device for x in (*d.base.devices, *d.candidate.devices)}), "device"),
         (_rank_count(d), "rank"),
     ]
-    return [u.plural(n, *words) for n, *words in parts if n]  # type: ignore[arg-type]
+    return [u.plural(n, word) for n, word in parts if n]
 
 
 def _more(console: Console, report: Report, width: int) -> None:
