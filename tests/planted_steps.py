@@ -10,6 +10,7 @@ the time is inserted inside them and move where it is inserted between them.
 - :func:`item`: an ``.item()`` per step (a D2H ``cudaMemcpyAsync`` and a
   ``cudaStreamSynchronize`` at the end of each step);
 - :func:`alloc_churn`: ``pairs`` ``cudaMalloc``/``cudaFree`` pairs per step;
+- :func:`zeroed`: a buffer zeroed every step (a ``cudaMemsetAsync`` and its memset);
 - :func:`slow_launches`: every launch call ``extra_ns`` slower.
 
 GPU-side regressions (their launches as the host made them):
@@ -114,17 +115,16 @@ class _Calls:
         )
         return corr
 
-    def d2h_copy(self, start: int, end: int, corr: int, nbytes: int) -> None:
-        """A GPU copy like the trace's own D2H copies (its device, stream, context)."""
-        cols = [r[1] for r in self.con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_MEMCPY)")]
-        row = self.con.execute("SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2 LIMIT 1").fetchone()
+    def gpu_row(self, table: str, like: str, start: int, end: int, corr: int, nbytes: int) -> None:
+        """A GPU copy or memset like the trace's own rows of ``table`` that match ``like``
+        (their device, stream, context)."""
+        cols = [r[1] for r in self.con.execute(f"PRAGMA table_info({table})")]
+        row = self.con.execute(f"SELECT * FROM {table} WHERE {like} LIMIT 1").fetchone()
         values = dict(zip(cols, row, strict=True))
         values.update(start=start, end=end, correlationId=corr, bytes=nbytes)
         names = ", ".join(f'"{c}"' for c in cols)
         marks = ", ".join("?" for _ in cols)
-        self.con.execute(
-            f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY ({names}) VALUES ({marks})", [values[c] for c in cols]
-        )
+        self.con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", [values[c] for c in cols])
 
 
 def gap(src: Path, dst: Path, gaps_ns: Sequence[int]) -> Path:
@@ -148,8 +148,11 @@ def _inside(src: Path, dst: Path, room_ns: int, fill: str, **kw: int) -> Path:
         at = end + i * room_ns
         if fill == "item":
             corr = calls.api("cudaMemcpyAsync_v3020", at + 2_000, at + 22_000, tid)
-            calls.d2h_copy(at + 10_000, at + 12_000, corr, kw["nbytes"])
+            calls.gpu_row("CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind = 2", at + 10_000, at + 12_000, corr, kw["nbytes"])
             calls.api("cudaStreamSynchronize_v3020", at + 23_000, at + room_ns - 2_000, tid)
+        elif fill == "memset":
+            corr = calls.api("cudaMemsetAsync_v3020", at + 1_000, at + 5_000, tid)
+            calls.gpu_row("CUPTI_ACTIVITY_KIND_MEMSET", "1", at + 3_000, at + 4_000, corr, kw["nbytes"])
         else:
             t = at + 1_000
             for _ in range(kw["pairs"]):
@@ -164,6 +167,12 @@ def _inside(src: Path, dst: Path, room_ns: int, fill: str, **kw: int) -> Path:
 def item(src: Path, dst: Path, nbytes: int = 4) -> Path:
     """An ``.item()`` per step: a D2H copy of ``nbytes`` and a stream sync (80 us of host time)."""
     return _inside(src, dst, 80_000, "item", nbytes=nbytes)
+
+
+def zeroed(src: Path, dst: Path, nbytes: int = 65_536) -> Path:
+    """A buffer zeroed every step (a ``torch.zeros`` in the loop): a cudaMemsetAsync call
+    (4 us of host time) and its 1 us memset of ``nbytes``."""
+    return _inside(src, dst, 6_000, "memset", nbytes=nbytes)
 
 
 def alloc_churn(src: Path, dst: Path, pairs: int = 20) -> Path:

@@ -85,3 +85,17 @@ def eager(path: Path, steps: int, *, odd: int | None = None, marker: bool = True
         start, t = loop(b, t, names, marker=marker)
         starts.append(start)
     return b.write(path), starts
+
+
+def zeroed(path: Path, memsets: int) -> Path:
+    """Two steps of one launch each, with ``memsets`` cudaMemsetAsync calls (and their
+    memsets) in every step: a buffer zeroed every token."""
+    b = TraceBuilder()
+    for k in range(2):
+        t = T + k * 200 * US
+        b.launch("gemm", t + 1 * US, t + 10 * US, 20 * US)
+        for j in range(memsets):
+            call = b.runtime("cudaMemsetAsync_v3020", t + (40 + 10 * j) * US, 4 * US)
+            b.memset(t + (45 + 10 * j) * US, 1 * US, 65_536, correlation_id=call)
+        b.nvtx_range("decode_step", t, t + 150 * US)
+    return b.write(path)

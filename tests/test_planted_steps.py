@@ -51,6 +51,7 @@ def planted(bs1: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     return {
         "item": ps.item(bs1, d / "item.sqlite"),
         "alloc": ps.alloc_churn(bs1, d / "alloc.sqlite"),
+        "zeroed": ps.zeroed(bs1, d / "zeroed.sqlite"),
         "slow_launches": ps.slow_launches(bs1, d / "slow_launches.sqlite"),
         "gap": ps.gap(bs1, d / "gap.sqlite", [STEP_NS]),
     }
@@ -85,6 +86,15 @@ def test_allocation_churn_fails_on_counts(bs1: Path, planted: dict[str, Path]) -
     assert code == 1, out
     assert "+40 alloc/free calls per step" in first(out), out
     assert "step-allocations" in out
+
+
+def test_a_buffer_zeroed_every_step_fails_on_counts(bs1: Path, planted: dict[str, Path]) -> None:
+    # One cudaMemsetAsync per step: 5 us of host time in a 28 ms step and a 1 us memset,
+    # far inside every time's noise; the count is exact.
+    code, out, _ = tpot(bs1, planted["zeroed"])
+    assert code == 1, out
+    assert "+1 memset call per step" in first(out), out
+    assert "step-memsets" in out.split("Failed rules")[1].split("More with")[0], out
 
 
 def test_slower_launches_fail_on_launch_time(bs1: Path, planted: dict[str, Path]) -> None:
@@ -162,6 +172,7 @@ def main() -> None:  # pragma: no cover (a report for people)
         cases = {
             "item": ps.item(base, d / "item.sqlite"),
             "alloc churn": ps.alloc_churn(base, d / "alloc.sqlite"),
+            "zeroed buffer": ps.zeroed(base, d / "zeroed.sqlite"),
             "slow launches": ps.slow_launches(base, d / "slow.sqlite"),
             "gap (1 run)": ps.gap(base, d / "gap.sqlite", [STEP_NS]),
         }

@@ -97,6 +97,7 @@ class StepSide:
     bytes: tuple[int, ...]  # per HostFamily: bytes moved (copies)
     call_times: tuple[CallTimes, ...]
     gpu_period_ns: float | None = None  # the mean interval between steps' GPU completions
+    counted: tuple[HostFamily, ...] = tuple(HostFamily)  # the families whose calls were counted
 
     @property
     def gpu_ahead(self) -> bool:
@@ -175,6 +176,7 @@ def side(s: Steps) -> StepSide:
         bytes=tuple(int(x[2]) for x in sums),
         call_times=s.call_times,
         gpu_period_ns=s.gpu_period_ns,
+        counted=s.counted,
     )
 
 
@@ -291,6 +293,7 @@ def compare(base: Steps, candidate: Steps) -> StepsDiff | None:
             c.bytes_per_step(f),
         )
         for f in HostFamily
-        if b.calls_per_step(f) or c.calls_per_step(f)
+        # A family one side did not count (saved before it was) is unknown there, not none.
+        if (b.calls_per_step(f) or c.calls_per_step(f)) and f in b.counted and f in c.counted
     )
     return StepsDiff(b, c, parts, families)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
-from nsysdiff.fingerprint.steps import Step, Steps, StepSeries
+from nsysdiff.fingerprint.steps import COUNTED_BEFORE_MEMSETS, Step, Steps, StepSeries
 
 # The records the reader hands on as they are, kept in the trace stage that makes them;
 # imported here because the fields below name them (from_data resolves the hints here).
@@ -329,11 +329,32 @@ def fingerprint_from_json(text: str, source: str) -> Fingerprint:
         raise FingerprintError(f"{source}: malformed fingerprint at $.steps: version 1 has no steps")
     validation.check_schema(doc, source)
     validation.check_semantics(doc, source)
-    body = {k: v for k, v in doc.items() if k not in ("format", "version")}
+    body = _counted_before_memsets({k: v for k, v in doc.items() if k not in ("format", "version")})
     try:
         return current_taxonomy(from_data(Fingerprint, body))
     except FingerprintError as e:
         raise FingerprintError(f"{source}: malformed fingerprint at {e}") from None
+
+
+def _counted_before_memsets(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the families its steps counted stated: steps saved without ``counted``
+    were saved before memset calls were counted, so their memsets are unknown, not none.
+    The phases' fingerprints likewise."""
+    steps = body.get("steps")
+    if isinstance(steps, dict) and "counted" not in steps:
+        body = {**body, "steps": {**steps, "counted": [f.value for f in COUNTED_BEFORE_MEMSETS]}}
+    phases = body.get("phases")
+    if isinstance(phases, list):
+        body = {
+            **body,
+            "phases": [
+                {**p, "fingerprint": _counted_before_memsets(p["fingerprint"])}
+                if isinstance(p, dict) and isinstance(p.get("fingerprint"), dict)
+                else p
+                for p in phases
+            ],
+        }
+    return body
 
 
 def current_taxonomy(fp: Fingerprint) -> Fingerprint:

@@ -89,6 +89,9 @@ class Step:
 
 _PARTS = tuple(StepPart)
 _FAMILIES = tuple(HostFamily)
+# The host families a fingerprint saved before memset calls were counted per step has: its
+# steps say nothing of memsets, which must not read as "no memsets".
+COUNTED_BEFORE_MEMSETS = tuple(f for f in HostFamily if f is not HostFamily.MEMSET)
 # Columns of a StepSeries row: start, duration, period, kernel, the parts, then per family
 # whether the step lists it, its calls, total ns and bytes.
 _FIXED = 4
@@ -130,7 +133,7 @@ class StepSeries(Sequence[Step]):
         parts: IntArray,
         calls: IntArray,
     ) -> StepSeries:
-        """From per-step columns: ``parts`` (n, 7) in StepPart order, ``calls`` (n, 6, 3)
+        """From per-step columns: ``parts`` (n, 7) in StepPart order, ``calls`` (n, 7, 3)
         (calls, total ns, bytes) in HostFamily order; a family is listed where it has calls."""
         n = len(start_ns)
         rows = np.zeros((n, _WIDTH), dtype=np.int64)
@@ -208,6 +211,9 @@ class Steps:
     # The mean interval between consecutive steps' GPU completions (docs/steps.md, "The
     # GPU period"); None where too few steps launched kernels, or in older fingerprints.
     gpu_period_ns: float | None = None
+    # The host families whose calls the steps counted: all of them, but in a fingerprint
+    # saved before a family was counted (COUNTED_BEFORE_MEMSETS, set as it is read).
+    counted: tuple[HostFamily, ...] = _FAMILIES
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepSeries):

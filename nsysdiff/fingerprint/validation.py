@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any
 
 from nsysdiff.errors import FingerprintError
-from nsysdiff.fingerprint.steps import StepPart
+from nsysdiff.fingerprint.steps import COUNTED_BEFORE_MEMSETS, StepPart
 from nsysdiff.trace.records import HostFamily
 
 # Longest integer literal read as an integer: an int64 has at most 19 digits and a sign.
@@ -235,6 +235,8 @@ def _steps_problems(steps: dict[str, Any], path: str) -> Iterator[str]:
     parts that don't add up, or times per step that no trace could give."""
     rows = steps["steps"]
     totals: dict[str, list[int]] = {f: [0, 0, 0] for f in _FAMILIES}
+    # Without ``counted`` the steps were saved before memsets were counted: none are listed.
+    counted = steps.get("counted", [f.value for f in COUNTED_BEFORE_MEMSETS])
     last_is_duration = steps.get("last_period_is_duration", True)
     for i, st in enumerate(rows):
         where = f"{path}.steps[{i}]"
@@ -242,6 +244,9 @@ def _steps_problems(steps: dict[str, Any], path: str) -> Iterator[str]:
         yield from _period_problems(st, i, following, last_is_duration, where)
         yield from _calls_problems(st["calls"], totals, where)
     yield from _call_times_problems(steps["call_times"], totals, path)
+    for family, t in totals.items():
+        if t[0] and family not in counted:
+            yield f"{path}.counted: the steps call {family}, which it does not list"
 
 
 def _period_problems(

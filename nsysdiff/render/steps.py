@@ -38,6 +38,7 @@ FAMILY_WORDS = {
     HostFamily.COPY_D2H: "D2H copy",
     HostFamily.COPY_D2D: "D2D copy",
     HostFamily.ALLOC: "alloc/free call",
+    HostFamily.MEMSET: "memset call",
 }
 
 # A time per call that moved by this ratio either way is named on the first screen.

@@ -10,8 +10,8 @@ from nsysdiff import units as u
 from nsysdiff.fingerprint import step_figures as f
 from nsysdiff.fingerprint.model import Fingerprint, to_data
 from nsysdiff.fingerprint.steps import StepPart, Steps
+from nsysdiff.render.steps import FAMILY_WORDS
 from nsysdiff.safe import neutral
-from nsysdiff.trace.records import HostFamily
 
 # How a part and a family are named in reports.
 PART_LABELS = {
@@ -22,14 +22,6 @@ PART_LABELS = {
     StepPart.SYNC: "sync",
     StepPart.HOST: "host",
     StepPart.BETWEEN: "between steps",
-}
-FAMILY_LABELS = {
-    HostFamily.LAUNCH: "launches",
-    HostFamily.SYNC: "syncs",
-    HostFamily.COPY_H2D: "copies H2D",
-    HostFamily.COPY_D2H: "copies D2H",
-    HostFamily.COPY_D2D: "copies D2D",
-    HostFamily.ALLOC: "allocations",
 }
 
 Table = tuple[str, tuple[str, ...], list[list[str]], tuple[int, ...]]
@@ -106,7 +98,7 @@ def tables(fp: Fingerprint) -> list[Table]:
             t = x.times
             fam_rows.append(
                 [
-                    FAMILY_LABELS[x.family],
+                    u.many(FAMILY_WORDS[x.family]),
                     counts,
                     u.ns(x.time_ns),
                     u.nbytes(x.bytes) if t.bytes else "-",

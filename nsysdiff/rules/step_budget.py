@@ -242,6 +242,7 @@ _CALL_WORDS = {
     HostFamily.COPY_D2H: "D2H copy",
     HostFamily.COPY_D2D: "D2D copy",
     HostFamily.ALLOC: "alloc/free",
+    HostFamily.MEMSET: "memset",
 }
 
 
@@ -278,6 +279,16 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     sd = diff.steps
     if sd is None:
         yield remark(rule.id, "step", NOT_JUDGED, "no steps on both sides (a step range: --per or the pack's steps)")
+        return
+    uncounted = [name for name, s in (("base", sd.base), ("candidate", sd.candidate)) if o.family not in s.counted]
+    if o.family is not None and uncounted:
+        yield remark(
+            rule.id,
+            "step",
+            NOT_JUDGED,
+            f"the {' and '.join(uncounted)} fingerprint{'s were' if len(uncounted) > 1 else ' was'} saved before "
+            f"{o.family.value} calls were counted per step",
+        )
         return
     bv, cv = value(sd.base, o), value(sd.candidate, o)
     if cv is None:

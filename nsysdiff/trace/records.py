@@ -79,6 +79,9 @@ class HostFamily(str, enum.Enum):
     COPY_D2H = "copy_d2h"
     COPY_D2D = "copy_d2d"
     ALLOC = "alloc"  # cudaMalloc*, cuMemAlloc*, async variants, and their frees
+    # cudaMemset*, cuMemset*: a memset enqueued (a buffer zeroed every token). Last: counted
+    # since fingerprints gained Steps.counted, the numbers of the others are unchanged.
+    MEMSET = "memset"
 
     @property
     def copies(self) -> bool:

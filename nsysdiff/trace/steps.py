@@ -32,7 +32,7 @@ from nsysdiff.trace.records import Attribution, CallTimes, HostFamily
 
 # The host families by the numbers the SQL below uses: their places in HostFamily.
 _FAMILIES = tuple(HostFamily)
-_LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC = (
+_LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC, _MEMSET = (
     _FAMILIES.index(f)
     for f in (
         HostFamily.LAUNCH,
@@ -41,6 +41,7 @@ _LAUNCH, _SYNC, _H2D, _D2H, _D2D, _ALLOC = (
         HostFamily.COPY_D2H,
         HostFamily.COPY_D2D,
         HostFamily.ALLOC,
+        HostFamily.MEMSET,
     )
 )
 _COPY = -1  # a copy call until its copy's direction is known
@@ -55,6 +56,7 @@ _LAUNCH_API = re.compile(
 _SYNC_API = re.compile(r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cu(Ctx|Stream|Event)Synchronize)" + _SUFFIX)
 _COPY_API = re.compile(r"^(cudaMemcpy\w*|cuMemcpy\w*)" + _SUFFIX)
 _ALLOC_API = re.compile(r"^(cudaMalloc\w*|cudaFree\w*|cuMemAlloc\w*|cuMemFree\w*)" + _SUFFIX)
+_MEMSET_API = re.compile(r"^(cudaMemset\w*|cuMemset\w*)" + _SUFFIX)
 # copyKind names (ENUM_CUDA_MEMCPY_OPER, without the CUDA_MEMCPY_KIND_ prefix) per family.
 _DIRECTIONS = {"HTOD": _H2D, "DTOH": _D2H, "DTOD": _D2D, "PTOP": _D2D}
 _DIRECTIONS_BUILTIN = {1: _H2D, 2: _D2H, 8: _D2D, 10: _D2D}  # before ENUM_CUDA_MEMCPY_OPER
@@ -166,6 +168,7 @@ class StepReader(TraceConnection):
                 (_SYNC, _SYNC_API),
                 (_COPY, _COPY_API),
                 (_ALLOC, _ALLOC_API),
+                (_MEMSET, _MEMSET_API),
             ):
                 if pattern.match(name):
                     out[int(i)] = family  # type: ignore[call-overload]

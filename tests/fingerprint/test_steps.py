@@ -3,16 +3,18 @@ host calls per family, on a trace built by hand and on every real trace with ste
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from conftest import real_trace, run_cli
-from stepspec import US, T, two_steps
+from stepspec import US, T, two_steps, zeroed
 
 from nsysdiff import api
+from nsysdiff.errors import FingerprintError
 from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.scope import ScopeOptions
-from nsysdiff.fingerprint.steps import HostCalls, StepPart, StepParts
+from nsysdiff.fingerprint.steps import COUNTED_BEFORE_MEMSETS, HostCalls, StepPart, StepParts
 from nsysdiff.synth.builder import TraceBuilder
 from nsysdiff.trace.records import CallTimes, HostFamily
 
@@ -202,3 +204,34 @@ def test_a_whole_graph_launch_is_compute(tmp_path: Path) -> None:
     assert only.parts == StepParts(30 * US, 0, 0, 3 * US, 0, 17 * US, 0)
     assert only.kernel_ns == 30 * US
     assert only.calls == (HostCalls(HostFamily.LAUNCH, 1, 3 * US),)
+
+
+def test_memset_calls_are_counted_per_step(tmp_path: Path) -> None:
+    fp = api.load(zeroed(tmp_path / "t.sqlite", 2), ScopeOptions(per="decode_step"))
+    assert fp.steps is not None and HostFamily.MEMSET in fp.steps.counted
+    for step in fp.steps.steps:
+        memset = next(c for c in step.calls if c.family is HostFamily.MEMSET)
+        assert (memset.calls, memset.total_ns, memset.bytes) == (2, 8 * US, 0)
+    saved = fingerprint_from_json(fingerprint_to_json(fp), "saved.json")
+    assert saved.steps is not None and saved.steps.counted == tuple(HostFamily)
+
+
+def test_steps_saved_before_memsets_were_counted_say_so(tmp_path: Path) -> None:
+    # A fingerprint written without `counted` never counted memset calls: none listed is
+    # not "none", so it reads as every family but memset.
+    fp = api.load(zeroed(tmp_path / "t.sqlite", 0), ScopeOptions(per="decode_step"))
+    doc = json.loads(fingerprint_to_json(fp))
+    del doc["steps"]["counted"]
+    old = fingerprint_from_json(json.dumps(doc), "old.json")
+    assert old.steps is not None and HostFamily.MEMSET not in old.steps.counted
+    assert old.steps.counted == COUNTED_BEFORE_MEMSETS
+
+
+def test_memset_calls_in_steps_that_did_not_count_them_are_malformed(tmp_path: Path) -> None:
+    fp = api.load(zeroed(tmp_path / "t.sqlite", 1), ScopeOptions(per="decode_step"))
+    doc = json.loads(fingerprint_to_json(fp))
+    del doc["steps"]["counted"]
+    with pytest.raises(FingerprintError) as e:
+        fingerprint_from_json(json.dumps(doc), "bad.json")
+    assert "bad.json" in str(e.value) and "$.steps.counted" in str(e.value) and "memset" in str(e.value)
+    assert "\n" not in str(e.value)

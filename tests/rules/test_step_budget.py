@@ -8,13 +8,18 @@ from pathlib import Path
 
 import fpspec
 import pytest
+import stepspec
 
+from nsysdiff import api
 from nsysdiff.compare.rundiff import compare_sides
 from nsysdiff.errors import RuleError
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.fingerprint.scope import ScopeOptions
+from nsysdiff.fingerprint.steps import COUNTED_BEFORE_MEMSETS
 from nsysdiff.rules import evaluate, load_rules
 from nsysdiff.rules.report import Finding, RuleResult
+from nsysdiff.trace.records import HostFamily
 
 RULE = "version: 1\nrules:\n  - {id: step-time, kind: step, metric: period, max_ratio: 1.05x, noise: 1.6x}\n"
 
@@ -87,3 +92,26 @@ def test_bad_step_rules_are_one_line_errors(rule: str, words: str, tmp_path: Pat
         load_rules([str(path)])
     assert words in str(e.value) and "\n" not in str(e.value)
     assert str(path) in str(e.value)
+
+
+def test_memsets_are_not_judged_against_a_fingerprint_that_did_not_count_them(tmp_path: Path) -> None:
+    # A base saved before memset calls were counted: the candidate's memset per step is
+    # no "+1 per step" (the base's are unknown), and the rule says why it judged nothing.
+    one = api.load(stepspec.zeroed(tmp_path / "a.sqlite", 1), ScopeOptions(per="decode_step"))
+    assert one.steps is not None
+    old = dataclasses.replace(one, steps=dataclasses.replace(one.steps, counted=COUNTED_BEFORE_MEMSETS))
+    new = api.load(stepspec.zeroed(tmp_path / "b.sqlite", 2), ScopeOptions(per="decode_step"))
+    rule = "version: 1\nrules:\n  - {id: step-memsets, kind: step, metric: calls, family: memset, max_increase: 0.5}\n"
+    path = tmp_path / "r.yaml"
+    path.write_text(rule, encoding="utf-8")
+    d = compare_sides(runset.run_set([old], ["old"]), runset.run_set([new], ["new"]))
+    assert d.steps is not None and d.steps.family(HostFamily.MEMSET) is None
+    findings, results = evaluate(d, load_rules([str(path)]), today=date(2026, 1, 1))
+    assert list(findings) == []
+    [r] = results
+    assert r.remark == "not judged"
+    assert r.remark_reason == "the base fingerprint was saved before memset calls were counted per step"
+    # Both counted: the new memset per step fails.
+    d = compare_sides(runset.run_set([one], ["one"]), runset.run_set([new], ["new"]))
+    findings, _ = evaluate(d, load_rules([str(path)]), today=date(2026, 1, 1))
+    assert [f.rule_id for f in findings] == ["step-memsets"]
