@@ -256,7 +256,7 @@ def part_rows(sd: StepsDiff) -> list[list[str]]:
 def family_rows(sd: StepsDiff) -> list[list[str]]:
     rows = []
     for f in sd.families:
-        copies = f.family in (HostFamily.COPY_H2D, HostFamily.COPY_D2H, HostFamily.COPY_D2D)
+        copies = f.family.copies
         rows.append(
             [
                 u.many(FAMILY_WORDS[f.family]),
