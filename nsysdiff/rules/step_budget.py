@@ -280,15 +280,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     if sd is None:
         yield remark(rule.id, "step", NOT_JUDGED, "no steps on both sides (a step range: --per or the pack's steps)")
         return
-    uncounted = [name for name, s in (("base", sd.base), ("candidate", sd.candidate)) if o.family not in s.counted]
-    if o.family is not None and uncounted:
-        yield remark(
-            rule.id,
-            "step",
-            NOT_JUDGED,
-            f"the {' and '.join(uncounted)} fingerprint{'s were' if len(uncounted) > 1 else ' was'} saved before "
-            f"{o.family.value} calls were counted per step",
-        )
+    uncounted = _uncounted(sd, o.family)
+    if uncounted is not None:
+        yield remark(rule.id, "step", NOT_JUDGED, uncounted)
         return
     bv, cv = value(sd.base, o), value(sd.candidate, o)
     if cv is None:
@@ -301,6 +295,18 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         )
         return
     yield from _judge(diff, rule, sd, bv, cv)
+
+
+def _uncounted(sd: StepsDiff, family: HostFamily | None) -> str | None:
+    """Why a family's calls can't be judged: a side saved before they were counted per step
+    (its calls are unknown, not none); None where both sides counted them."""
+    if family is None:
+        return None
+    sides = [name for name, s in (("base", sd.base), ("candidate", sd.candidate)) if family not in s.counted]
+    if not sides:
+        return None
+    were = "fingerprints were" if len(sides) > 1 else "fingerprint was"
+    return f"the {' and '.join(sides)} {were} saved before {family.value} calls were counted per step"
 
 
 def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -> Iterator[Finding]:
