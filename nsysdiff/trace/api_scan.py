@@ -19,8 +19,8 @@ import sqlite3
 import numpy as np
 
 from nsysdiff.trace import text_scan
-from nsysdiff.trace.checks import INT64_MAX
-from nsysdiff.trace.kernel_scan import BadRows, fold_rows, ints
+from nsysdiff.trace.checks import INT64_MAX, BadRows
+from nsysdiff.trace.kernel_scan import fold_rows, ints
 from nsysdiff.trace.records import IntArray
 
 _HIST_LIMIT = 1 << 20  # distinct (name, duration) pairs held in numpy before they spill

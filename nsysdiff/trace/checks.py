@@ -103,6 +103,10 @@ class RowRules:
         )
 
 
+class BadRows(Exception):
+    """A bulk scan met a value that is not a plain integer, or an impossible row."""
+
+
 def fine(checks: Sequence[Sequence[object]]) -> bool:
     """Whether the :meth:`RowRules.sql` values of every result row show no bad row."""
     bad = 0

@@ -12,9 +12,9 @@ import numpy as np
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import api_scan, text_scan
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import CALL_IDS, INT64_MAX, LAUNCHING, RowRules
+from nsysdiff.trace.checks import CALL_IDS, INT64_MAX, LAUNCHING, BadRows, RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks
-from nsysdiff.trace.kernel_scan import BadRows, fold_rows, ints
+from nsysdiff.trace.kernel_scan import fold_rows, ints
 from nsysdiff.trace.names import name_text
 from nsysdiff.trace.records import (
     WHOLE,
