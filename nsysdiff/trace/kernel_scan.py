@@ -1,4 +1,5 @@
-"""One pass over the kernel rows in rowid order, in chunks handed to numpy as text.
+"""One pass over the kernel rows in rowid order, in chunks handed to numpy as text
+(:mod:`nsysdiff.trace.text_scan`).
 
 A chunk of launches comes out of SQLite as four ``group_concat`` texts (name, device,
 start, end), which numpy parses at C speed; the per-(name, device) totals, the histogram of
@@ -13,7 +14,7 @@ spills to disk), as the upsert reader kept it. The busy union needs each device'
 in start order: nsys writes them so, and the scan checks it; a file that breaks it gets the
 window query instead (``KernelScan.devices`` is None).
 
-The rows are checked in the same pass: the texts must be plain integers (:func:`ints_ok`:
+The rows are checked in the same pass: the texts must be plain integers (:func:`~nsysdiff.trace.checks.ints_ok`:
 a REAL, TEXT, BLOB or NULL shows in the text or in the count), and the intervals possible,
 ``0 <= start <= end`` with the durations of the whole scan summing inside int64. The
 interval check is written into :func:`scan` rather than shared: it reuses the durations

@@ -1,6 +1,6 @@
 """Passes over a table in rowid ranges whose integer columns reach numpy as text: one
-``group_concat`` per column and chunk, parsed at C speed (as :mod:`nsysdiff.trace.kernel_scan`
-reads the kernels).
+``group_concat`` per column and chunk, parsed at C speed (the kernel pass of
+:mod:`nsysdiff.trace.kernel_scan`, the host API census, the copies of a whole read).
 
 The columns are checked in the same pass, without a ``typeof`` call per value: a column
 given through :func:`duration` or :func:`non_negative` is NULL (so the chunk's count falls
