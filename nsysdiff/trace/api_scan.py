@@ -1,5 +1,5 @@
 """The host API census in one pass over the runtime rows, in chunks handed to numpy as text
-(as :mod:`nsysdiff.trace.kernel_scan` reads the kernels).
+(:mod:`nsysdiff.trace.text_scan`).
 
 Each chunk's (name id, duration) pairs fold into a histogram of distinct durations per
 name with their counts, sorted by (name, duration): the calls, total, minimum and maximum
@@ -15,15 +15,14 @@ figures come from it by SQL (the medians by a running sum over that key's order)
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 import numpy as np
 
-from nsysdiff.trace.checks import INT64_MAX, ints_ok
-from nsysdiff.trace.kernel_scan import BadRows, fold_rows, ints
+from nsysdiff.trace import text_scan
+from nsysdiff.trace.checks import INT64_MAX, BadRows
+from nsysdiff.trace.kernel_scan import fold_rows, ints
 from nsysdiff.trace.records import IntArray
 
-_ROWS = 1 << 18  # calls per chunk
 _HIST_LIMIT = 1 << 20  # distinct (name, duration) pairs held in numpy before they spill
 _CHUNK = 1 << 16  # histogram rows per insert when it spills
 _TABLE = "temp.nsysdiff_api_hist"
@@ -45,7 +44,7 @@ def scan(con: sqlite3.Connection, source: str, where: str, flagged: str = "0") -
     ftotal = 0.0
     marked = 0
     try:
-        for name, dur, flags in _chunks(con, source, where, flagged):
+        for (name, dur), (flags,) in text_scan.chunks(con, source, where, ("nameId", text_scan.duration()), (flagged,)):
             marked += flags
             ftotal += float(np.sum(dur, dtype=np.float64))
             if ftotal > INT64_MAX:  # so no sum below can overflow
@@ -67,41 +66,6 @@ def scan(con: sqlite3.Connection, source: str, where: str, flagged: str = "0") -
     finally:
         if spilled:
             con.execute(f"DROP TABLE IF EXISTS {_TABLE}")
-
-
-def _chunks(con: sqlite3.Connection, source: str, where: str, flagged: str) -> Iterator[tuple[IntArray, IntArray, int]]:
-    """(name id, duration) arrays of each chunk of calls, in rowid order, and the count of
-    its calls that ``flagged`` marks.
-
-    A chunk is a rowid range (each end found by one walk of the table's key), which SQLite
-    reads with no subquery: a third of the cost of paging with ORDER BY and LIMIT. The
-    duration is NULL (so the count falls short) unless ``0 <= start <= end <= INT64_MAX``,
-    which SQLite's ordering of types makes false for a TEXT or BLOB time, and a REAL one
-    shows in the text: the row checks without a column of text more per time.
-    """
-    sql = (
-        'SELECT count(*), group_concat(nameId), group_concat(CASE WHEN start BETWEEN 0 AND "end" '
-        f'AND "end" <= {INT64_MAX} THEN "end" - start END), coalesce(sum({flagged}), 0) '
-        f"FROM {source} WHERE rowid > ? AND rowid <= ? AND ({where})"
-    )
-    step = f"SELECT rowid FROM {source} WHERE rowid > ? ORDER BY rowid LIMIT 1 OFFSET {_ROWS - 1}"
-    lo = -(1 << 63)
-    while True:
-        bound = con.execute(step, (lo,)).fetchone()
-        hi = INT64_MAX if bound is None else int(bound[0])
-        n, names, durations, flags = con.execute(sql, (lo, hi)).fetchone()
-        count = int(n)
-        if count:
-            if not (ints_ok(names, count) and ints_ok(durations, count)):
-                raise BadRows
-            yield (
-                np.fromstring(names, dtype=np.int64, sep=","),
-                np.fromstring(durations, dtype=np.int64, sep=","),
-                int(flags),
-            )
-        if bound is None:
-            return
-        lo = hi
 
 
 def _distinct(name: IntArray, dur: IntArray) -> tuple[list[IntArray], IntArray]:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+import numpy as np
+
 from nsysdiff import units as u
 from nsysdiff.errors import TraceError
 from nsysdiff.trace.schema import one_line
@@ -38,6 +40,7 @@ CALL_IDS = ("globalTid", "correlationId")
 INT64_MAX = (1 << 63) - 1
 _END = '"end"'
 _INT_LIST = re.compile(rb"-?[0-9]+(?:,-?[0-9]+)*")
+_COMMA, _ZERO = ord(","), ord("0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,10 @@ class RowRules:
         )
 
 
+class BadRows(Exception):
+    """A bulk scan met a value that is not a plain integer, or an impossible row."""
+
+
 def fine(checks: Sequence[Sequence[object]]) -> bool:
     """Whether the :meth:`RowRules.sql` values of every result row show no bad row."""
     bad = 0
@@ -131,14 +138,19 @@ def ints_ok(text: bytes | str | None, count: int) -> bool:
     """Whether a ``group_concat`` of a column is ``count`` plain integers.
 
     A REAL renders with ``.`` or ``e``, TEXT with anything, and a NULL is skipped (so the
-    count falls short): one C-speed pass over the bytes finds all three.
+    count falls short): a few vectorised passes over the bytes find all three (numpy's
+    comparisons run several times faster than ``bytes.count`` or a search for ``,,``).
     """
     if isinstance(text, str):
         text = text.encode()
     if not text:
         return count == 0
-    if text.count(b",") + 1 != count:
+    a = np.frombuffer(text, dtype=np.uint8)
+    commas = a == _COMMA
+    if int(np.count_nonzero(commas)) + 1 != count:
         return False
-    if text.translate(None, b"0123456789,") == b"" and b",," not in text:
-        return not (text.startswith(b",") or text.endswith(b","))
+    # uint8 wraps below "0", so only digits come out under 10.
+    if int(np.count_nonzero((a - _ZERO) < 10)) + count - 1 == len(a):
+        # Digits and commas only: every integer is there unless a comma starts, ends or doubles.
+        return not (commas[0] or commas[-1] or bool(np.any(commas[1:] & commas[:-1])))
     return _INT_LIST.fullmatch(text) is not None  # negatives (a coalesce's -1) or garbage

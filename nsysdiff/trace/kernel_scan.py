@@ -1,4 +1,5 @@
-"""One pass over the kernel rows in rowid order, in chunks handed to numpy as text.
+"""One pass over the kernel rows in rowid order, in chunks handed to numpy as text
+(:mod:`nsysdiff.trace.text_scan`).
 
 A chunk of launches comes out of SQLite as four ``group_concat`` texts (name, device,
 start, end), which numpy parses at C speed; the per-(name, device) totals, the histogram of
@@ -13,7 +14,7 @@ spills to disk), as the upsert reader kept it. The busy union needs each device'
 in start order: nsys writes them so, and the scan checks it; a file that breaks it gets the
 window query instead (``KernelScan.devices`` is None).
 
-The rows are checked in the same pass: the texts must be plain integers (:func:`ints_ok`:
+The rows are checked in the same pass: the texts must be plain integers (:func:`~nsysdiff.trace.checks.ints_ok`:
 a REAL, TEXT, BLOB or NULL shows in the text or in the count), and the intervals possible,
 ``0 <= start <= end`` with the durations of the whole scan summing inside int64. The
 interval check is written into :func:`scan` rather than shared: it reuses the durations
@@ -24,23 +25,18 @@ the fold needs anyway, and its sum runs across chunks. A failed check raises
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 
-from nsysdiff.trace.checks import INT64_MAX, ints_ok
+from nsysdiff.trace import text_scan
+from nsysdiff.trace.checks import INT64_MAX, BadRows
 from nsysdiff.trace.records import QUANTILE_GRID, DeviceRow, FloatArray, IntArray
 
-_ROWS = 1 << 18  # launches per chunk: about 12 MB of text, whatever the trace size
 _HIST_LIMIT = 1 << 20  # distinct (name, duration) pairs held in numpy before they spill
 _CHUNK = 1 << 16  # histogram rows per insert when it spills
 _NO_REACH = np.iinfo(np.int64).min
-
-
-class BadRows(Exception):
-    """A chunk held a value that is not a plain integer, or an impossible interval."""
 
 
 @dataclass(frozen=True)
@@ -158,33 +154,6 @@ class _Busy:
         return tuple(DeviceRow(dev, *a[:5]) for dev, a in sorted(self.acc.items()))
 
 
-def _chunks(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Iterator[tuple[IntArray, ...]]:
-    """(name, device, start, end) arrays of each chunk of launches, in rowid order."""
-    sql = (
-        "SELECT count(*), max(rid), group_concat(nm), group_concat(dv), group_concat(st), group_concat(en) FROM ("
-        f'SELECT rowid AS rid, coalesce({name_col}, -1) AS nm, deviceId AS dv, start AS st, "end" AS en '
-        f"FROM {source} WHERE rowid > ? AND ({where}) ORDER BY rowid LIMIT {_ROWS})"
-    )
-    last: object = None
-    first = True
-    while True:
-        row = con.execute(sql, (-(1 << 63) if first else last,)).fetchone()
-        first = False
-        n, last, *texts = row
-        if not n:
-            return
-        count = int(n)
-        if not all(ints_ok(t, count) for t in texts):
-            raise BadRows
-        # Checked to be plain integers above, so numpy's parser reads every one.
-        arrays = tuple(np.fromstring(t, dtype=np.int64, sep=",") for t in texts)
-        if any(len(a) != count for a in arrays):
-            raise BadRows
-        yield arrays
-        if count < _ROWS:
-            return
-
-
 def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> KernelScan:
     """Fold every launch of ``source`` that ``where`` selects; raises :class:`BadRows`."""
     empty: IntArray = np.empty(0, np.int64)
@@ -196,7 +165,8 @@ def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Ker
     busy = _Busy()
     spilled = False
     ftotal = 0.0
-    for name, dev, start, end in _chunks(con, source, where, name_col):
+    columns = (f"coalesce({name_col}, -1)", "deviceId", "start", '"end"')
+    for (name, dev, start, end), _ in text_scan.chunks(con, source, where, columns):
         if int(start.min()) < 0 or bool(np.any(end < start)):
             raise BadRows
         dur = end - start

@@ -18,7 +18,7 @@ import numpy as np
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import kernel_scan
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import RowRules
+from nsysdiff.trace.checks import BadRows, RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks, tune
 from nsysdiff.trace.kernel_scan import ints, lerp, percentile_ranks
 from nsysdiff.trace.names import SHAPE_COLS, shape_suffix, suffix
@@ -210,7 +210,7 @@ class KernelReader(TraceConnection):
                 config_rows = self.query(configs_sql)
             try:
                 found = kernel_scan.scan(self.con, source, where, name_col)
-            except kernel_scan.BadRows:
+            except BadRows:
                 raise self.diagnose(rules, checked) from None
             except s.DB_ERRORS as e:
                 if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column

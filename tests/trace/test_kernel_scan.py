@@ -13,7 +13,7 @@ import pytest
 from nsysdiff.errors import TraceError
 from nsysdiff.synth.builder import Gpu, TraceBuilder
 from nsysdiff.synth.writer import tamper
-from nsysdiff.trace import kernel_scan
+from nsysdiff.trace import kernel_scan, text_scan
 from nsysdiff.trace.reader import open_trace
 from nsysdiff.trace.records import QUANTILE_GRID
 
@@ -81,7 +81,7 @@ def _check(path: Path) -> None:
 @pytest.mark.parametrize("rows", [7, 1 << 18])
 @pytest.mark.parametrize("hist_limit", [5, 1 << 20])
 def test_matches_the_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, hist_limit: int) -> None:
-    monkeypatch.setattr(kernel_scan, "_ROWS", rows)
+    monkeypatch.setattr(text_scan, "ROWS", rows)
     monkeypatch.setattr(kernel_scan, "_HIST_LIMIT", hist_limit)
     _check(_trace(tmp_path / "t.sqlite"))
 
@@ -92,7 +92,7 @@ def test_out_of_start_order_falls_back_to_the_window_query(tmp_path: Path, monke
     starts = [s for (s,) in con.execute(f"SELECT start FROM {KERNEL} WHERE deviceId = 0 ORDER BY rowid")]
     con.close()
     assert starts != sorted(starts)
-    monkeypatch.setattr(kernel_scan, "_ROWS", 50)
+    monkeypatch.setattr(text_scan, "ROWS", 50)
     _check(path)
 
 

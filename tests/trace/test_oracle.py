@@ -11,7 +11,7 @@ import pytest
 from conftest import real_trace, real_traces, traces_dir
 
 from nsysdiff.api import fingerprint_trace
-from nsysdiff.trace import api_scan
+from nsysdiff.trace import api_scan, text_scan
 from nsysdiff.trace.reader import open_trace
 
 TRACES = real_traces()
@@ -88,6 +88,6 @@ def test_the_census_is_the_same_when_its_histogram_spills(monkeypatch: pytest.Mo
     with open_trace(real_trace("h100/llm_bs1")) as r:
         whole = r.api_census()
         assert sum(a.calls for a in whole) > 1000
-        monkeypatch.setattr(api_scan, "_ROWS", 97)
+        monkeypatch.setattr(text_scan, "ROWS", 97)
         monkeypatch.setattr(api_scan, "_HIST_LIMIT", 50)
         assert r.api_census() == whole

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from nsysdiff.errors import TraceError
 from nsysdiff.fingerprint import scope
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.synth.builder import Generation, TraceBuilder
 from nsysdiff.synth.writer import tamper
 from nsysdiff.trace.reader import TraceReader, open_trace
+from nsysdiff.trace.records import Selection, Window
 
 NVTX_PASS = "INSERT INTO temp.nsysdiff_names"
 
@@ -153,3 +155,44 @@ def test_a_windowed_census_leaves_the_check_to_the_attribution(tmp_path: Path) -
     path = _trace(tmp_path / "t.sqlite")
     _, seen = _fingerprint(path, nvtx="aten::linear", window="0:1s")
     assert sum(q.startswith("SELECT coalesce(sum(") and CALL_CHECK in q for q in seen) == 1
+
+
+def _copies_trace(path: Path) -> Path:
+    b = TraceBuilder(Generation.V2024)
+    for i in range(40):
+        b.memcpy(("HtoD", "DtoH", "DtoD")[i % 3], 1_000 * i, 100 + i, 4_096 * (i + 1))
+        b.memset(1_000 * i + 500, 50 + i, 256 * i)
+    return b.write(path)
+
+
+def test_the_whole_read_counts_copies_in_one_checked_pass(tmp_path: Path) -> None:
+    # The chunked pass checks the rows without a typeof() per value and gives what the
+    # GROUP BY of a scoped read gives.
+    path = _copies_trace(tmp_path / "t.sqlite")
+    with _traced(path) as (r, seen):
+        whole = (r.memcpy(), r.memset())
+        sel = Selection(Window(0, 10**9))
+        window = (r.memcpy(sel), r.memset(sel))
+    assert whole == window
+    assert {c.kind: c.ops for c in whole[0]} == {"HtoD": 14, "DtoH": 13, "DtoD": 13}
+    assert whole[1][0].ops == 40
+    checked = [q for q in seen if "typeof(" in q and "FROM CUPTI_ACTIVITY_KIND_MEM" in q]
+    assert len(checked) == 2  # the window's, one per table
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 1.5 WHERE rowid = 3",
+        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = CAST('4096' AS BLOB) WHERE rowid = 3",
+        "UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET start = start + 0.5 WHERE rowid = 3",
+    ],
+    ids=["REAL kind", "BLOB bytes", "REAL start"],
+)
+def test_a_copy_pass_that_meets_a_bad_row_leaves_it_to_the_checked_query(tmp_path: Path, change: str) -> None:
+    path = tamper(_copies_trace(tmp_path / "t.sqlite"), change)
+    with open_trace(path) as r, pytest.raises(TraceError, match="rowid 3"):
+        if "MEMCPY" in change:
+            r.memcpy()
+        else:
+            r.memset()
