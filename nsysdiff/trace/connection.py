@@ -5,13 +5,14 @@ family's queries go through (errors as one-line messages, impossible rows diagno
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import CHECKS, RowRules, diagnosis, fine
+from nsysdiff.trace.checks import CHECKS, BadRows, RowRules, diagnosis, fine
 from nsysdiff.trace.names import LONG_NAME, long_name, name_text
 from nsysdiff.trace.records import Selection
 from nsysdiff.trace.schema import Schema
@@ -71,6 +72,20 @@ class TraceConnection:
     def diagnose(self, rules: RowRules, where: str) -> TraceError:
         (row,) = self.query(rules.diagnosis_sql(where))
         return diagnosis(self.path, rules, row)
+
+    @contextmanager
+    def scanning(self, rules: RowRules, where: str) -> Iterator[None]:
+        """A bulk pass on the raw connection: a row it refused (:class:`BadRows`, or a BLOB
+        where it parses text) gets ``rules``' one-line diagnosis, and a damaged file or a
+        read stopped by the other side the reader's one-line error."""
+        try:
+            yield
+        except BadRows:
+            raise self.diagnose(rules, where) from None
+        except s.DB_ERRORS as e:
+            if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column
+                raise self.diagnose(rules, where) from None
+            raise s.db_error(self.path, e) from None
 
     def without_rowid(self, table: str) -> bool:
         """Whether ``table`` was made WITHOUT ROWID (hand-made: nsys never writes one)."""

@@ -18,7 +18,7 @@ import numpy as np
 from nsysdiff.errors import TraceError
 from nsysdiff.trace import kernel_scan
 from nsysdiff.trace import schema as s
-from nsysdiff.trace.checks import BadRows, RowRules
+from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks, tune
 from nsysdiff.trace.kernel_scan import ints, lerp, percentile_ranks
 from nsysdiff.trace.names import SHAPE_COLS, shape_suffix, suffix
@@ -208,14 +208,8 @@ class KernelReader(TraceConnection):
             beside = None if source != s.KERNEL else pool.submit(_fetch_beside, self.path, (configs_sql,))
             if beside is None:
                 config_rows = self.query(configs_sql)
-            try:
+            with self.scanning(rules, checked):
                 found = kernel_scan.scan(self.con, source, where, name_col)
-            except BadRows:
-                raise self.diagnose(rules, checked) from None
-            except s.DB_ERRORS as e:
-                if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column
-                    raise self.diagnose(rules, checked) from None
-                raise s.db_error(self.path, e) from None
             if beside is not None:
                 (config_rows,) = beside.result()
         config_rows = self._raw_configs(config_rows)

@@ -278,20 +278,13 @@ class RuntimeReader(TraceConnection):
         ids = launches and where == "1" and source == s.RUNTIME and self.schema.has(s.RUNTIME, *CALL_IDS)
         wrong = " OR ".join(f"typeof({c}) != 'integer'" for c in CALL_IDS)
         try:
-            rows, flagged = api_scan.scan(
-                self.con, source, where, f"CASE WHEN {LAUNCHING} THEN {wrong} END" if ids else "0"
-            )
+            with self.scanning(rules, where):
+                rows, flagged = api_scan.scan(
+                    self.con, source, where, f"CASE WHEN {LAUNCHING} THEN {wrong} END" if ids else "0"
+                )
             if ids and not flagged:
                 # What NvtxReader._check_calls would find: every time (the pass above) and id fine.
                 self.checked.add((RowRules(s.RUNTIME, ids=CALL_IDS), LAUNCHING))
-        except BadRows:
-            raise self.diagnose(rules, where) from None
-        except s.DB_ERRORS as e:
-            # The scan runs on the raw connection, as the kernel scan does: a damaged file
-            # or a read stopped by the other side is the reader's one-line error too.
-            if isinstance(e, UnicodeDecodeError):  # a BLOB in a scanned column
-                raise self.diagnose(rules, where) from None
-            raise s.db_error(self.path, e) from None
         finally:
             self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
         out: dict[str, HostApiStats] = {}
