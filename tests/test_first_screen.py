@@ -147,6 +147,15 @@ def test_graph_mode_against_node_mode_compares_the_graph_level_time() -> None:
     assert "200 launches (19.37 ms of graph replays) → 200 (18.68 ms of node kernels and copies)" in graphs
 
 
+def test_graph_mode_against_node_mode_per_step_compares_the_graph_level_time() -> None:
+    b, c = real_trace("h100/graph_mode"), real_trace("h100/graph_node")
+    code, lines = first_screen(str(b), str(c), "--per", "decode_step")
+    assert code == 3
+    assert "graph-level GPU time 19.37 ms → 18.68 ms (0.96x" in " ".join(lines[:3])
+    graphs = next(line for line in lines if line.startswith("CUDA graphs"))
+    assert "200 launches (19.37 ms of graph replays) → 200 (18.68 ms of node" in graphs
+
+
 def test_batch_invariance_says_once_that_eager_against_compile_is_not_its_premise() -> None:
     b, c = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs1_compile")
     code, lines = first_screen(str(b), str(c), "--rules", "batch-invariance")

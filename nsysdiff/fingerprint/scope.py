@@ -44,7 +44,7 @@ from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
 from nsysdiff.trace.autosteps import FoundSteps
 from nsysdiff.trace.reader import TraceReader
-from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
+from nsysdiff.trace.records import Attribution, GraphMode, Metadata, Selection, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
 # ``--per auto``: steps found without a marker (docs/steps.md), not an NVTX range.
@@ -302,7 +302,7 @@ class _Scoper:
         if self.o.window_origin == "kernel":
             origin = self.r.first_kernel_ns()
         if origin is None:
-            origin = self.meta.capture_start_ns
+            origin = self.r.capture_origin(self.meta)
         if origin is None:
             origin = self.r.first_kernel_ns() or 0
         end = _NO_END if tw.end_ns is None else origin + tw.end_ns
@@ -429,7 +429,9 @@ class _Scoper:
         elif self.found is not None:
             steps = len(self.found)
         groups = r.kernels(sel)
-        launches, graph_ns = r.graph_totals(sel)
+        # Node mode has no GRAPH_TRACE row: its graph launches are found through their nodes.
+        node = self.meta.graph_mode is GraphMode.NODE
+        launches, graph_ns = r.node_totals(sel) if node else r.graph_totals(sel)
         meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
         kernel_ns = int(groups.total_ns.sum())
         coverage = kernel_ns / total if (filtered or self.auto) and total else None

@@ -439,28 +439,31 @@ class KernelReader(TraceConnection):
         if node:
             # Node mode has no GRAPH_TRACE row: its graph launches are the host's calls and
             # its graph time the GPU time of the nodes, so a graph-mode side has a peer.
-            return GraphMode.NODE, *self._node_totals()
+            return GraphMode.NODE, *self.node_totals()
         return GraphMode.NONE, launches, total
 
-    def _node_totals(self) -> tuple[int, int]:
-        """(graph launch calls, GPU ns of graph-node kernels, copies and memsets) of the whole
-        trace; only a node-mode capture pays for these scans."""
-        launches = 0
-        if self.schema.has(s.RUNTIME, "nameId") and self.schema.has("StringIds", "id", "value"):
+    def node_totals(self, sel: Selection = WHOLE) -> tuple[int, int]:
+        """(graph launches, GPU ns of graph-node kernels, copies and memsets) of a node-mode
+        capture; only such a capture pays for these scans. The whole trace's launches are
+        the host's graph launch calls; a scope's are those whose nodes ran in it (a graph's
+        nodes carry its launch call's correlationId), as GRAPH_TRACE rows are in graph mode."""
+        tables = [t for t in (s.KERNEL, s.MEMCPY, s.MEMSET) if self.schema.has(t, "start", "end", "graphNodeId")]
+        nodes = [(t, f"graphNodeId IS NOT NULL AND graphNodeId != 0 AND {self._where(t, sel)}") for t in tables]
+        total = 0
+        for table, where in nodes:
+            ((t,),) = self.query(f'SELECT coalesce(sum("end" - start), 0) FROM {table} WHERE {where}')
+            total += int(t) if type(t) is int else 0
+        if sel == WHOLE and self.schema.has(s.RUNTIME, "nameId") and self.schema.has("StringIds", "id", "value"):
             ((n,),) = self.query(
                 f"SELECT count(*) FROM {s.RUNTIME} WHERE nameId IN (SELECT id FROM StringIds "
                 "WHERE value LIKE 'cudaGraphLaunch%' OR value LIKE 'cuGraphLaunch%')"
             )
-            launches = int(n)  # type: ignore[call-overload]
-        total = 0
-        for table in (s.KERNEL, s.MEMCPY, s.MEMSET):
-            if self.schema.has(table, "start", "end", "graphNodeId"):
-                ((t,),) = self.query(
-                    f'SELECT coalesce(sum("end" - start), 0) FROM {table} '
-                    "WHERE graphNodeId IS NOT NULL AND graphNodeId != 0"
-                )
-                total += int(t) if type(t) is int else 0
-        return launches, total
+            return int(n), total  # type: ignore[call-overload]
+        ids = [f"SELECT correlationId FROM {t} WHERE {w}" for t, w in nodes if self.schema.has(t, "correlationId")]
+        if not ids:
+            return 0, total
+        ((n,),) = self.query(f"SELECT count(DISTINCT correlationId) FROM ({' UNION ALL '.join(ids)})")
+        return int(n), total  # type: ignore[call-overload]
 
     def kernel_span_ns(self) -> tuple[int, int] | None:
         """(first kernel start, last kernel end) of the whole trace; None without kernels."""

@@ -113,6 +113,38 @@ class RuntimeReader(TraceConnection):
             graph_total_ns=total,
         )
 
+    def capture_origin(self, meta: Metadata) -> int | None:
+        """The capture start on the clock of the trace's events; None without one.
+
+        ``ANALYSIS_DETAILS.startTime`` is on that clock in some exports: their events lie in
+        ``[startTime, stopTime]`` (nsys 2026's windows cut from long runs). In most, the events
+        count from the capture start and ``startTime`` is on another clock: nsys 2025.3's
+        H100 captures say 24.4 s while their events run from 12 ms to 969 ms of a 995 ms
+        capture. There the origin is 0. Probed on each file, never assumed."""
+        start, stop = meta.capture_start_ns, meta.capture_end_ns
+        if start is None or stop is None:
+            return None
+        span = self._event_span()
+        if span is None or (start <= span[0] and span[1] <= stop):
+            return start
+        return 0
+
+    def _event_span(self) -> tuple[int, int] | None:
+        """The first start and the last end of the GPU work, host calls and NVTX ranges
+        (integer times only: the scans that read a row check it)."""
+        lo: int | None = None
+        hi: int | None = None
+        for table in (s.KERNEL, s.MEMCPY, s.MEMSET, s.GRAPH_TRACE, s.RUNTIME, s.DRIVER, s.NVTX):
+            if not self.schema.has(table, "start", "end"):
+                continue
+            ((a, b),) = self.query(
+                f'SELECT min(start), max("end") FROM {table} '
+                "WHERE typeof(start) = 'integer' AND typeof(\"end\") = 'integer'"
+            )
+            if isinstance(a, int) and isinstance(b, int):
+                lo, hi = (a, b) if lo is None or hi is None else (min(lo, a), max(hi, b))
+        return None if lo is None or hi is None else (lo, hi)
+
     def gpus(self) -> tuple[GpuInfo, ...]:
         """The GPUs of the export, from its GPU table (empty when it has none)."""
         return self._gpus()

@@ -487,3 +487,59 @@ def test_a_noise_profile_without_steps_keeps_the_sides_whole(tmp_path: Path) -> 
     result = run_cli(*args)
     assert result.exit_code in (0, 3), result.stderr
     assert json.loads(result.stdout)["overall"]["per"] is None
+
+
+@pytest.mark.parametrize(
+    ("analysis", "origin"),
+    [((24_437_510_426, 25_432_572_771), 0), ((1_000_000, 1_000_000_000), 1_000_000)],
+    ids=["events from the capture start", "events on the capture's clock"],
+)
+def test_the_capture_origin_is_on_the_events_clock(tmp_path: Path, analysis: tuple[int, int], origin: int) -> None:
+    # nsys 2025.3's H100 captures record startTime 24.4 s while their events count from the
+    # capture start (12 ms to 969 ms of a 995 ms capture); other exports put both on one clock.
+    b = TraceBuilder(analysis_window=analysis)
+    for i, start in enumerate((12_000_000, 20_000_000, 500_000_000, 969_000_000)):
+        b.kernel(f"k{i}", start, 1_000)
+    path = b.write(tmp_path / "t.sqlite")
+    fp = api.load(
+        path,
+        ScopeOptions(
+            window=f"{(20_000_000 - origin) // 1000}us:{(501_000_000 - origin) // 1000}us", window_origin="capture"
+        ),
+    )
+    assert [k.name for k in fp.kernels] == ["k1", "k2"]
+
+
+def test_a_real_capture_window_counts_from_its_capture_start() -> None:
+    # llm_bs1: startTime 24.4 s on another clock; its kernels run from 12 ms to 969 ms.
+    path = real_trace("h100/llm_bs1")
+    whole = api.load(path)
+    fp = api.load(path, ScopeOptions(window="0s:1s", window_origin="capture"))
+    assert fp.kernel_calls == whole.kernel_calls and fp.kernel_ns == whole.kernel_ns
+
+
+def _node_mode(path: Path) -> Path:
+    """Four steps of a node-mode CUDA graph capture: per step one cudaGraphLaunch call whose
+    two node kernels carry its correlationId, a warm-up launch before the first step."""
+    b = TraceBuilder()
+    for k in range(5):
+        t = 1_000_000 + k * 1_000_000
+        call = b.runtime("cudaGraphLaunch_v10000", t, 5_000)
+        b.kernel("gemm", t + 10_000, 30_000, correlation_id=call, graph_node_id=2 * k + 1)
+        b.kernel("norm", t + 50_000, 10_000, correlation_id=call, graph_node_id=2 * k + 2)
+        if k:  # the first replay is warm-up, outside the steps
+            b.nvtx_range("decode_step", t, t + 500_000)
+    return b.write(path)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ScopeOptions(per="decode_step"), ScopeOptions(nvtx="decode_step"), ScopeOptions(window="1ms:")],
+    ids=["per", "nvtx", "window"],
+)
+def test_a_scoped_node_mode_read_counts_its_graph_launches(tmp_path: Path, options: ScopeOptions) -> None:
+    path = _node_mode(tmp_path / "t.sqlite")
+    whole = api.load(path)
+    assert (whole.meta.graph_launches, whole.meta.graph_total_ns) == (5, 5 * 40_000)
+    fp = api.load(path, options)
+    assert (fp.meta.graph_launches, fp.meta.graph_total_ns) == (4, 4 * 40_000)
