@@ -31,15 +31,6 @@ PART_WORDS = {
     StepPart.BETWEEN: "between steps",
 }
 
-FAMILY_WORDS = {
-    HostFamily.LAUNCH: "launch",
-    HostFamily.SYNC: "sync call",
-    HostFamily.COPY_H2D: "H2D copy",
-    HostFamily.COPY_D2H: "D2H copy",
-    HostFamily.COPY_D2D: "D2D copy",
-    HostFamily.ALLOC: "alloc/free call",
-    HostFamily.MEMSET: "memset call",
-}
 
 # A time per call that moved by this ratio either way is named on the first screen.
 CALL_TIME_SHOWN = 1.25
@@ -96,8 +87,7 @@ def _delta_cell(f: FamilyChange, sd: StepsDiff) -> str:
 
 
 def family_word(family: HostFamily, n: float) -> str:
-    one = FAMILY_WORDS[family]
-    return one if abs(n) == 1 else u.many(one)
+    return family.noun if abs(n) == 1 else u.many(family.noun)
 
 
 def period_line(sd: StepsDiff) -> str:
@@ -153,8 +143,7 @@ def call_time_phrase(sd: StepsDiff) -> str | None:
     if not moved:
         return None
     return ", ".join(
-        f"{FAMILY_WORDS[f.family]} calls {u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)} each "
-        f"({u.ratio(f.mean_ratio)})"
+        f"{f.family.calls} {u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)} each ({u.ratio(f.mean_ratio)})"
         for f in moved
     )
 
@@ -259,7 +248,7 @@ def family_rows(sd: StepsDiff) -> list[list[str]]:
         copies = f.family.copies
         rows.append(
             [
-                u.many(FAMILY_WORDS[f.family]),
+                u.many(f.family.noun),
                 f"{step_count(f.base_calls, sd.base.steps)} → {step_count(f.candidate_calls, sd.candidate.steps)}",
                 _delta_cell(f, sd),
                 f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}",

@@ -10,7 +10,6 @@ from nsysdiff import units as u
 from nsysdiff.fingerprint import step_figures as f
 from nsysdiff.fingerprint.model import Fingerprint, to_data
 from nsysdiff.fingerprint.steps import StepPart, Steps
-from nsysdiff.render.steps import FAMILY_WORDS
 from nsysdiff.safe import neutral
 
 # How a part and a family are named in reports.
@@ -98,7 +97,7 @@ def tables(fp: Fingerprint) -> list[Table]:
             t = x.times
             fam_rows.append(
                 [
-                    u.many(FAMILY_WORDS[x.family]),
+                    u.many(x.family.noun),
                     counts,
                     u.ns(x.time_ns),
                     u.nbytes(x.bytes) if t.bytes else "-",

@@ -235,23 +235,12 @@ def _profile_noise(o: StepOptions) -> noise_limits.SubjectNoise | None:
     return noise_limits.subjects(per_run).get(o.subject)
 
 
-_CALL_WORDS = {
-    HostFamily.LAUNCH: "launch",
-    HostFamily.SYNC: "sync",
-    HostFamily.COPY_H2D: "H2D copy",
-    HostFamily.COPY_D2H: "D2H copy",
-    HostFamily.COPY_D2D: "D2D copy",
-    HostFamily.ALLOC: "alloc/free",
-    HostFamily.MEMSET: "memset",
-}
-
-
 def _cause(o: StepOptions, bv: float, cv: float) -> str:
     """The cause as the first lines name it: what moved, in the rule's terms."""
     if o.metric is StepMetric.CALLS:
         assert o.family is not None
         delta = f"{cv - bv:+,.2f}".rstrip("0").rstrip(".")
-        return f"{delta} {_CALL_WORDS[o.family]} call{'' if abs(cv - bv) == 1 else 's'} per step"
+        return f"{delta} {o.family.noun if abs(cv - bv) == 1 else u.many(o.family.noun)} per step"
     if isinstance(o.metric, StepPart):
         return f"{u.signed_ns(cv - bv)} {o.metric.value.replace('_', ' ')} per step"
     if o.metric is StepMetric.GPU:

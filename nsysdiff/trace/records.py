@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from nsysdiff import units as u
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
@@ -87,6 +89,28 @@ class HostFamily(str, enum.Enum):
     def copies(self) -> bool:
         """Whether its calls move bytes (only copies do)."""
         return self in (HostFamily.COPY_H2D, HostFamily.COPY_D2H, HostFamily.COPY_D2D)
+
+    @property
+    def noun(self) -> str:
+        """What one of its calls is called in every report: ``launch``, ``sync call``,
+        ``H2D copy`` (:func:`nsysdiff.units.plural` counts them)."""
+        return _NOUNS[self]
+
+    @property
+    def calls(self) -> str:
+        """Its calls as the subject of a time per call: ``launch calls``, ``sync calls``."""
+        return u.many(self.noun) if self.noun.endswith(" call") else f"{self.noun} calls"
+
+
+_NOUNS = {
+    HostFamily.LAUNCH: "launch",
+    HostFamily.SYNC: "sync call",
+    HostFamily.COPY_H2D: "H2D copy",
+    HostFamily.COPY_D2H: "D2H copy",
+    HostFamily.COPY_D2D: "D2D copy",
+    HostFamily.ALLOC: "alloc/free call",
+    HostFamily.MEMSET: "memset call",
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,3 +109,20 @@ def test_the_host_api_table_of_a_per_step_diff_says_it_counts_the_whole_scope(tm
     assert "<summary>Host API calls of the whole scope (" in per["markdown"], per["markdown"]
     whole = run_cli(a, b, "--details")[1]
     assert "Host API calls by absolute time" in whole, whole
+
+
+def test_a_family_whose_calls_slowed_is_named_once_as_calls() -> None:
+    # "sync calls 10.00 us → 30.00 us each", never "sync call calls".
+    from nsysdiff.render.steps import call_time_phrase
+
+    fp = fpspec.fingerprint({"gemm_a": (10, 1_000_000)})
+
+    def side(sync_ns: int, alloc_ns: int) -> object:
+        calls = {"sync": (1, sync_ns), "alloc": (2, alloc_ns), "launch": (3, 5_000)}
+        return dataclasses.replace(fp, steps=fpspec.steps(8, 10_000_000, 9_800_000, calls=calls))
+
+    d = compare(side(10_000, 4_000), side(30_000, 12_000))  # type: ignore[arg-type]
+    assert d.steps is not None
+    assert call_time_phrase(d.steps) == (
+        "sync calls 10.00 us → 30.00 us each (3.00x), alloc/free calls 4.00 us → 12.00 us each (3.00x)"
+    )

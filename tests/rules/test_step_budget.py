@@ -115,3 +115,4 @@ def test_memsets_are_not_judged_against_a_fingerprint_that_did_not_count_them(tm
     d = compare_sides(runset.run_set([one], ["one"]), runset.run_set([new], ["new"]))
     findings, _ = evaluate(d, load_rules([str(path)]), today=date(2026, 1, 1))
     assert [f.rule_id for f in findings] == ["step-memsets"]
+    assert "+1 memset call per step" in findings[0].message, findings[0].message
