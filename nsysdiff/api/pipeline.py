@@ -294,13 +294,17 @@ def _auto_or_whole(
     return read_whole()
 
 
+def _ranges(runs: runset.RunSet) -> set[str | None]:
+    """The step ranges a side's runs were read per: None for a run read whole, and for one
+    read per steps found without a marker (it lacks the range as one read whole does)."""
+    return {None if fp.scope.per == scope.AUTO else fp.scope.per for fp in runs.runs}
+
+
 def _one_sided(b_runs: runset.RunSet, c_runs: runset.RunSet) -> tuple[str, str] | None:
     """Why sides with the step range on one side only can't be compared per step, and what
     to do about it; None when neither side has it (both are read whole, as the fallback
     says) or the sides differ otherwise (a history run or a profile read without steps)."""
-    # A side read per steps found without a marker lacks the range as one read whole does.
-    b = {None if fp.scope.per == scope.AUTO else fp.scope.per for fp in b_runs.runs}
-    c = {None if fp.scope.per == scope.AUTO else fp.scope.per for fp in c_runs.runs}
+    b, c = _ranges(b_runs), _ranges(c_runs)
     if b == c:
         return None  # the same range on both sides (it is compared per it), or neither
     if b == {None} or c == {None}:

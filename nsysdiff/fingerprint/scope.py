@@ -44,7 +44,7 @@ from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
 from nsysdiff.trace.autosteps import FoundSteps
 from nsysdiff.trace.reader import TraceReader
-from nsysdiff.trace.records import Attribution, GraphMode, Metadata, Selection, Window
+from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
 
 WINDOW_ORIGINS = ("kernel", "capture")
 # ``--per auto``: steps found without a marker (docs/steps.md), not an NVTX range.
@@ -429,9 +429,7 @@ class _Scoper:
         elif self.found is not None:
             steps = len(self.found)
         groups = r.kernels(sel)
-        # Node mode has no GRAPH_TRACE row: its graph launches are found through their nodes.
-        node = self.meta.graph_mode is GraphMode.NODE
-        launches, graph_ns = r.node_totals(sel) if node else r.graph_totals(sel)
+        launches, graph_ns = r.graph_work(self.meta.graph_mode, sel)
         meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
         kernel_ns = int(groups.total_ns.sum())
         coverage = kernel_ns / total if (filtered or self.auto) and total else None

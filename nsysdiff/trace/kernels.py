@@ -439,10 +439,15 @@ class KernelReader(TraceConnection):
         if node:
             # Node mode has no GRAPH_TRACE row: its graph launches are the host's calls and
             # its graph time the GPU time of the nodes, so a graph-mode side has a peer.
-            return GraphMode.NODE, *self.node_totals()
+            return GraphMode.NODE, *self._node_totals()
         return GraphMode.NONE, launches, total
 
-    def node_totals(self, sel: Selection = WHOLE) -> tuple[int, int]:
+    def graph_work(self, mode: GraphMode, sel: Selection) -> tuple[int, int]:
+        """(graph launches, their GPU ns) in the selection, as a capture of ``mode`` records
+        them: GRAPH_TRACE rows, or in node mode (no such row) the work of the nodes."""
+        return self._node_totals(sel) if mode is GraphMode.NODE else self.graph_totals(sel)
+
+    def _node_totals(self, sel: Selection = WHOLE) -> tuple[int, int]:
         """(graph launches, GPU ns of graph-node kernels, copies and memsets) of a node-mode
         capture; only such a capture pays for these scans. The whole trace's launches are
         the host's graph launch calls; a scope's are those whose nodes ran in it (a graph's
