@@ -33,6 +33,15 @@ def many(word: str) -> str:
     return word + "s"
 
 
+def si(value: float) -> str:
+    """A large count to three significant digits: ``10M``, ``40.2k``, ``7.5G``."""
+    v = float(value)
+    for suffix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{suffix}"
+    return f"{v:.0f}"
+
+
 def nbytes(value: float | None) -> str:
     if value is None:
         return "-"

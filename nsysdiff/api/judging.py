@@ -6,22 +6,13 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from nsysdiff.compare import comparability, geometry, notices, runstats
+from nsysdiff.compare import comparability, runstats
 from nsysdiff.compare.diff import Diff, Settings
-from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint import runset
 from nsysdiff.fingerprint.model import Fingerprint
-from nsysdiff.rules.config import pack_names
-from nsysdiff.rules.report import (
-    NO_RULES,
-    Finding,
-    Level,
-    Outcome,
-    Report,
-    RuleResult,
-    remark_notes,
-    undecided_reason,
-)
+from nsysdiff.rules import comparison, verdict
+from nsysdiff.rules.model import RuleSet
+from nsysdiff.rules.report import Finding, Report, RuleResult
 
 
 def compare_run_sets(
@@ -48,43 +39,6 @@ def inconclusive_reasons(base: Fingerprint, cand: Fingerprint, *, require_same_g
     return comparability.assess(base, cand, require_same_gpu=require_same_gpu)[0]
 
 
-# Rule kinds that judge kernel time: with another launch geometry their findings measure
-# the workload, so they decide nothing. Any other kind (structure, danger zones, invariance)
-# still fails the build.
-_TIME_KINDS = frozenset({"budget", "outlier", "tail", "step"})
-
-
-def _geometry_reason(
-    diff: Diff, provisional: Report, rules: Sequence[RuleResult], packs: Sequence[str]
-) -> tuple[str, ...]:
-    """The reason a changed launch geometry makes the shipped packs' verdict inconclusive,
-    unless one of their rules that does not judge kernel time fails. A rule file of the
-    user's own says what a workload change means to it: it judges as written."""
-    g = geometry.changed(diff.base, diff.candidate)
-    if g is None or not packs or not set(packs) <= set(pack_names()):
-        return ()
-    kind = {r.rule_id: r.kind for r in rules}
-    if any(kind.get(f.rule_id) not in _TIME_KINDS for f in provisional.failed):
-        return ()
-    return (geometry.reason(g),)
-
-
-def _premise_reason(diff: Diff, rules: Sequence[RuleResult]) -> str | None:
-    """The invariance rules compare one build at two batch sizes: when the kernel sets
-    mostly differ (another compiler, backend or version), each kernel on one side only
-    would be a finding of its own, so the broken premise is said once instead."""
-    if not any(r.kind == "invariance" for r in rules):
-        return None
-    overlap = comparability.kernel_overlap(diff.base, diff.candidate)
-    if overlap is None or overlap >= comparability.LOW_OVERLAP:
-        return None
-    return (
-        f"the batch-invariance rules assume one build at two batch sizes, but only {overlap:.0%} of the "
-        "kernel names are shared (Jaccard): another build (a compiler, backend or version change), so "
-        "their findings are not judged (see --details); compare two batch sizes of one build"
-    )
-
-
 def judge(
     diff: Diff,
     findings: Sequence[Finding],
@@ -96,60 +50,11 @@ def judge(
     notes: Sequence[str] = (),
     packs: Sequence[str] = (),
 ) -> Report:
-    """The outcome and exit code of a diff and its findings.
-
-    Without a meaningful overall scale the findings judged against it decide nothing, so
-    the outcome is inconclusive when an outlier rule ran, unless a finding that needs no
-    scale (a budget, a structure check) already fails.
-    """
-    no_scale = comparability.scale_reason(diff) if judged else None
-    if judged and not rules:
-        # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
-        # read in CI as "no regression" with any outlier on screen.
-        reasons = (*reasons, f"{NO_RULES} ({', '.join(packs) or 'no rule file'}): nothing was judged")
-    notes = (*notes, *remark_notes(rules))
-    order = {Level.ERROR: 0, Level.WARNING: 1, Level.INFO: 2}
-    ordered = tuple(sorted(findings, key=lambda f: (f.waived, order[f.level], f.rule_id, f.subject)))
-    provisional = Report(diff, ordered, tuple(rules), Outcome.PASS, ExitCode.PASS, strict=strict)
-    if no_scale is not None:
-        # Only the outlier rules judge against the scale: without one among the rules (the
-        # `tpot` pack judges steps and budgets), a missing scale is worth a note, no more.
-        scale_judged = any(r.kind == "outlier" for r in rules)
-        if not scale_judged or any(not f.scaled for f in provisional.failed):
-            notes = (*notes, no_scale)
-        else:
-            reasons = (*reasons, no_scale)
-    premise = _premise_reason(diff, rules)
-    if premise is not None:
-        # The low overlap is the premise's reason: not a note besides it.
-        reasons = (*reasons, premise)
-        notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
-    else:
-        reasons = (*reasons, *_geometry_reason(diff, provisional, rules, packs))
-    # A limit within the measured noise decides nothing: inconclusive unless a rule fails.
-    undecided = tuple(undecided_reason(f) for f in provisional.undecided)
-    if reasons:
-        outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
-    elif not judged:
-        outcome, code = Outcome.UNJUDGED, ExitCode.PASS
-    elif provisional.failed:
-        outcome, code = Outcome.FAIL, ExitCode.REGRESSION
-        notes = (*notes, *undecided)
-    elif undecided:
-        outcome, code = Outcome.INCONCLUSIVE, ExitCode.INCONCLUSIVE
-        reasons = undecided
-    else:
-        outcome, code = Outcome.PASS, ExitCode.PASS
-    return Report(
-        diff=diff,
-        findings=ordered,
-        rules=tuple(rules),
-        outcome=outcome,
-        exit_code=code,
-        reasons=tuple(reasons),
-        notes=tuple(notes),
-        strict=strict,
-        packs=tuple(packs),
+    """The outcome and exit code of a diff and findings already made: the kind of
+    comparison decided from the diff's evidence (:func:`nsysdiff.rules.verdict.judge`)."""
+    c = comparison.decide(diff, reasons)
+    return verdict.judge(
+        diff, c, findings, rules, strict=strict, judged=judged, reasons=reasons, notes=notes, packs=packs
     )
 
 
@@ -184,9 +89,7 @@ def compare(
         return side if isinstance(side, runset.RunSet) else runset.RunSet((side,), (name,))
 
     check_type(settings or Settings(), Settings, "settings", "an nsysdiff.compare.diff.Settings")
-    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
-    d = rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
-    return notices.framed(d)
+    return rundiff.compare_sides(runs(base, "base"), runs(candidate, "candidate"), settings or Settings())
 
 
 def check(diff: Diff, rules: str | Path | Sequence[str | Path] = ("default",), *, strict: bool = False) -> Report:
@@ -199,6 +102,27 @@ def check(diff: Diff, rules: str | Path | Sequence[str | Path] = ("default",), *
     check_type(diff, Diff, "diff", "a Diff (nsysdiff.api.compare)")
     names = rule_names(rules)
     ruleset = rule_engine.load_rules(names)
-    findings, results = rule_engine.evaluate(diff, ruleset, today=date.today())
     reasons, notes = comparability.assess(diff.base, diff.candidate)
-    return judge(diff, findings, results, strict=strict, reasons=reasons, notes=notes, packs=ruleset.sources)
+    reasons = (*reasons, *missing_reasons(diff, ruleset))
+    return verdict.run(diff, ruleset, today=date.today(), reasons=reasons, notes=notes, strict=strict).report
+
+
+def missing_reasons(diff: Diff, ruleset: RuleSet) -> tuple[str, ...]:
+    """What a rule set needs that a diff made without the sides' files lacks: its steps,
+    its phases, its noise profile's fit. ``nsysdiff diff`` reads the sides for them; a
+    diff given to :func:`check` that lacks them can't be judged as the command judges it,
+    so the verdict is inconclusive with the reason, never a pass the command would fail."""
+    out = []
+    if ruleset.steps and diff.steps is None:
+        ranges = ", ".join(ruleset.steps)
+        out.append(
+            f"the rules judge per step ({ranges}) and this diff has no steps: give the sides' paths to "
+            "nsysdiff.api.diff, or compare fingerprints read with --per"
+        )
+    lacking = sorted(ruleset.phases) if not diff.phases else []
+    if lacking:
+        out.append(
+            f"the rules judge phases ({', '.join(lacking)}) this diff does not have: give the sides' paths to "
+            "nsysdiff.api.diff"
+        )
+    return tuple(out)

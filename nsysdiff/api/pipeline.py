@@ -8,9 +8,9 @@ from datetime import date
 from pathlib import Path
 
 from nsysdiff.api.history import history_baseline
-from nsysdiff.api.judging import check_type, judge, rule_names
+from nsysdiff.api.judging import check_type, rule_names
 from nsysdiff.api.reading import load_noise_profile, load_runs, quiet
-from nsysdiff.compare import comparability, notices
+from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Settings
 from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.errors import UsageError
@@ -71,7 +71,7 @@ def diff(
     """
     from nsysdiff import rules as rule_engine
     from nsysdiff.compare import rundiff
-    from nsysdiff.rules import waivers
+    from nsysdiff.rules import verdict, waivers
 
     o = options or DiffOptions()
     check_type(o, DiffOptions, "options", "an nsysdiff.api.DiffOptions")
@@ -96,23 +96,13 @@ def diff(
         notes = (f"{one_sided[0]}: both sides are judged per step found without a marker", *notes)
     elif one_sided is not None:
         reasons = ("; ".join(one_sided), *reasons)
-    # As its first screen frames it: fixed windows by rates, a tiny trace without outliers.
-    d = notices.framed(rundiff.compare_sides(b_runs, c_runs, o.settings))
+    d = rundiff.compare_sides(b_runs, c_runs, o.settings)
     day = today or date.today()
-    findings, results = rule_engine.evaluate(d, ruleset, today=day) if ruleset else ((), ())
+    judged = verdict.run(d, ruleset, today=day, reasons=reasons, notes=notes, strict=o.strict)
     if ruleset is not None:
-        for w in waivers.unmatched(findings, ruleset.waivers, day):
+        for w in waivers.unmatched(judged.findings, ruleset.waivers, day):
             say(f"{w.source}:{w.line}: waiver for rule {w.rule!r} matches no finding ({w.subject_text})")
-    return judge(
-        d,
-        findings,
-        results,
-        strict=o.strict,
-        judged=ruleset is not None,
-        reasons=reasons,
-        notes=notes,
-        packs=ruleset.sources if ruleset else (),
-    )
+    return judged.report
 
 
 def _warning(message: str) -> None:

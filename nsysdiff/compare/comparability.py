@@ -50,6 +50,66 @@ def kernel_overlap(base: Fingerprint, cand: Fingerprint) -> float | None:
     return len(b & c) / len(b | c) if b and c else None
 
 
+# Evidence that two sides ran different programs: few kernel names in common (Jaccard)...
+FEW_SHARED = 0.25
+# ... and, as the second piece of evidence, little of the kernel time in those kernels
+# (the mean of the two sides' shares), unless the NVTX ranges mostly match (one program's
+# markers around another build's kernels: eager against torch.compile).
+LITTLE_TIME = 1 / 3
+SAME_RANGES = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Programs:
+    """Whether the sides ran one program, from what they share: kernels, their time, and
+    their NVTX ranges."""
+
+    kernel_overlap: float  # Jaccard of the kernel names (one kernel under two demanglers is one)
+    shared_kernels: int
+    base_share: float  # of each side's kernel time, in the kernels both run
+    candidate_share: float
+    nvtx_overlap: float | None  # Jaccard of the NVTX range names; None when a side has none
+
+    @property
+    def different(self) -> bool:
+        if not self.shared_kernels:
+            return True
+        few = self.kernel_overlap < FEW_SHARED and (self.base_share + self.candidate_share) / 2 < LITTLE_TIME
+        return few and not (self.nvtx_overlap is not None and self.nvtx_overlap >= SAME_RANGES)
+
+    def text(self) -> str:
+        ranges = "" if self.nvtx_overlap is None else f"; {self.nvtx_overlap:.0%} of NVTX range names shared"
+        if not self.shared_kernels:
+            return f"no kernel runs on both sides{ranges}"
+        return (
+            f"{self.kernel_overlap:.0%} of kernel names shared ({self.shared_kernels:,}), holding "
+            f"{self.base_share:.0%} → {self.candidate_share:.0%} of the kernel time{ranges}"
+        )
+
+
+def programs(base: Fingerprint, cand: Fingerprint) -> Programs | None:
+    """What the sides share; None unless both have kernels."""
+    cand = matching.align(base, cand)
+    b = {k.demangled: k.total_ns for k in base.kernels}
+    c = {k.demangled: k.total_ns for k in cand.kernels}
+    if not b or not c:
+        return None
+    both = b.keys() & c.keys()
+
+    def share(side: dict[str, int]) -> float:
+        total = sum(side.values())
+        return sum(side[k] for k in both) / total if total else 0.0
+
+    rb, rc = {r.name for r in base.nvtx}, {r.name for r in cand.nvtx}
+    return Programs(
+        kernel_overlap=len(both) / len(b.keys() | c.keys()),
+        shared_kernels=len(both),
+        base_share=share(b),
+        candidate_share=share(c),
+        nvtx_overlap=len(rb & rc) / len(rb | rc) if rb and rc else None,
+    )
+
+
 def _gpus(fp: Fingerprint) -> str:
     if not fp.meta.gpus:
         return "unknown"

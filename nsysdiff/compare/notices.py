@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff import units as u
-from nsysdiff.compare import geometry, tails
-from nsysdiff.compare.diff import CopyDelta, Diff, Row, Verdict, row_verdict
+from nsysdiff.compare import tails
+from nsysdiff.compare.diff import CopyDelta, Diff, Row, Verdict
 
 # A copy kind whose operations multiplied at least this much is news, like a new kind.
 COPY_GROWTH = 2.0
@@ -81,9 +81,9 @@ def _p(p: float) -> str:
     return f"{p:.0e}" if p >= 1e-300 else "< 1e-300"
 
 
-def notices(d: Diff, labels: Mapping[str, str] | None = None, *, two_workloads: bool = False) -> tuple[Notice, ...]:
-    """The first screen's extra lines, most telling first. ``two_workloads``: the rules
-    compare two batch sizes on purpose, so a changed launch geometry is no news."""
+def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, ...]:
+    """The first screen's extra lines, most telling first. What kind of comparison this is
+    (resized, split, windows) is the verdict's first line (nsysdiff.rules.comparison)."""
     named = labels or {}
     b, c = d.headline.base_total_ns, d.headline.candidate_total_ns
     if d.per_step and d.headline.base_per_step_ns is not None and d.headline.candidate_per_step_ns is not None:
@@ -91,15 +91,9 @@ def notices(d: Diff, labels: Mapping[str, str] | None = None, *, two_workloads: 
     else:
         delta = c - b
     out = []
-    g = None if two_workloads else geometry.changed(d.base, d.candidate)
-    if g is not None:
-        out.append(Notice("geometry", geometry.text(g)))
     w = window(d)
     if w is not None:
         out.append(Notice("window", window_text(w)))
-    small = tiny(d)
-    if small is not None:
-        out.append(Notice("too small", small))
     out += [Notice("copies" if i == 0 else "", _copy_text(x, delta)) for i, x in enumerate(copy_changes(d))]
     found = tail_changes(d)
     out += [Notice("tail" if i == 0 else "", _tail_text(t, named.get(t.key, t.name))) for i, t in enumerate(found)]
@@ -111,18 +105,10 @@ def tail_changes(d: Diff) -> Sequence[tails.TailChange]:
     return tails.changes(d.base, d.candidate) if d.headline.basis == "kernels" else ()
 
 
-# A window is "fixed" when its kernels span less than this share of its capture on both
-# sides (cut from a longer run) and the two spans agree within WINDOW_MATCH.
-WINDOW_OF_CAPTURE = 0.5
-WINDOW_MATCH = 0.02
-# Under this much kernel time on both sides one call can headline the verdict: the floor
-# of the default pack's rules, stated on the first screen.
-TINY_NS = 1_000_000
-
-
 @dataclass(frozen=True, slots=True)
 class Window:
-    """Both sides are equal fixed windows without steps: compare rates, not totals."""
+    """Both sides are windows cut from longer captures (their exports' metadata says so)
+    without steps: compare rates, not totals."""
 
     base_span_ns: int
     candidate_span_ns: int
@@ -131,21 +117,18 @@ class Window:
     base_busy: float  # share of the window some kernel runs, over the devices
     candidate_busy: float
 
-
-def _span(d: Diff, side: str) -> tuple[int, int]:
-    fp = d.base if side == "base" else d.candidate
-    return max((x.span_ns for x in fp.devices), default=0), sum(x.busy_ns for x in fp.devices)
+    @property
+    def rate_ratio(self) -> float:
+        return self.candidate_rate / self.base_rate if self.base_rate else float("inf")
 
 
 def window(d: Diff) -> Window | None:
-    """The fixed window of both sides, when there is one and no steps divide the time."""
+    """The windows of both sides, when both exports say they were cut to one (whole
+    captures never are) and no steps divide the time."""
     if d.per_step or d.steps is not None or d.headline.basis != "kernels":
         return None
-    (bs, bb), (cs, cb) = _span(d, "base"), _span(d, "candidate")
-    bc, cc = d.base.meta.capture_ns, d.candidate.meta.capture_ns
-    if not (bs and cs and bc and cc) or bs > WINDOW_OF_CAPTURE * bc or cs > WINDOW_OF_CAPTURE * cc:
-        return None
-    if abs(bs - cs) > WINDOW_MATCH * max(bs, cs):
+    bs, cs = d.base.meta.window_ns, d.candidate.meta.window_ns
+    if not bs or not cs:
         return None
     nb, nc = max(len(d.base.devices), 1), max(len(d.candidate.devices), 1)
     return Window(
@@ -153,75 +136,31 @@ def window(d: Diff) -> Window | None:
         cs,
         d.headline.base_total_ns / bs,
         d.headline.candidate_total_ns / cs,
-        bb / (bs * nb),
-        cb / (cs * nc),
+        sum(x.busy_ns for x in d.base.devices) / (bs * nb),
+        sum(x.busy_ns for x in d.candidate.devices) / (cs * nc),
+    )
+
+
+def window_phrase(w: Window) -> str:
+    """The first line's words for fixed windows: the rate and what it means."""
+    what = "less" if w.rate_ratio < 1 else "more"
+    return (
+        f"{u.ns(w.base_span_ns)} windows: {what} work per second {u.ratio(w.rate_ratio)}, GPU busy "
+        f"{100 * w.base_busy:.1f}% → {100 * w.candidate_busy:.1f}%"
     )
 
 
 def window_text(w: Window) -> str:
     return (
-        f"both sides are {u.ns(w.base_span_ns)} / {u.ns(w.candidate_span_ns)} windows of longer captures, "
+        f"both sides are {u.ns(w.base_span_ns)} / {u.ns(w.candidate_span_ns)} windows cut from longer captures "
+        "(their exports' metadata says so), "
         f"without steps: compared as rates, not totals. Kernel time per second "
         f"{w.base_rate:.3f} → {w.candidate_rate:.3f} ({u.ratio(w.candidate_rate / w.base_rate)}), "
         f"GPU busy {100 * w.base_busy:.1f}% → {100 * w.candidate_busy:.1f}%"
     )
 
 
-def window_verdict(d: Diff, w: Window) -> str:
-    """The verdict line's phrase for a fixed window: fewer calls in one window is less work
-    done per second, never an improvement."""
-    h = d.headline
-    ratio = w.candidate_rate / w.base_rate
-    what = "less" if ratio < 1 else "more"
-    return (
-        f"fixed {u.ns(w.base_span_ns)} windows: {what} work per second ({u.ratio(ratio)}, "
-        f"{h.base_launches:,} → {h.candidate_launches:,} launches), GPU busy "
-        f"{100 * w.base_busy:.1f}% → {100 * w.candidate_busy:.1f}%"
-    )
-
-
-def tiny(d: Diff) -> str | None:
-    """The verdict line's phrase when both sides are under the ``TINY_NS`` floor: too small
-    to judge kernels by, and what changed in structure instead."""
-    h = d.headline
-    if d.headline.basis != "kernels" or max(h.base_total_ns, h.candidate_total_ns) >= TINY_NS:
-        return None
-    added, gone = h.candidate_kernels - h.common_kernels, h.base_kernels - h.common_kernels
-    structure = (
-        f"the kernel set changed (+{added:,}/-{gone:,} kernels)"
-        if added or gone
-        else f"the same {h.base_kernels:,} kernels"
-        + (
-            ""
-            if h.base_launches == h.candidate_launches
-            else f", launches {h.base_launches:,} → {h.candidate_launches:,}"
-        )
-    )
-    return f"too small to judge kernels by (under {u.ns(TINY_NS)} of kernel time on both sides); {structure}"
-
-
 _MOVED = (Verdict.IMPROVED, Verdict.REGRESSED)
-
-
-def framed(d: Diff) -> Diff:
-    """The diff judged as its first screen frames it: equal fixed windows by rates
-    (:func:`as_rates`), a trace under the ``TINY_NS`` floor without outliers (one 7 us call
-    is no outlier, and the details must not list it as one)."""
-    d = as_rates(d)
-    if tiny(d) is None:
-        return d
-    noise = d.settings.noise
-
-    def plain(r: Row) -> Row:
-        return dataclasses.replace(r, is_outlier=False, verdict=row_verdict(r, noise)) if r.is_outlier else r
-
-    return dataclasses.replace(
-        d,
-        kernels=tuple(map(plain, d.kernels)),
-        families=tuple(map(plain, d.families)),
-        nvtx=tuple(map(plain, d.nvtx)),
-        graphs=tuple(map(plain, d.graphs)),
-    )
 
 
 def as_rates(d: Diff) -> Diff:

@@ -52,6 +52,17 @@ class TraceMeta:
     graph_mode: GraphMode = GraphMode.NONE
     graph_launches: int = 0
     graph_total_ns: int = 0
+    # The window the export was cut to, from its own metadata (nsysdiff.trace.runtime);
+    # None for a whole capture, and in fingerprints saved before it was kept.
+    window_start_ns: int | None = None
+    window_end_ns: int | None = None
+
+    @property
+    def window_ns(self) -> int | None:
+        """The length of the window the export was cut to; None for a whole capture."""
+        if self.window_start_ns is None or self.window_end_ns is None:
+            return None
+        return self.window_end_ns - self.window_start_ns
 
     @property
     def capture_ns(self) -> int | None:

@@ -157,6 +157,8 @@ def assemble(
             graph_mode=meta.graph_mode,
             graph_launches=meta.graph_launches,
             graph_total_ns=meta.graph_total_ns,
+            window_start_ns=meta.window[0] if meta.window else None,
+            window_end_ns=meta.window[1] if meta.window else None,
         ),
         kernels=kernels,
         categories=group_by(kernels, "category"),

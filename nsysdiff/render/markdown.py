@@ -50,7 +50,6 @@ from nsysdiff.render.phrases import (
     status_word,
     steps_phrase,
     too_small,
-    two_workloads,
     verdict_details,
 )
 from nsysdiff.rules.report import NO_RULES, Finding, Report
@@ -404,7 +403,7 @@ def _render(report: Report, names: Names = Names.short) -> str:
         return kernel_code(r, named.get(r.key))
 
     out = _verdict(report, kcode)
-    out += _context(d, named, two_workloads(report))
+    out += _context(d, named)
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
         out.append("")
@@ -436,7 +435,7 @@ def _verdict(report: Report, kcode: Callable[[Row], str]) -> list[str]:
     return out
 
 
-def _context(d: Diff, named: Mapping[str, str], two_workloads: bool = False) -> list[str]:
+def _context(d: Diff, named: Mapping[str, str]) -> list[str]:
     """What was compared, the steps and where the change went."""
     h = d.headline
     context = [
@@ -463,7 +462,7 @@ def _context(d: Diff, named: Mapping[str, str], two_workloads: bool = False) -> 
     change = attribution_line(d, lambda n: code(n), named)
     if change:
         out += [f"**Change** {change}", ""]
-    extra = notices.notices(d, named, two_workloads=two_workloads)
+    extra = notices.notices(d, named)
     if extra:
         out += [f"**{n.label}** {cell(n.text)}" if n.label else f"<br>{cell(n.text)}" for n in extra]
         out.append("")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nsysdiff import units as u
-from nsysdiff.compare import comparability, geometry, notices
+from nsysdiff.compare import comparability, notices
 from nsysdiff.compare.attribution import Contributor, Effects
 from nsysdiff.compare.diff import CopyDelta, Diff, Row, VariantDrift
 from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
@@ -196,12 +196,6 @@ def attribution_line(
     return f"{u.signed_ns(a.delta_ns)}: " + "; ".join(contributor_text(c, name, labels) for c in a.top)
 
 
-def two_workloads(report: Report) -> bool:
-    """Whether the rules compare two batch sizes on purpose (the invariance rules), so that
-    a changed launch geometry is their premise, not news."""
-    return any(r.kind == "invariance" for r in report.rules)
-
-
 def kernel_time_phrase(diff: Diff) -> str:
     """``kernel time 1.251 s → 1.372 s (1.10x)``, per step when the diff is per step."""
     h = diff.headline
@@ -279,13 +273,19 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
     ``reasons_below``: the report lists the inconclusive reasons under the line, so the
     line only counts them (each reason is printed once)."""
     parts = []
+    c = report.comparison
+    if c.kind.conclusive:
+        # What is being compared comes first: it says how the rest is judged.
+        parts.append(c.phrase)
     if report.outcome is Outcome.UNJUDGED:
         parts.append("rules off (--no-rules)")
     elif report.outcome is Outcome.INCONCLUSIVE:
         if any(r.startswith(NO_RULES) for r in report.reasons):
             what = "nothing judged"
+        elif too_small(report):
+            what = "too small to tell"
         else:
-            what = "too small to tell" if too_small(report) else "can't compare"
+            what = c.kind.label if not c.kind.conclusive else "can't compare"
         one_sided = next((r for r in report.reasons if r.startswith(ONE_SIDED)), None)
         if one_sided is not None:
             what += ": " + one_sided.split(";")[0]
@@ -304,17 +304,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
     outliers = report.diff.outliers
-    small, window = notices.tiny(report.diff), notices.window(report.diff)
-    grown = None if two_workloads(report) else geometry.changed(report.diff.base, report.diff.candidate)
-    if grown is not None:
-        # Grids many times larger are another workload: no kernel is the headline.
-        parts.append(geometry.verdict_phrase(grown))
-    elif small is not None:
-        # One 11 us call is no headline: say the trace is too small and what changed in structure.
-        parts.append(small)
-    elif window is not None:
-        parts.append(notices.window_verdict(report.diff, window))
-    elif outliers:
+    if outliers:
         top = outliers[0]
         faster = top.deviation is not None and top.deviation < 1
         parts.append(f"top {'improvement' if faster else 'outlier'} {name(top)} {u.ratio(top.ratio)}")

@@ -110,7 +110,7 @@ def _headline(console: Console, report: Report, width: int, contributors: int | 
         )
         rows += [("", phrases.contributor_text(c, _whole, named)) for c in a.top[:contributors]]
     # What the kernel rows hide: new or multiplied copies, tails grown under a held median.
-    rows += [(n.label, n.text) for n in notices.notices(d, named, two_workloads=phrases.two_workloads(report))]
+    rows += [(n.label, n.text) for n in notices.notices(d, named)]
     rows.append(
         (
             "launches",

@@ -17,6 +17,7 @@ from nsysdiff.fingerprint.model import Fingerprint, KernelStats
 from nsysdiff.fingerprint.noise import NoiseProfile
 from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.limits import Limit, LimitKind, Quantity, exceeds
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import NOT_JUDGED, Finding, Level, remark
@@ -661,6 +662,13 @@ def _unjudged(o: BudgetOptions, skipped: list[str]) -> str:
     return "; ".join(dict.fromkeys(skipped))
 
 
+def _measure(o: BudgetOptions) -> Measure:
+    """Counts are counts, bytes bytes, a share is against the side's own time."""
+    return {Quantity.COUNT: Measure.COUNT, Quantity.SIZE: Measure.BYTES, Quantity.SHARE: Measure.SCALE}.get(
+        o.metric.quantity, Measure.TIME
+    )
+
+
 KIND = Kind(
     name="budget",
     summary="A limit on one metric (time, calls, per-call time, bytes, share) of a selection.",
@@ -700,4 +708,5 @@ unset). Fingerprints without step counts are compared whole, and the evidence sa
     options=OPTIONS,
     build=build,
     check=check,
+    measure=_measure,
 )

@@ -9,6 +9,7 @@ from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 
@@ -101,4 +102,5 @@ growth is waiting, with the transfer part's ratio and each rank's collective tim
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.TIME,
 )

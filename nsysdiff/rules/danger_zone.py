@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.safe.regex import Regex
@@ -165,4 +166,5 @@ suspect, not just that it matched.
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.SELECTION,
 )

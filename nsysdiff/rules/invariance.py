@@ -30,6 +30,7 @@ from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding, Level
 from nsysdiff.safe.regex import Regex
@@ -423,5 +424,6 @@ configurations give no finding, whatever their times.
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.SELECTION,
     statistical=False,
 )

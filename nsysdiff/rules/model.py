@@ -9,6 +9,7 @@ from typing import Any
 
 from nsysdiff.compare.diff import Diff
 from nsysdiff.fingerprint.noise import NoiseProfile
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.report import Finding, Level
 from nsysdiff.safe.regex import Regex
 
@@ -55,6 +56,9 @@ class Kind:
     # own frozen options object; raises OptionError for problems spanning options.
     build: Callable[[Mapping[str, Any], frozenset[str]], Any]
     check: Callable[[Diff, Rule], Iterable[Finding]]
+    # What a rule of this kind measures, from its options (a budget on calls counts, one
+    # on total time times).
+    measure: Callable[[Any], Measure]
     statistical: bool = True
 
     def option(self, name: str) -> Option | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from nsysdiff.compare.diff import Diff, Row
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Option, Rule
 from nsysdiff.rules.report import Finding
 
@@ -38,7 +39,27 @@ OPTIONS = (
         "Materiality: minimum share of either side's kernel time (`0.1%`).",
         default_doc="the diff's --min-share (0.1%)",
     ),
-    opt.time_floor("Floor: a key under this total time on both sides is too small to judge."),
+    opt.time_floor(
+        "Floor: a key under this total time on both sides is too small to judge, unless its "
+        "own calls are evidence enough (`min_calls`, `consistency`)."
+    ),
+    Option(
+        "min_calls",
+        "number",
+        opt.number,
+        "Evidence under the floor: a kernel with at least this many calls on each side whose calls "
+        "moved one way consistently is judged whatever its time (0: never).",
+        default=3.0,
+    ),
+    Option(
+        "consistency",
+        "percent",
+        opt.percent,
+        "Evidence under the floor: the share of call pairs in which the candidate's call is the "
+        "slower (or, for a faster key, the faster).",
+        default=0.9,
+        default_doc="90%",
+    ),
     Option(
         "scope",
         "choice list",
@@ -65,6 +86,8 @@ class OutlierOptions:
     min_deviation: float | None
     min_share: float | None
     min_time_ns: float
+    min_calls: float
+    consistency: float
     scope: tuple[str, ...]
     direction: str
 
@@ -91,6 +114,9 @@ class _Gate:
     share: float
     min_time_ns: float
     direction: str
+    min_calls: float = 3.0
+    consistency: float = 0.9
+    steps: float = 1.0  # calls are per step in a per-step diff: this many steps make a side
     # Several runs per side: the deviation's interval across runs must clear the gate
     # over its whole width (its end nearest 1 is judged); ``spread`` puts it on the z scale.
     runs: bool = False
@@ -110,9 +136,20 @@ class _Gate:
             z = 0.6745 * math.log(dev) / self.spread
         if abs(z) < self.z or max(dev, 1 / dev) < self.deviation or _share(row) < self.share:
             return False
-        if max(row.base.total_ns, row.candidate.total_ns) < self.min_time_ns:
-            return False  # too small to judge, whatever its ratio
+        if max(row.base.total_ns, row.candidate.total_ns) < self.min_time_ns and not self.evident(row, dev):
+            return False  # too small to judge, and its calls are no evidence either
         return not ((self.direction == "slower" and dev < 1) or (self.direction == "faster" and dev > 1))
+
+    def evident(self, row: Row, dev: float) -> bool:
+        """Whether a key under the floor moved by evidence of its own: enough calls on
+        each side, and its calls moved the same way in most call pairs. What makes a
+        finding trustworthy is how many calls moved and how consistently, not the total."""
+        d, b, c = row.distribution, row.base, row.candidate
+        if not self.min_calls or d is None or b is None or c is None:
+            return False
+        if min(b.calls, c.calls) * self.steps < self.min_calls:
+            return False
+        return (d.prob_slower if dev > 1 else 1 - d.prob_slower) >= self.consistency
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
@@ -124,6 +161,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         share=o.min_share if o.min_share is not None else s.min_share,
         min_time_ns=o.min_time_ns,
         direction=o.direction,
+        min_calls=o.min_calls,
+        consistency=o.consistency,
+        steps=float(min(diff.headline.base_steps or 1, diff.headline.candidate_steps or 1)) if diff.per_step else 1.0,
         runs=diff.intervals,
         spread=max(diff.headline.scale_info.spread, s.mad_floor),
     )
@@ -214,7 +254,12 @@ def _finding(diff: Diff, rule: Rule, gate: _Gate, row: Row, what: str, subject: 
         f"|z| >= {gate.z:g} and deviation >= {units.fmt_ratio(gate.deviation)} "
         f"and share >= {units.fmt_percent(gate.share)}"
     )
-    if gate.min_time_ns:
+    if gate.min_time_ns and gate.min_calls:
+        limit += (
+            f" and (time >= {units.fmt_time(gate.min_time_ns)} or >= {gate.min_calls:g} calls a side "
+            f"moving one way in {units.fmt_percent(gate.consistency)} of call pairs)"
+        )
+    elif gate.min_time_ns:
         limit += f" and time >= {units.fmt_time(gate.min_time_ns)}"
     return rule.finding(
         subject,
@@ -256,4 +301,5 @@ This catches "one kernel scaled abnormally" even when the totals look fine.
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.SCALE,
 )

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode
+from nsysdiff.rules.comparison import Comparison, Kind
+
+# A report made without deciding (a hand-built one): one workload, every rule judged.
+ONE_WORKLOAD = Comparison(Kind.ONE_WORKLOAD, "")
 
 # The reason a diff judged by rules that hold none is inconclusive (never a pass).
 NO_RULES = "the rules hold no rule"
@@ -107,6 +111,8 @@ class Report:
     notes: tuple[str, ...] = ()  # comparability notes that do not change the outcome
     strict: bool = False
     packs: tuple[str, ...] = ()  # the rule packs and files applied
+    # What is being compared, decided before any rule judged (nsysdiff.rules.comparison).
+    comparison: Comparison = ONE_WORKLOAD
 
     @property
     def active(self) -> tuple[Finding, ...]:

@@ -31,6 +31,7 @@ from nsysdiff.fingerprint.noise import NoiseProfile, fmt_width
 from nsysdiff.fingerprint.steps import StepPart
 from nsysdiff.rules import limits, noise_limits, units
 from nsysdiff.rules import options as opt
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.limits import Limit, LimitKind, Quantity
 from nsysdiff.rules.model import Kind, Option, OptionError, Rule
 from nsysdiff.rules.report import NOT_JUDGED, WITHIN_NOISE, Finding, Level, remark
@@ -404,6 +405,13 @@ def _counts(runs: tuple[Sequence[StepSide], Sequence[StepSide]] | None) -> str:
     return f"{b} base run{'s' if b != 1 else ''} and {c} candidate run{'s' if c != 1 else ''}"
 
 
+def _measure(o: StepOptions) -> Measure:
+    """Calls per step are counts, bytes per step bytes, everything else time."""
+    return {Quantity.COUNT: Measure.COUNT, Quantity.STEP_COUNT: Measure.COUNT, Quantity.SIZE: Measure.BYTES}.get(
+        o.quantity, Measure.TIME
+    )
+
+
 KIND = Kind(
     name="step",
     summary="A limit on the time per step, its tail, a part of it, or host calls per step.",
@@ -431,4 +439,5 @@ step).
     options=OPTIONS,
     build=build,
     check=check,
+    measure=_measure,
 )

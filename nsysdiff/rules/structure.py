@@ -9,6 +9,7 @@ from nsysdiff.compare.diff import Diff, Row, Variant
 from nsysdiff.fingerprint.model import KernelStats
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 from nsysdiff.rules.units import fmt_count
@@ -206,5 +207,6 @@ and is reported as such (statistical: false).
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.SELECTION,
     statistical=False,
 )

@@ -9,6 +9,7 @@ from nsysdiff.compare import tails
 from nsysdiff.compare.diff import Diff
 from nsysdiff.rules import options as opt
 from nsysdiff.rules import units
+from nsysdiff.rules.comparison import Measure
 from nsysdiff.rules.model import Kind, Rule
 from nsysdiff.rules.report import Finding
 
@@ -80,4 +81,5 @@ threshold, the ones expected, the p-value, and p50, p99 and the maximum on both 
     options=OPTIONS,
     build=build,
     check=check,
+    measure=lambda _: Measure.TIME,
 )

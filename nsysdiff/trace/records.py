@@ -60,6 +60,7 @@ class LaunchConfig:
     registers: int
     static_smem: int
     dynamic_smem: int
+    calls: int | None = None  # launches with this shape; None where a fingerprint predates it
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +310,9 @@ class Metadata:
     graph_mode: GraphMode
     graph_launches: int
     graph_total_ns: int
+    # The time range the export was cut to, where its metadata says so (a window cut from
+    # a longer capture: ``DERIVED_WINDOW_NS``); None for a whole capture.
+    window: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

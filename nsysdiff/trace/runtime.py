@@ -69,6 +69,8 @@ _SYNC_API = re.compile(
     r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cudaStreamWaitEvent|cudaStreamQuery|"
     r"cu(Ctx|Stream|Event)Synchronize|cuStreamWaitEvent)(_v\d+|_ptsz|_ptds)*$"
 )
+_WINDOW_KEY = "DERIVED_WINDOW_NS"
+_WINDOW_TEXT = re.compile(r"(\d{1,19})-(\d{1,19})")
 _VERSION_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
 # A float sum of at most this stays far enough from int64's end (2^63) that its rounding
 # can't hide an overflow of the exact sum.
@@ -111,7 +113,23 @@ class RuntimeReader(TraceConnection):
             graph_mode=mode,
             graph_launches=launches,
             graph_total_ns=total,
+            window=self._export_window(meta),
         )
+
+    def _export_window(self, meta: dict[str, str]) -> tuple[int, int] | None:
+        """The window the export was cut to, from its own metadata (``DERIVED_WINDOW_NS``:
+        ``START-END`` in ns, written by tools that cut a window from a longer capture).
+        A whole capture says nothing: it is never a window."""
+        text = meta.get(_WINDOW_KEY)
+        if text is None:
+            return None
+        m = _WINDOW_TEXT.fullmatch(text.strip())
+        start, end = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
+        if not m or end <= start or end >= 1 << 63:
+            raise TraceError(
+                s.one_line(f"{self.path}: metadata {_WINDOW_KEY} {text[:80]!r} is not a START-END range in ns")
+            )
+        return start, end
 
     def capture_origin(self, meta: Metadata) -> int | None:
         """The capture start on the clock of the trace's events; None without one.
