@@ -233,6 +233,9 @@ class Diff:
     api: tuple[Row, ...] = ()
     # Kernel key -> its one label in every output (nsysdiff.compare.labels).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Both sides are fixed windows (nsysdiff.compare.notices.as_rates): a total over one is
+    # a rate, and less of it is less work done, never an improvement.
+    rates: bool = False
 
     @property
     def intervals(self) -> bool:

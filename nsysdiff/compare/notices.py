@@ -183,6 +183,7 @@ def as_rates(d: Diff) -> Diff:
 
     return dataclasses.replace(
         d,
+        rates=True,
         kernels=tuple(map(row, d.kernels)),
         families=tuple(map(row, d.families)),
         categories=tuple(map(row, d.categories)),

@@ -260,6 +260,51 @@ def _scope(fp: Fingerprint) -> Any:
     return to_data(fp.scope)
 
 
+def comparison_data(report: Report) -> dict[str, Any]:
+    """What is being compared (nsysdiff.rules.comparison): the kind, why, what it judges,
+    the rules it did not judge and why, and the evidence."""
+    c = report.comparison
+    g, p, w = c.geometry, c.programs, c.window
+    return {
+        "kind": c.kind.key,
+        "label": c.kind.label,
+        "why": c.why,
+        "conclusive": c.kind.conclusive,
+        "judges": sorted(m.value for m in c.kind.judges),
+        "not_judged": [{"rule": r.rule_id, "reason": r.remark_reason} for r in report.rules if r.remark == NOT_JUDGED],
+        "geometry": None
+        if g is None
+        else {
+            "kernels": g.kernels,
+            "blocks_per_launch_ratio": g.ratio,
+            "threads_ratio": g.work_ratio,
+            "base_threads": g.base_threads,
+            "candidate_threads": g.candidate_threads,
+            "base_launches": g.base_launches,
+            "candidate_launches": g.candidate_launches,
+            "calls_per_shape_recorded": g.exact,
+        },
+        "programs": None
+        if p is None
+        else {
+            "kernel_overlap": p.kernel_overlap,
+            "shared_kernels": p.shared_kernels,
+            "base_share": p.base_share,
+            "candidate_share": p.candidate_share,
+            "nvtx_overlap": p.nvtx_overlap,
+        },
+        "window": None
+        if w is None
+        else {
+            "base_ns": w.base_span_ns,
+            "candidate_ns": w.candidate_span_ns,
+            "rate_ratio": w.rate_ratio,
+            "base_busy": w.base_busy,
+            "candidate_busy": w.candidate_busy,
+        },
+    }
+
+
 def report_data(report: Report) -> dict[str, Any]:
     """The whole report as plain data, in the documented key order."""
     d = report.diff
@@ -270,6 +315,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "version": VERSION,
         "outcome": report.outcome.value,
         "exit_code": int(report.exit_code),
+        "comparison": comparison_data(report),
         "strict": report.strict,
         "packs": list(report.packs),
         "reasons": list(report.reasons),

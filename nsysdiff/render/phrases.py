@@ -285,7 +285,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
         elif too_small(report):
             what = "too small to tell"
         else:
-            what = c.kind.label if not c.kind.conclusive else "can't compare"
+            # A kind that concludes nothing names itself; a conclusive one that could not
+            # judge (no overall scale, a step range on one side) says so.
+            what = c.kind.label if not c.kind.conclusive else "can't judge"
         one_sided = next((r for r in report.reasons if r.startswith(ONE_SIDED)), None)
         if one_sided is not None:
             what += ": " + one_sided.split(";")[0]

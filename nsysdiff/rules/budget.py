@@ -620,10 +620,21 @@ def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         if cv is None:
             continue
         evidence = _evidence(o, sides, b, c, bv, cv, subject)
+        if diff.rates and o.metric.additive and bv:
+            # Fixed windows: a total is a rate, so the time a unit of work takes is judged
+            # (the window over the total), and less work per second is the regression.
+            bw, cw = diff.base.meta.window_ns or 1, diff.candidate.meta.window_ns or 1
+            evidence += (
+                f"; fixed windows: per second of window {bv / bw * 1e9:,.4g} -> {cv / cw * 1e9:,.4g}, "
+                "judged as the window time per unit of work"
+            )
+            bv, cv = bw / bv, (cw / cv if cv else math.inf)
         # A kernel judged on its own is named as every output names it (its label).
         shown = diff.labels.get(subject, subject) if o.selector == "kernel" and o.each else subject
         message = f"{o.metric.value} of {shown} is over budget"
         for reading in _readings(o, b, c, bv, cv, diff, sides.noise.get(o.metric, {}).get(subject)):
+            if diff.rates and o.metric.additive and reading.unit != "ratio":
+                continue  # a rate has no absolute limit: only max_ratio judges it
             found = rule.finding(
                 shown,
                 reading.observed,

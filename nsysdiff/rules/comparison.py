@@ -148,8 +148,9 @@ def _without_outliers(d: Diff, drop: Callable[[Row], bool]) -> Diff:
     noise = d.settings.noise
 
     def plain(r: Row) -> Row:
-        if r.is_outlier and drop(r):
-            return dataclasses.replace(r, is_outlier=False, verdict=row_verdict(r, noise))
+        # Unscored, not only unflagged: the outlier rule's own gate scores rows anew.
+        if r.outlier_score is not None and drop(r):
+            return dataclasses.replace(r, is_outlier=False, outlier_score=None, verdict=row_verdict(r, noise))
         return r
 
     return dataclasses.replace(

@@ -57,16 +57,17 @@ def run(
     ``reasons`` are why the sides can't be compared (comparability.assess and a step range
     on one side only); ``notes`` are reported beside the verdict."""
     premise = _premise_reason(diff, ruleset.rules if ruleset else ())
-    c = cmp.decide(diff, (*reasons, *([premise] if premise else [])))
+    reasons = (*reasons, *([premise] if premise else []))
+    c = cmp.decide(diff, reasons)
     framed = cmp.frame(diff, c)
     if ruleset is None:
-        return Judged(judge(framed, c, (), (), judged=False, notes=notes, strict=strict), ())
+        return Judged(judge(framed, c, (), (), judged=False, reasons=reasons, notes=notes, strict=strict), ())
     found, results = engine.evaluate(framed, ruleset, today=today)
     kept, results = _gate(c, ruleset.rules, found, results)
     if premise is not None:
         # The low overlap is the premise's reason: not a note besides it.
         notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
-    report = judge(framed, c, kept, results, notes=notes, strict=strict, packs=ruleset.sources)
+    report = judge(framed, c, kept, results, reasons=reasons, notes=notes, strict=strict, packs=ruleset.sources)
     return Judged(report, found)
 
 
@@ -137,7 +138,7 @@ def judge(
     """
     reasons = tuple(reasons)
     if not c.kind.conclusive:
-        reasons = (*reasons, *_kind_reasons(c))
+        reasons = (*reasons, *_kind_reasons(c, reasons))
     no_scale = comparability.scale_reason(diff) if judged and c.kind.conclusive else None
     if judged and not rules:
         # Rule files that hold no rule (only `version: 1`) judge nothing; a pass would
@@ -187,13 +188,14 @@ def judge(
     )
 
 
-def _kind_reasons(c: cmp.Comparison) -> tuple[str, ...]:
+def _kind_reasons(c: cmp.Comparison, given: Sequence[str]) -> tuple[str, ...]:
+    """Why a comparison that concludes nothing does, unless the reasons given say it."""
     if c.kind is cmp.Kind.DIFFERENT_PROGRAMS:
         return (
             f"different programs ({c.why}): no rule judges across them; compare two builds of one program, "
             "or two sizes of one workload",
         )
-    return ()  # can't compare: the reasons that decided it are already the report's
+    return () if given else (c.why,)
 
 
 def _unjudged(

@@ -87,6 +87,7 @@ class TraceBuilder:
         gpu_table: bool = True,
         process_name: str = "python",
         analysis_window: tuple[int, int] | None = None,
+        derived_window: tuple[int, int] | None = None,
     ) -> None:
         if not 0 <= pid < _ID_LIMIT:
             raise ValueError(f"pid must be in [0, 2**24), got {pid}")
@@ -101,6 +102,9 @@ class TraceBuilder:
         self.gpu_table = gpu_table
         self.process_name = process_name
         self.analysis_window = analysis_window
+        # A window cut from a longer capture, as tools that cut one record it in the
+        # export's metadata (DERIVED_WINDOW_NS).
+        self.derived_window = derived_window
         self._strings: dict[str, int] = {}
         self._tables: dict[str, Table] = {name: Table(name) for name in FIELDS}
         self._next_correlation = 1
@@ -510,6 +514,7 @@ class TraceBuilder:
             process_name=self.process_name,
             session_start_ns=self.session_start_ns,
             window=self._window(),
+            derived_window=self.derived_window,
             node_mode=self._node_mode,
             extra_columns=self.extra_columns,
             invalid_utf8_env=self.invalid_utf8_env,

@@ -82,6 +82,8 @@ class Recording:
     process_name: str
     session_start_ns: int
     window: tuple[int, int]  # ANALYSIS_DETAILS start and stop
+    # DERIVED_WINDOW_NS: the range a tool cut this export to from a longer capture
+    derived_window: tuple[int, int] | None
     node_mode: bool  # any event came from a graph node (META_DATA_CAPTURE says "Node")
     extra_columns: bool
     invalid_utf8_env: bool
@@ -303,6 +305,8 @@ def _write_meta(connection: sqlite3.Connection, rec: Recording, pretty: bool, st
             ("EXPORT_PARAM_LAZY", "true"),
         ]
         name = "META_DATA_EXPORT"
+    if rec.derived_window is not None:
+        rows.append(("DERIVED_WINDOW_NS", f"{rec.derived_window[0]}-{rec.derived_window[1]}"))
     connection.execute(create_sql(name, META, pretty))
     connection.executemany(f"INSERT INTO {name} VALUES (?, ?)", rows)
     if g is Generation.V2022:
