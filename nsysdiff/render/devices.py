@@ -31,13 +31,15 @@ def device_verdict(base: float | None, cand: float | None, noise: float) -> Verd
 
 
 def _windowed(v: Verdict, fixed: bool) -> Verdict:
-    return Verdict.UNCHANGED if fixed and v is Verdict.IMPROVED else v
+    """In fixed windows a device busy less of the same window did less work per second:
+    that regressed, it never improved (nor held, when its idle share doubled)."""
+    return Verdict.REGRESSED if fixed and v is Verdict.IMPROVED else v
 
 
 def device_rows(d: Diff) -> list[list[str]]:
     """Per device: kernels, busy time (union of kernel intervals) and idle share of its span."""
-    # In equal fixed windows less busy time is less work done per second (the idle column
-    # says how much), never an improvement.
+    # In fixed windows less busy time is less work done per second (the idle column says
+    # how much): a regression, never an improvement.
     fixed = notices.window(d) is not None
     out = []
     for dev, b, c in paired(d.base.devices, d.candidate.devices, lambda x: x.device):

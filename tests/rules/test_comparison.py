@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from nsysdiff import api
 from nsysdiff.compare import geometry
 from nsysdiff.rules.comparison import Kind
 from nsysdiff.synth.builder import TraceBuilder
-from tests.conftest import run_cli
 
 # name, calls, ns per call, grid, block
 Launch = tuple[str, int, int, tuple[int, int, int], tuple[int, int, int]]
