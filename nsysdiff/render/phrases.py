@@ -17,6 +17,7 @@ from nsysdiff.compare.scale import MAX_SPREAD, MIN_COMMON
 from nsysdiff.compare.steps import ONE_SIDED
 from nsysdiff.render import runs
 from nsysdiff.render import steps as step_lines
+from nsysdiff.rules.comparison import Kind
 from nsysdiff.rules.report import NO_RULES, Finding, Level, Outcome, Report, undecided_reason
 
 _STATUS = {
@@ -305,6 +306,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
     parts.append(kernel_time_phrase(report.diff))
     if report.diff.runs is not None:
         parts.append(runs.count_phrase(report.diff.runs))
+    if c.kind is Kind.WINDOWS:
+        # The rate is the headline: fewer calls in one window is less work, not a cause.
+        return parts
     outliers = report.diff.outliers
     if outliers:
         top = outliers[0]

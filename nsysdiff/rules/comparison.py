@@ -131,9 +131,9 @@ def frame(diff: Diff, c: Comparison) -> Diff:
     if c.kind is Kind.WINDOWS:
         return notices.as_rates(diff)
     if c.kind is Kind.SPLIT:
-        return _without_outliers(diff, _count_effect)
+        return unscored(diff, _count_effect)
     if not c.kind.conclusive:
-        return _without_outliers(diff, lambda r: True)
+        return unscored(diff, lambda r: True)
     return diff
 
 
@@ -144,14 +144,18 @@ def _count_effect(r: Row) -> bool:
     return not change or r.per_call_effect_ns * r.delta_ns <= 0 or abs(r.per_call_effect_ns) < 0.5 * change
 
 
-def _without_outliers(d: Diff, drop: Callable[[Row], bool]) -> Diff:
+def unscored(d: Diff, drop: Callable[[Row], bool], *, unflag_only: bool = False) -> Diff:
+    """``d`` with the rows ``drop`` picks no longer outliers: unscored (the outlier rule's
+    own gate scores rows anew, so a count effect must carry no score), or with
+    ``unflag_only`` only unflagged (the report's list, the scores kept)."""
     noise = d.settings.noise
 
     def plain(r: Row) -> Row:
-        # Unscored, not only unflagged: the outlier rule's own gate scores rows anew.
-        if r.outlier_score is not None and drop(r):
-            return dataclasses.replace(r, is_outlier=False, outlier_score=None, verdict=row_verdict(r, noise))
-        return r
+        if r.outlier_score is None or not (r.is_outlier or not unflag_only) or not drop(r):
+            return r
+        verdict = row_verdict(r, noise) if r.is_outlier else r.verdict
+        score = r.outlier_score if unflag_only else None
+        return dataclasses.replace(r, is_outlier=False, outlier_score=score, verdict=verdict)
 
     return dataclasses.replace(
         d,

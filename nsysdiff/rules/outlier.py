@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from nsysdiff.compare.diff import Diff, Row
@@ -152,10 +152,23 @@ class _Gate:
         return (d.prob_slower if dev > 1 else 1 - d.prob_slower) >= self.consistency
 
 
+def judges(diff: Diff, rule: Rule) -> Callable[[Row], bool]:
+    """Whether this outlier rule's gate passes a row: the report lists as outliers only the
+    rows some outlier rule would judge (one 11 us call is no outlier under a 1 ms floor;
+    eight calls that all got 3x slower are)."""
+    return _gate(diff, rule).passes
+
+
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
     o: OutlierOptions = rule.options
+    gate = _gate(diff, rule)
+    yield from _check(diff, rule, o, gate)
+
+
+def _gate(diff: Diff, rule: Rule) -> _Gate:
+    o: OutlierOptions = rule.options
     s = diff.settings
-    gate = _Gate(
+    return _Gate(
         z=o.z_threshold if o.z_threshold is not None else s.z_threshold,
         deviation=o.min_deviation if o.min_deviation is not None else s.min_deviation,
         share=o.min_share if o.min_share is not None else s.min_share,
@@ -167,6 +180,9 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
         runs=diff.intervals,
         spread=max(diff.headline.scale_info.spread, s.mad_floor),
     )
+
+
+def _check(diff: Diff, rule: Rule, o: OutlierOptions, gate: _Gate) -> Iterator[Finding]:
     if diff.headline.basis != "kernels":
         # No kernel data: the NVTX ranges (or graph launches) are what the scale is about.
         what = "NVTX range" if diff.headline.basis == "nvtx" else "CUDA"

@@ -19,7 +19,7 @@ from nsysdiff.compare import comparability
 from nsysdiff.compare.diff import Diff
 from nsysdiff.errors import ExitCode
 from nsysdiff.rules import comparison as cmp
-from nsysdiff.rules import engine
+from nsysdiff.rules import engine, outlier
 from nsysdiff.rules.kinds import KINDS
 from nsysdiff.rules.model import Rule, RuleSet
 from nsysdiff.rules.report import (
@@ -63,12 +63,23 @@ def run(
     if ruleset is None:
         return Judged(judge(framed, c, (), (), judged=False, reasons=reasons, notes=notes, strict=strict), ())
     found, results = engine.evaluate(framed, ruleset, today=today)
+    framed = _judged_outliers(framed, ruleset.rules)
     kept, results = _gate(c, ruleset.rules, found, results)
     if premise is not None:
         # The low overlap is the premise's reason: not a note besides it.
         notes = tuple(n for n in notes if not n.startswith(comparability.LOW_OVERLAP_NOTE))
     report = judge(framed, c, kept, results, reasons=reasons, notes=notes, strict=strict, packs=ruleset.sources)
     return Judged(report, found)
+
+
+def _judged_outliers(diff: Diff, rules: Sequence[Rule]) -> Diff:
+    """The diff's outliers that an outlier rule of the rule set would judge (its floor and
+    evidence, its thresholds): a row the rules would not judge is no outlier of this
+    report. Rules without an outlier rule leave the diff's own statistic."""
+    gates = [outlier.judges(diff, r) for r in rules if r.kind == "outlier"]
+    if not gates:
+        return diff
+    return cmp.unscored(diff, lambda r: not any(g(r) for g in gates), unflag_only=True)
 
 
 def _measure(rule: Rule) -> cmp.Measure:
