@@ -54,15 +54,17 @@ def test_h100_report_matches_golden(golden: str, options: list[str], update_gold
 
 
 def test_h100_first_screen_names_what_breaks_batch_invariance() -> None:
-    """README: the verdict on line 1, then the attribution, the outlier and every failed
-    rule, all within one 80x40 screen."""
+    """README: the verdict on line 1, what is being compared first in it, then the
+    attribution, the outlier and every failed rule, all within one 80-column screen of
+    about 40 lines (41: the verdict says the comparison is of a resized workload)."""
     lines = (H100 / "screen-80.txt").read_text().splitlines()
-    assert lines[0].startswith("nsysdiff: FAIL (exit 1) · 3 failed rules")
+    assert lines[0].startswith("nsysdiff: FAIL (exit 1) · resized workload (blocks per launch")
+    assert "· 3 failed rules ·" in " ".join(lines[:3])
     # One 80x40 screen; a finding's subject is never broken (it pastes into a waiver), so
     # the one longer than a line runs past it, on a line of its own.
     subjects = [line for line in lines if len(line) > 80]
     assert subjects == ["  cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_*_cga1x1x1_kernel0"]
-    assert len(lines) <= 40
+    assert len(lines) <= 41
     text = "\n".join(lines)
     for subject in (
         "gemm-selection · nvjet_sm90_tst_*_bz",
@@ -99,7 +101,7 @@ def test_the_first_screen_says_its_marks_and_statistics_in_words() -> None:
     is explained where it is first seen, the outlier's deviation is a z against a named
     spread, and the call distributions are a share of call pairs, not "score" and "KS"."""
     screen = (H100 / "screen-80.txt").read_text(encoding="utf-8")
-    assert "FACT: by exact counts, not a statistic" in screen.splitlines()[22]
+    assert "FACT: by exact counts, not a statistic" in screen.splitlines()[23]
     assert "ERROR, FACT" in screen
     words = " ".join(screen.split())
     assert "z=+3.6 against the families' spread" in words

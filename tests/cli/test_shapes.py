@@ -93,7 +93,7 @@ def test_rules_without_a_rule_never_pass(fps: tuple[Path, Path], tmp_path: Path)
     empty.write_text("version: 1\n", encoding="utf-8")
     code, out, err = run_cli(*fps, "--rules", empty)
     assert code == 3
-    assert out.startswith("nsysdiff: INCONCLUSIVE (exit 3) · nothing judged")
+    assert out.startswith("nsysdiff: INCONCLUSIVE (exit 3) · one workload · nothing judged")
     assert "no rule to judge with" in err and "warning" in err
     code, out, err = run_cli("rules", "validate", empty)
     assert code == 0 and "(0 rules, 0 waivers)" in out

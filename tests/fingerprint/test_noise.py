@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import sqlite3
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -364,7 +366,7 @@ def test_a_budget_below_the_noise_is_inconclusive(calibrated: tuple[Path, str, s
     )
     assert (code, err) == (int(ExitCode.INCONCLUSIVE), "")
     first, reason = stdout.splitlines()[:2]
-    assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · too small to tell (the reason below) · ")
+    assert first.startswith("nsysdiff: INCONCLUSIVE (exit 3) · one workload · too small to tell (the reason below) · ")
     assert reason.startswith("  inconclusive: rule 'gemm-tight': limit +1.0% is ")
     assert "is below the measured noise ±" in reason and "of the per-call mean of kernel:sgemm over 6 runs" in reason
 
@@ -476,7 +478,7 @@ def test_every_format_says_too_small_to_tell(calibrated: tuple[Path, str, str, s
         code, stdout, err = run_cli(*args, "--format", fmt, "--width", "200")
         assert (code, err) == (int(ExitCode.INCONCLUSIVE), ""), fmt
         out[fmt] = stdout
-    assert "INCONCLUSIVE (exit 3) · too small to tell (the reason below)" in out["text"]
+    assert "INCONCLUSIVE (exit 3) · one workload · too small to tell (the reason below)" in out["text"]
     assert "  inconclusive: " + reason in out["text"]
     assert "> Too small to tell: a limit is within the measured noise:" in out["markdown"]
     doc = json.loads(out["json"])
@@ -494,7 +496,7 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
     capture given twice is the degenerate A/A pair, with a width of 0 everywhere. Judged
     against it, no limit is too small to tell, and a noise-width budget with a min_ratio
     fails exactly the kernels that grew past it per call."""
-    bs1, bs16 = real_trace("h100/example_bs1"), real_trace("h100/example_bs16")
+    bs1 = real_trace("h100/example_bs1")
     path = tmp_path / "noise.json"
     # The same file twice is refused (it would pass for a quiet build); the degenerate pair
     # is made on purpose here: the capture's fingerprint, and a copy whose capture ends 1 ns later.
@@ -518,17 +520,26 @@ def test_a_real_capture_twice_has_no_noise(tmp_path: Path) -> None:
         "  - id: tight\n    kind: budget\n    whole: trace\n    max_ratio: 1.01x\n    level: warning\n",
         encoding="utf-8",
     )
-    code, stdout, _ = run_cli("diff", str(bs1), str(bs16), "--rules", str(rules), "-f", "json")
+    # The same build with its gather 5x slower per call (batch 16 against 1 would be a
+    # resized workload, whose per-call times measure the workload and are not judged).
+    slower = tmp_path / "slower.sqlite"
+    shutil.copyfile(bs1, slower)
+    with sqlite3.connect(slower) as con:
+        con.execute(
+            'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + 5 * ("end" - start) WHERE shortName IN '
+            "(SELECT id FROM StringIds WHERE value = 'indexSelectSmallIndex')"
+        )
+    con.close()
+    code, stdout, _ = run_cli("diff", str(bs1), str(slower), "--rules", str(rules), "-f", "json")
     assert code == int(ExitCode.REGRESSION)
     doc = json.loads(stdout)
     assert not any(f.get("inconclusive") for f in doc["findings"])
     failed = {f["subject"] for f in doc["findings"] if f["fails"]}
     assert "indexSelectSmallIndex" in " ".join(failed)
     per_call = [f for f in doc["findings"] if f["rule_id"] == "per-call"]
-    # Kernels new at bs16 breach as new; every other finding grew more than 3x per call.
-    assert all(
-        f["observed"].startswith("new (") if f["observed_value"] is None else f["observed_value"] > 3 for f in per_call
-    )
+    # Only the kernel that grew more than 3x per call breaches.
+    assert [f["subject"] for f in per_call] == ["indexSelectSmallIndex"]
+    assert per_call[0]["observed_value"] > 3
 
 
 def test_a_scoped_profile_fits_only_a_diff_of_its_scope(tmp_path: Path) -> None:

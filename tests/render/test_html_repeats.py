@@ -19,6 +19,7 @@ from nsysdiff.compare.diff import Settings, compare
 from nsysdiff.errors import ExitCode
 from nsysdiff.fingerprint.model import Scope
 from nsysdiff.render import charts, html, markdown
+from nsysdiff.rules.comparison import Comparison, Kind
 from nsysdiff.rules.report import Outcome
 
 pytest.importorskip("matplotlib")
@@ -40,7 +41,12 @@ def _scoped_graph_report() -> object:
 
 
 def test_html_says_the_inconclusive_reason_once() -> None:
-    report = synthetic.build_report(outcome=Outcome.INCONCLUSIVE, exit_code=ExitCode.INCONCLUSIVE, reasons=(REASON,))
+    report = synthetic.build_report(
+        outcome=Outcome.INCONCLUSIVE,
+        exit_code=ExitCode.INCONCLUSIVE,
+        reasons=(REASON,),
+        comparison=Comparison(Kind.CANT_COMPARE, REASON),
+    )
     page = html.render(report)
     assert page.count(REASON) == 1
     verdict = re.search(r'<p class="verdict[^"]*">(.*?)</p>', page, re.S)

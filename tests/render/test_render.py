@@ -15,6 +15,7 @@ from render.synthetic import FINDINGS, KERNELS, RULES, Spec
 
 from nsysdiff.errors import ExitCode, NsysdiffError
 from nsysdiff.render import Format, github, json_report, junit, markdown, phrases, render, text
+from nsysdiff.rules.comparison import Comparison, Kind
 from nsysdiff.rules.report import Finding, Level, Outcome, Report
 from nsysdiff.safe import neutral
 
@@ -90,6 +91,7 @@ def _outcomes(make_report: MakeReport) -> dict[str, Report]:
             outcome=Outcome.INCONCLUSIVE,
             exit_code=ExitCode.INCONCLUSIVE,
             reasons=("candidate (bs16.sqlite) has no kernel data",),
+            comparison=Comparison(Kind.CANT_COMPARE, "candidate (bs16.sqlite) has no kernel data"),
         ),
     }
 
@@ -108,11 +110,11 @@ def test_every_format_renders_every_outcome(make_report: MakeReport, fmt: Format
     [
         (
             "fail",
-            "FAIL (exit 1) · 2 failed rules · 2 errors, 1 warning, 1 info, 1 waived · kernel time",
+            "FAIL (exit 1) · one workload · 2 failed rules · 2 errors, 1 warning, 1 info, 1 waived · kernel time",
         ),
-        ("pass", "PASS (exit 0) · 0 failed rules · no findings · kernel time"),
-        ("strict", "FAIL (exit 1) · 3 failed rules · 2 errors, 1 warning, 1 info, 1 waived"),
-        ("unjudged", "NOT JUDGED (exit 0) · rules off (--no-rules) · kernel time"),
+        ("pass", "PASS (exit 0) · one workload · 0 failed rules · no findings · kernel time"),
+        ("strict", "FAIL (exit 1) · one workload · 3 failed rules · 2 errors, 1 warning, 1 info, 1 waived"),
+        ("unjudged", "NOT JUDGED (exit 0) · one workload · rules off (--no-rules) · kernel time"),
         (
             "inconclusive",
             "INCONCLUSIVE (exit 3) · can't compare: candidate (bs16.sqlite) has no kernel data",
@@ -222,7 +224,7 @@ def test_markdown_shortens_long_names_with_the_full_name_as_title(report: Report
 def test_markdown_layout(report: Report) -> None:
     out = markdown.render(report)
     lines = out.splitlines()
-    assert lines[0].startswith("**nsysdiff: FAIL** (exit 1) · 2 failed rules · ")
+    assert lines[0].startswith("**nsysdiff: FAIL** (exit 1) · one workload · 2 failed rules · ")
     assert "top outlier <code" in lines[0] and "5.14x" in lines[0]
     order = [
         "### Failed rules (2)",
@@ -271,6 +273,7 @@ TOP_LEVEL = [
     "version",
     "outcome",
     "exit_code",
+    "comparison",
     "strict",
     "packs",
     "reasons",
