@@ -765,3 +765,24 @@ def test_census_and_unscoped_nvtx_summary_are_one_pass(tmp_path: Path) -> None:
         (row,) = r.nvtx_summary()
     assert folded and len(searched) == folded
     assert (key.sql_name, key.count, row.name, row.count, row.total_ns) == ("step", 20, "step", 20, 1_000)
+
+
+def test_an_export_cut_to_a_window_says_so_and_a_damaged_window_is_refused(tmp_path: Path) -> None:
+    b = TraceBuilder(derived_window=(60_111_418_026, 60_411_418_026))
+    b.kernel("k", 60_200_000_000, 1_000)
+    path = b.write(tmp_path / "w.sqlite")
+    fp = fingerprint_trace(path)
+    assert (fp.meta.window_start_ns, fp.meta.window_ns) == (60_111_418_026, 300_000_000)
+    whole = TraceBuilder()
+    whole.kernel("k", 1_000, 1_000)
+    assert fingerprint_trace(whole.write(tmp_path / "whole.sqlite")).meta.window_ns is None
+    for bad in ("300-100", "abc", "1-" + "9" * 25, "\x1b[31m1-2"):
+        damaged = tmp_path / f"bad{len(bad)}.sqlite"
+        damaged.write_bytes(path.read_bytes())
+        with sqlite3.connect(damaged) as con:
+            con.execute("UPDATE META_DATA_EXPORT SET value = ? WHERE name = 'DERIVED_WINDOW_NS'", (bad,))
+        con.close()
+        result = run_process("summary", str(damaged))
+        code, out, err = result
+        assert (code, out) == (2, ""), err
+        assert err.count("\n") == 1 and "DERIVED_WINDOW_NS" in err and "\x1b" not in err
