@@ -296,7 +296,9 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
             n = len(report.reasons)
             parts.append(f"{what} ({'the reason' if n == 1 else f'{n} reasons'} below)")
         else:
-            parts.append(f"{what}: " + "; ".join(report.reasons))
+            joined = "; ".join(report.reasons)
+            # A reason that names its kind ("different programs (...)") says it once.
+            parts.append(joined if joined.startswith(what) else f"{what}: {joined}")
     else:
         parts.append(u.plural(len(failed_rules(report)), "failed rule"))
         parts.append(finding_counts(report))
