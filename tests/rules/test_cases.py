@@ -18,6 +18,8 @@ Every file in ``cases/`` holds ``cases:``, a list of::
 Kernels: ``{name, calls, total, demangled, family, category, grid, block, median,
 quantiles}``, times with
 units (``median``: the median call, below the mean for a collective that waited).
+Tails: ``tails: [{name, shape, calls, total, p50, beyond: [1.5x, 2x, 4x, 10x]}]``, the exact
+tail counts of a kernel's launch shape (``shape`` defaults to grid 1, block 128).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from nsysdiff.fingerprint.model import DeviceStats, Fingerprint, KernelStats, Ra
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.rules import evaluate, kinds, load_rules
 from nsysdiff.rules.units import parse_time
-from nsysdiff.trace.records import ApiStats, CopyStats, GpuInfo
+from nsysdiff.trace.records import ApiStats, CopyStats, GpuInfo, ShapeTail
 
 CASES = Path(__file__).parent / "cases"
 
@@ -101,6 +103,19 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
         devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
         scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
         steps=_steps(spec["steps"]) if "steps" in spec else None,
+        tails=tuple(
+            ShapeTail(
+                t["name"],
+                t.get("shape", "1,1,1,128,1,1"),
+                int(t["calls"]),
+                _ns(t["total"]),
+                _ns(t["p50"]),
+                tuple(int(c) for c in t["beyond"]),
+            )
+            for t in spec["tails"]
+        )
+        if "tails" in spec
+        else None,
     )
 
 
