@@ -121,8 +121,9 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
 
 def _steps(spec: dict[str, Any]) -> Any:
     """``steps: {count, period, duration, parts: {part: time}, calls: {family: [calls, time]},
-    bytes: {family: size}, slow_every, slow}``: see :func:`fpspec.steps`."""
-    return fpspec.steps(
+    bytes: {family: size}, slow_every, slow, sync: [{name, calls, total}]}``: see
+    :func:`fpspec.steps`; ``sync``, the sync calls of the steps' periods by name."""
+    made = fpspec.steps(
         int(spec.get("count", 8)),
         _ns(spec["period"]),
         _ns(spec.get("duration", spec["period"])),
@@ -132,6 +133,10 @@ def _steps(spec: dict[str, Any]) -> Any:
         slow_every=int(spec.get("slow_every", 0)),
         slow_ns=_ns(spec.get("slow", 0)),
     )
+    if "sync" not in spec:
+        return made
+    sync = tuple(ApiStats(a["name"], int(a["calls"]), _ns(a["total"])) for a in spec["sync"])
+    return dataclasses.replace(made, sync=sync)
 
 
 def _cases() -> list[Any]:
