@@ -7,9 +7,10 @@ profiling rule of thumb is that p99/p50 above 1.5x is a systematic tail and max/
 
 Method: a tail belongs to one population, so each kernel is compared per launch shape
 (grid and block) within the scope (a per-step read holds the decode steps' launches
-only): a prefill's calls at another batch, or a new caller with another grid, are another
-population, never a tail. Each fingerprint counts, exactly, the calls of a (kernel, shape)
-longer than 1.5x, 2x, 4x and 10x its own median (``ShapeTail``). For each multiple, the
+only), and phase by phase when both sides were read with phases: a prefill's calls at
+another batch, or a new caller with another grid, are another population, never a tail.
+Each fingerprint counts, exactly, the calls of a (kernel, shape) longer than 1.5x, 2x, 4x
+and 10x its own median (``ShapeTail``). For each multiple, the
 candidate's share of such calls is tested against the base's with a one-sided Fisher exact
 test, at a significance of ``ALPHA`` divided by the tests made (four per pair tested,
 Bonferroni). Several multiples, not one: a kernel that already has 1% of calls at 2x the
@@ -63,11 +64,13 @@ class TailChange:
     base_total_ns: float  # of the shape
     base_p50_ns: float
     candidate_p50_ns: float
+    phase: str = ""  # the phase compared, when both sides were read with phases
 
     @property
     def where(self) -> str:
-        """The launch shape as the reports write it."""
-        return shape_suffix(self.shape).strip()
+        """The launch shape (and phase) as the reports write it."""
+        shape = shape_suffix(self.shape).strip()
+        return f"{shape} in phase {self.phase}" if self.phase else shape
 
 
 def _candidate(b: ShapeTail, c: ShapeTail) -> bool:
@@ -82,43 +85,47 @@ def _candidate(b: ShapeTail, c: ShapeTail) -> bool:
     return extra >= max(MIN_TIME_NS, MIN_SHARE * b.total_ns, 2 * shifted)
 
 
-def changes(base: Fingerprint, cand: Fingerprint) -> tuple[TailChange, ...]:
-    """The kernels' launch shapes of both sides whose tail grew significantly, largest
-    extra time first; none when a side has no tail counts (saved before they were kept)."""
+def _pairs(base: Fingerprint, cand: Fingerprint) -> list[tuple[ShapeTail, ShapeTail]]:
+    """The (kernel, shape) counts of both sides, paired; none when a side has none."""
     if base.tails is None or cand.tails is None:
-        return ()
+        return []
     # A candidate kernel under another demangler's name is the base's kernel.
     renamed = {n: k.demangled for n, k in matching.matches(base, cand).items()}
     bt = {(t.name, t.shape): t for t in base.tails}
-    pairs = [(bt[key], c) for c in cand.tails if (key := (renamed.get(c.name, c.name), c.shape)) in bt]
-    tested = [(b, c) for b, c in pairs if b.calls >= MIN_CALLS and c.calls >= MIN_CALLS]
+    return [(bt[key], c) for c in cand.tails if (key := (renamed.get(c.name, c.name), c.shape)) in bt]
+
+
+def changes(base: Fingerprint, cand: Fingerprint) -> tuple[TailChange, ...]:
+    """The kernels' launch shapes of both sides whose tail grew significantly, largest
+    extra time first; none when a side has no tail counts (saved before they were kept).
+    Sides read with phases are compared phase by phase: a prefill and a decode step
+    launching one kernel with one grid are still two populations."""
+    if base.phases and cand.phases:
+        theirs = {p.name: p.fingerprint for p in cand.phases}
+        sides = [(p.name, p.fingerprint, theirs[p.name]) for p in base.phases if p.name in theirs]
+    else:
+        sides = [("", base, cand)]
+    tested = [
+        (phase, b, c)
+        for phase, bf, cf in sides
+        for b, c in _pairs(bf, cf)
+        if b.calls >= MIN_CALLS and c.calls >= MIN_CALLS
+    ]
     alpha = ALPHA / max(len(tested) * len(TAIL_MULTIPLES), 1)
     names = {k.demangled: k.name for k in base.kernels}
     out = []
-    for b, c in tested:
-        if not _candidate(b, c):
+    for phase, b, c in tested:
+        found = _tail(b, c, alpha)
+        if found is None:
             continue
-        # scipy.stats takes half a second to import: only a pair with a tail to test pays.
-        from scipy import stats as sps
-
-        tests = []
-        for m, kb, kc in zip(TAIL_MULTIPLES, b.beyond, c.beyond, strict=True):
-            if kc < MIN_BEYOND or kc * b.calls <= kb * c.calls:
-                continue  # too few, or no larger a share than the base's
-            table = [[kc, c.calls - kc], [kb, b.calls - kb]]
-            tests.append((float(sps.fisher_exact(table, alternative="greater").pvalue), -m, kb, kc))
-        if not tests:
-            continue
-        p, neg_m, kb, kc = min(tests)
-        if p >= alpha:
-            continue
+        p, m, kb, kc = found
         out.append(
             TailChange(
                 key=b.name,
                 name=names.get(b.name, b.name),
                 shape=b.shape,
                 calls=c.calls,
-                multiple=-neg_m,
+                multiple=m,
                 beyond=kc,
                 base_beyond=kb,
                 base_calls=b.calls,
@@ -128,6 +135,27 @@ def changes(base: Fingerprint, cand: Fingerprint) -> tuple[TailChange, ...]:
                 base_total_ns=b.total_ns,
                 base_p50_ns=b.p50_ns,
                 candidate_p50_ns=c.p50_ns,
+                phase=phase,
             )
         )
-    return tuple(sorted(out, key=lambda t: (-t.extra_ns, t.key, t.shape)))
+    return tuple(sorted(out, key=lambda t: (-t.extra_ns, t.key, t.shape, t.phase)))
+
+
+def _tail(b: ShapeTail, c: ShapeTail, alpha: float) -> tuple[float, float, int, int] | None:
+    """(p-value, multiple, base and candidate calls beyond it) of the most significant
+    count of a pair, when it passes the gates and ``alpha``."""
+    if not _candidate(b, c):
+        return None
+    # scipy.stats takes half a second to import: only a pair with a tail to test pays.
+    from scipy import stats as sps
+
+    tests = []
+    for m, kb, kc in zip(TAIL_MULTIPLES, b.beyond, c.beyond, strict=True):
+        if kc < MIN_BEYOND or kc * b.calls <= kb * c.calls:
+            continue  # too few, or no larger a share than the base's
+        table = [[kc, c.calls - kc], [kb, b.calls - kb]]
+        tests.append((float(sps.fisher_exact(table, alternative="greater").pvalue), -m, kb, kc))
+    if not tests:
+        return None
+    p, neg_m, kb, kc = min(tests)
+    return (p, -neg_m, kb, kc) if p < alpha else None

@@ -183,7 +183,7 @@ class Fingerprint:
     # without a runtime table.
     api: tuple[HostApiStats, ...] | None = None
     # Per kernel and launch shape with enough calls, the exact tail counts (the tail change
-    # reads them); None in fingerprints saved before they were kept and in a phase's.
+    # reads them); None in fingerprints saved before they were kept.
     tails: tuple[ShapeTail, ...] | None = None
 
     @property

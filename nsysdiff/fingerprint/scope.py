@@ -445,7 +445,7 @@ class _Scoper:
             scope=o.scope(steps, coverage),
             api=api,
         )
-        return fp if phase else replace(fp, tails=r.kernel_tails(sel))
+        return replace(fp, tails=r.kernel_tails(sel))
 
 
 def find_steps(r: TraceReader, options: ScopeOptions, notify: Callable[[str], None]) -> ScopeOptions:

@@ -16,6 +16,7 @@ from fpspec import fingerprint, kernel
 from nsysdiff import api
 from nsysdiff.compare import tails
 from nsysdiff.fingerprint.model import Fingerprint
+from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.synth.builder import TraceBuilder
 from nsysdiff.trace.reader import open_trace
 from nsysdiff.trace.records import TAIL_MULTIPLES, ShapeTail
@@ -186,3 +187,39 @@ def test_a_fingerprint_saved_before_the_counts_has_no_tail() -> None:
     cand = _shapes(3200, 2_500, 12 * MS, (160, 160, 160, 0))
     assert tails.changes(dataclasses.replace(base, tails=None), cand) == ()
     assert tails.changes(base, dataclasses.replace(cand, tails=None)) == ()
+
+
+def _phased(path: Path, prefill_ns: int) -> Path:
+    """A prefill range of 250 calls of a kernel, then a decode range of 1000 calls of it at
+    one grid, launched from inside the ranges."""
+    b = TraceBuilder()
+    pre = 1_000_000 + np.arange(250) * 100_000
+    b.kernels("elementwise_kernel", pre, np.full(250, prefill_ns), api="cudaLaunchKernel_v7000")
+    b.nvtx_range("prefill", int(pre[0]) - 10_000, int(pre[-1]) + 50_000)
+    dec = int(pre[-1]) + 1_000_000 + np.arange(1000) * 100_000
+    b.kernels("elementwise_kernel", dec, _steady(), api="cudaLaunchKernel_v7000")
+    b.nvtx_range("decode", int(dec[0]) - 10_000, int(dec[-1]) + 50_000)
+    return b.write(path)
+
+
+def test_a_prefill_at_another_batch_with_one_grid_is_no_tail_by_phase(tmp_path: Path) -> None:
+    base, cand = _phased(tmp_path / "b.sqlite", 2_200), _phased(tmp_path / "c.sqlite", 22_000)
+    # Read whole, the prefill's 250 longer calls share the decode calls' grid: a tail.
+    assert [t.beyond for t in tails.changes(api.load(base), api.load(cand))] == [250]
+    # Read by phase, each phase is its own population: the prefill's median moved (a
+    # per-call change of another batch), the decode steps held.
+    opts = ScopeOptions(phases=(("prefill", ("prefill",)), ("decode", ("decode",))))
+    b, c = api.load(base, opts), api.load(cand, opts)
+    assert b.phases[0].fingerprint.tails is not None and tails.changes(b, c) == ()
+    # A tail inside one phase is found there, and says which.
+    slowed = _phased(tmp_path / "t.sqlite", 2_200)
+    con = sqlite3.connect(slowed)
+    con.execute(
+        'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + 10 * ("end" - start) '
+        "WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT -1 OFFSET 250) "
+        "AND rowid % 50 = 0"
+    )
+    con.commit()
+    con.close()
+    found = tails.changes(b, api.load(slowed, opts))
+    assert [(t.phase, t.beyond) for t in found] == [("decode", 20)] and found[0].where.endswith("in phase decode")
