@@ -24,6 +24,28 @@ from nsysdiff.trace.records import TAIL_MIN_CALLS, TAIL_MULTIPLES, WHOLE, IntArr
 _FOLD_ROWS = 1 << 20  # histogram rows held before they are folded again
 
 
+def _packed(cols: set[str], names: tuple[str, ...], bits: tuple[int, ...]) -> str:
+    """SQL packing launch dimensions into one integer, -1 when one is out of its range
+    (CUDA's: grid X below 2^31, grid Y and Z below 2^16, a block's below 2^11)."""
+    values = [f'coalesce("{c}", 0)' if c in cols else "0" for c in names]
+    inside = " AND ".join(f"{v} BETWEEN 0 AND {(1 << b) - 1}" for v, b in zip(values, bits, strict=True))
+    shifts = [sum(bits[i + 1 :]) for i in range(len(bits))]
+    packed = " + ".join(f"({v} << {sh})" if sh else v for v, sh in zip(values, shifts, strict=True))
+    return f"CASE WHEN {inside} THEN {packed} ELSE -1 END"
+
+
+def _unpacked(value: int, bits: tuple[int, ...]) -> list[int]:
+    out = []
+    for b in reversed(bits):
+        out.append(value & ((1 << b) - 1))
+        value >>= b
+    return out[::-1]
+
+
+_GRID_BITS = (31, 16, 16)
+_BLOCK_BITS = (11, 11, 11)
+
+
 class TailReader(TraceConnection):
     """The tail scan."""
 
@@ -32,29 +54,40 @@ class TailReader(TraceConnection):
         name and shape."""
         if not self.schema.has(s.KERNEL, "start", "end"):
             return ()
-        cols = self.schema.tables[s.KERNEL]
+        cols = set(self.schema.tables[s.KERNEL])
         name_col = "demangledName" if "demangledName" in cols else "shortName"
         if name_col not in cols:
             return ()
         where = self._where(s.KERNEL, sel)
+        # Four columns, not eight: reading them is most of the pass.
         columns = (
             f"coalesce({name_col}, -1)",
-            *(text_scan.non_negative(f'coalesce("{c}", 0)') if c in cols else "0" for c in SHAPE_COLS),
+            _packed(cols, SHAPE_COLS[:3], _GRID_BITS),
+            _packed(cols, SHAPE_COLS[3:], _BLOCK_BITS),
             text_scan.duration(),
         )
-        keys: list[IntArray] = [np.empty(0, dtype=np.int64)] * len(columns)
-        counts = np.empty(0, dtype=np.int64)
+        parts: list[tuple[list[IntArray], IntArray]] = []
+        held = 0
         with self.scanning(RowRules(s.KERNEL, nullable=(name_col,)), where):
             for chunk, _ in text_scan.chunks(self.con, s.KERNEL, where, columns):
-                keys = [np.concatenate((k, c)) for k, c in zip(keys, chunk, strict=True)]
-                counts = np.concatenate((counts, np.ones(len(chunk[0]), dtype=np.int64)))
-                if len(counts) >= _FOLD_ROWS:
-                    keys, (counts,) = fold_rows(keys, [counts])
-        if not len(counts):
+                # A chunk folds to its distinct (name, shape, duration) rows: GPU durations repeat.
+                keys, (counts,) = fold_rows(list(chunk), [np.ones(len(chunk[0]), dtype=np.int64)])
+                parts.append((keys, counts))
+                held += len(counts)
+                if held >= _FOLD_ROWS:
+                    parts = [self._merged(parts)]
+                    held = len(parts[0][1])
+        if not parts:
             return ()
         # Sorted by name, shape, then duration: each (name, shape) is one run, fastest first.
-        keys, (counts,) = fold_rows(keys, [counts])
+        keys, counts = self._merged(parts)
         return self._tails(keys, counts)
+
+    @staticmethod
+    def _merged(parts: list[tuple[list[IntArray], IntArray]]) -> tuple[list[IntArray], IntArray]:
+        keys = [np.concatenate([k[i] for k, _ in parts]) for i in range(len(parts[0][0]))]
+        folded, (counts,) = fold_rows(keys, [np.concatenate([c for _, c in parts])], runs=True)
+        return folded, counts
 
     def _tails(self, keys: list[IntArray], counts: IntArray) -> tuple[ShapeTail, ...]:
         group, dur = keys[:-1], keys[-1]
@@ -68,7 +101,8 @@ class TailReader(TraceConnection):
         names = self.strings([int(group[0][a]) for a in starts if group[0][a] >= 0])
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             n = int(counts[a:b].sum())
-            if n < TAIL_MIN_CALLS or group[0][a] < 0:
+            # A name or launch dimension out of range (an impossible row) has no shape to count in.
+            if n < TAIL_MIN_CALLS or min(int(c[a]) for c in group) < 0:
                 continue
             cum = np.cumsum(counts[a:b])
             d = dur[a:b]
@@ -77,10 +111,11 @@ class TailReader(TraceConnection):
             # Calls longer than m x med: those after the last duration at or under it.
             at = [int(np.searchsorted(d * 2, round(2 * m) * med, side="right")) for m in TAIL_MULTIPLES]
             beyond = tuple(n - int(cum[i - 1]) if i else n for i in at)
+            shape = [*_unpacked(int(group[1][a]), _GRID_BITS), *_unpacked(int(group[2][a]), _BLOCK_BITS)]
             out.append(
                 ShapeTail(
                     names[int(group[0][a])],
-                    ",".join(str(int(c[a])) for c in group[1:]),
+                    ",".join(map(str, shape)),
                     n,
                     int(np.dot(d, counts[a:b])),
                     med,
