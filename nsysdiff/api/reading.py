@@ -75,7 +75,7 @@ def fingerprint_trace(
             sync = r.sync_of(census)
             progress(side, "NVTX ranges")
             nvtx = r.nvtx_summary() if ranges is None else ranges.result()
-            # Keyed by name and shape: a read keyed by name and shape has no tail of its own.
+            # A read keyed by name and shape (--by name+launch) keeps no tail counts.
             progress(side, "kernel tails")
             tails = r.kernel_tails() if by is Grouping.name else None
         progress(side, "reducing to a fingerprint")

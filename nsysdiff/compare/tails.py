@@ -58,7 +58,6 @@ class TailChange:
     beyond: int  # candidate calls beyond it (exact)
     base_beyond: int  # base calls beyond it (exact)
     base_calls: int
-    expected: float  # candidate calls expected there at the base's share
     p_value: float
     extra_ns: float  # candidate time beyond base mean x candidate calls, of the shape
     base_total_ns: float  # of the shape
@@ -129,7 +128,6 @@ def changes(base: Fingerprint, cand: Fingerprint) -> tuple[TailChange, ...]:
                 beyond=kc,
                 base_beyond=kb,
                 base_calls=b.calls,
-                expected=kb / b.calls * c.calls,
                 p_value=p,
                 extra_ns=c.total_ns - c.calls * b.total_ns / b.calls,
                 base_total_ns=b.total_ns,
