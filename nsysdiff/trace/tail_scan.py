@@ -21,7 +21,10 @@ from nsysdiff.trace.kernel_scan import fold_rows
 from nsysdiff.trace.names import SHAPE_COLS
 from nsysdiff.trace.records import TAIL_MIN_CALLS, TAIL_MULTIPLES, WHOLE, IntArray, Selection, ShapeTail
 
-_FOLD_ROWS = 1 << 20  # histogram rows held before they are folded again
+# Histogram rows held in numpy before they are folded again; when folding leaves more than
+# half of them (durations that hardly repeat), the scan is made in SQLite instead, whose
+# sorter spills to disk.
+HIST_LIMIT = 1 << 20
 
 
 def _packed(cols: set[str], names: tuple[str, ...], bits: tuple[int, ...]) -> str:
@@ -44,6 +47,11 @@ def _unpacked(value: int, bits: tuple[int, ...]) -> list[int]:
 
 _GRID_BITS = (31, 16, 16)
 _BLOCK_BITS = (11, 11, 11)
+
+
+def _shape(grid: int, block: int) -> str:
+    """The shape key of a packed grid and block: ``"gridX,gridY,gridZ,blockX,blockY,blockZ"``."""
+    return ",".join(map(str, (*_unpacked(grid, _GRID_BITS), *_unpacked(block, _BLOCK_BITS))))
 
 
 class TailReader(TraceConnection):
@@ -74,14 +82,41 @@ class TailReader(TraceConnection):
                 keys, (counts,) = fold_rows(list(chunk), [np.ones(len(chunk[0]), dtype=np.int64)])
                 parts.append((keys, counts))
                 held += len(counts)
-                if held >= _FOLD_ROWS:
+                if held >= HIST_LIMIT:
                     parts = [self._merged(parts)]
                     held = len(parts[0][1])
+                    if 2 * held >= HIST_LIMIT:
+                        del parts
+                        return self._in_sqlite(columns, where, name_col)
         if not parts:
             return ()
         # Sorted by name, shape, then duration: each (name, shape) is one run, fastest first.
         keys, counts = self._merged(parts)
         return self._tails(keys, counts)
+
+    def _in_sqlite(self, columns: tuple[str, ...], where: str, name_col: str) -> tuple[ShapeTail, ...]:
+        """The same counts by a window over the launches sorted by duration in SQLite."""
+        name, grid, block, dur = columns
+        over = ", ".join(f"sum(d.dur * 2 > {round(2 * m)} * m.med)" for m in TAIL_MULTIPLES)
+        launches = f"SELECT {name} AS nm, {grid} AS g, {block} AS b, {dur} AS dur FROM {s.KERNEL} WHERE {where}"
+        sql = (
+            f"WITH d AS ({launches}), "
+            f"big AS (SELECT nm, g, b, count(*) AS n FROM d GROUP BY nm, g, b HAVING n >= {TAIL_MIN_CALLS}), "
+            "r AS (SELECT d.nm, d.g, d.b, d.dur, big.n, "
+            "row_number() OVER (PARTITION BY d.nm, d.g, d.b ORDER BY d.dur) AS i FROM d JOIN big USING (nm, g, b)), "
+            "m AS (SELECT nm, g, b, n, dur AS med FROM r WHERE i = (n + 1) / 2) "
+            f"SELECT m.nm, m.g, m.b, m.n, sum(d.dur), m.med, {over} FROM d JOIN m USING (nm, g, b) "
+            "GROUP BY m.nm, m.g, m.b"
+        )
+        with self.scanning(RowRules(s.KERNEL, nullable=(name_col,)), where):
+            rows = [tuple(int(v) for v in r) for r in self.query(sql)]  # type: ignore[call-overload]
+        names = self.strings([r[0] for r in rows if r[0] >= 0])
+        out = [
+            ShapeTail(names[nm], _shape(g, b), n, total, med, tuple(counts))
+            for nm, g, b, n, total, med, *counts in rows
+            if min(nm, g, b) >= 0
+        ]
+        return tuple(sorted(out, key=lambda t: (t.name, t.shape)))
 
     @staticmethod
     def _merged(parts: list[tuple[list[IntArray], IntArray]]) -> tuple[list[IntArray], IntArray]:
@@ -111,11 +146,10 @@ class TailReader(TraceConnection):
             # Calls longer than m x med: those after the last duration at or under it.
             at = [int(np.searchsorted(d * 2, round(2 * m) * med, side="right")) for m in TAIL_MULTIPLES]
             beyond = tuple(n - int(cum[i - 1]) if i else n for i in at)
-            shape = [*_unpacked(int(group[1][a]), _GRID_BITS), *_unpacked(int(group[2][a]), _BLOCK_BITS)]
             out.append(
                 ShapeTail(
                     names[int(group[0][a])],
-                    ",".join(map(str, shape)),
+                    _shape(int(group[1][a]), int(group[2][a])),
                     n,
                     int(np.dot(d, counts[a:b])),
                     med,

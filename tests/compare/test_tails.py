@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import planted_steps as ps
+import pytest
 from conftest import real_trace, run_cli
 from fpspec import fingerprint, kernel
 
@@ -18,6 +19,7 @@ from nsysdiff.compare import tails
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.synth.builder import TraceBuilder
+from nsysdiff.trace import tail_scan
 from nsysdiff.trace.reader import open_trace
 from nsysdiff.trace.records import TAIL_MULTIPLES, ShapeTail
 
@@ -223,3 +225,21 @@ def test_a_prefill_at_another_batch_with_one_grid_is_no_tail_by_phase(tmp_path: 
     con.close()
     found = tails.changes(b, api.load(slowed, opts))
     assert [(t.phase, t.beyond) for t in found] == [("decode", 20)] and found[0].where.endswith("in phase decode")
+
+
+def test_durations_that_hardly_repeat_are_counted_alike_in_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = real_trace("h100/llm_bs16")
+    d = _steady()
+    d[::50] *= 10
+    built = _built(tmp_path / "t.sqlite", d, extra=((8, 250, 5_000),))
+    want = {}
+    for path in (real, built):
+        with open_trace(path) as r:
+            want[path] = r.kernel_tails()
+    # A histogram limit of 2 rows: every chunk folds to more than half of it.
+    monkeypatch.setattr(tail_scan, "HIST_LIMIT", 2)
+    for path in (real, built):
+        with open_trace(path) as r:
+            assert r.kernel_tails() == want[path] and want[path]
