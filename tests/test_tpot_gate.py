@@ -22,6 +22,10 @@ from conftest import real_trace, run_cli
 from test_planted import TRACES
 from test_planted_steps import first, tpot
 
+from nsysdiff import api
+from nsysdiff.fingerprint.scope import ScopeOptions
+from nsysdiff.trace.records import HostFamily
+
 EXAMPLES = Path(__file__).parents[1] / "examples" / "ci"
 
 
@@ -174,3 +178,44 @@ def test_every_trace_against_itself_passes_the_tpot_pack(path: Path) -> None:
     # graph-mode capture compared by its steps and ranges is valid on both sides.
     code, out, _ = run_cli(path, path, "--rules", "tpot", "--width", "120")
     assert code == 0, out
+
+
+@pytest.mark.parametrize("name", ["llm_bs1", "llm_bs16", "llm_bs16_r2", "llm_bs1_compile", "llm_bs16_compile"])
+def test_the_steps_count_the_sync_calls_of_their_periods(name: str) -> None:
+    """Each decode step's cudaStreamSynchronize lies between its range and the next: the
+    steps count it by name, as plain SQL over the steps' periods does."""
+    path = real_trace(f"h100/{name}")
+    fp = api.load(path, ScopeOptions(per="decode_step"))
+    assert fp.steps is not None and fp.steps.sync is not None
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    (lo, hi) = con.execute(
+        'SELECT min(n.start), max(n."end") FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId '
+        "WHERE coalesce(n.text, s.value) = 'decode_step'"
+    ).fetchone()
+    want = dict(
+        con.execute(
+            "SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE r.start >= ? AND r.start < ? AND (s.value LIKE '%Synchronize%' OR s.value LIKE '%WaitEvent%' "
+            "OR s.value LIKE 'cudaStreamQuery%') GROUP BY s.value",
+            (lo, hi),
+        ).fetchall()
+    )
+    con.close()
+    got = {a.name: a.calls for a in fp.steps.sync}
+    assert got == {n.split("_v")[0]: c for n, c in want.items()} and got, (got, want)
+    # The steps' sync family (the blocking calls) is the same count, step by step.
+    blocking = sum(c for n, c in got.items() if n.endswith("Synchronize"))
+    assert blocking == sum(t.calls for t in fp.steps.call_times if t.family is HostFamily.SYNC)
+    # Inside the ranges there is none: what the scope's own sync calls hold.
+    assert not any(a.name == "cudaStreamSynchronize" for a in fp.sync)
+
+
+@pytest.mark.parametrize(
+    "order", [("llm_bs16", "llm_bs16_r2"), ("llm_bs1", "llm_bs16"), ("llm_bs1", "llm_bs1_compile")]
+)
+def test_the_sync_budgets_judge_the_steps_sync(order: tuple[str, str]) -> None:
+    """The tpot pack's sync-calls and sync-time judge the one sync of each step, where
+    they said 'nothing matched its selector'."""
+    _, out, _ = tpot(*(real_trace(f"h100/{n}") for n in order))
+    note = " ".join(first(out).split())
+    assert "not judged" in note and "sync-calls" not in note and "sync-time" not in note, out

@@ -75,8 +75,12 @@ def fingerprint_trace(
             sync = r.sync_of(census)
             progress(side, "NVTX ranges")
             nvtx = r.nvtx_summary() if ranges is None else ranges.result()
+            # A read keyed by name and shape (--by name+launch) keeps no tail counts.
+            progress(side, "kernel tails")
+            tails = r.kernel_tails() if by is Grouping.name else None
         progress(side, "reducing to a fingerprint")
         fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx, api=census)
+        fp = dataclasses.replace(fp, tails=tails)
         if len(groups.devices) > 1:
             # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
             progress(side, "ranks")

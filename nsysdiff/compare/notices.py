@@ -69,10 +69,9 @@ def _copy_text(x: CopyDelta, kernel_delta_ns: float) -> str:
 def _tail_text(t: tails.TailChange, label: str) -> str:
     share = t.extra_ns / t.base_total_ns if t.base_total_ns else 0.0
     return (
-        f"{label}: {t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g} "
-        f"({round(t.expected):,} expected, binomial p {_p(t.p_value)}), {u.signed_ns(t.extra_ns)} "
-        f"({share:+.0%}); p50 {u.ns(t.base_p50_ns)} → {u.ns(t.candidate_p50_ns)}, "
-        f"max {u.ns(t.base_max_ns)} → {u.ns(t.candidate_max_ns)}"
+        f"{label} {t.where}: {t.beyond:,} of {t.calls:,} calls over {t.multiple:g}x the median "
+        f"({t.base_beyond:,} of {t.base_calls:,} in the base, Fisher p {_p(t.p_value)}), {u.signed_ns(t.extra_ns)} "
+        f"({share:+.0%}); p50 {u.ns(t.base_p50_ns)} → {u.ns(t.candidate_p50_ns)}"
     )
 
 
@@ -101,7 +100,7 @@ def notices(d: Diff, labels: Mapping[str, str] | None = None) -> tuple[Notice, .
 
 
 def tail_changes(d: Diff) -> Sequence[tails.TailChange]:
-    """The diff's tail changes (whole scope: the sketches are not per step)."""
+    """The diff's tail changes (whole scope: the counts are not per step)."""
     return tails.changes(d.base, d.candidate) if d.headline.basis == "kernels" else ()
 
 

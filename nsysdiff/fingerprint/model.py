@@ -29,6 +29,7 @@ from nsysdiff.trace.records import (
     HostApiStats,
     LaunchConfig,
     RankStats,
+    ShapeTail,
     idle_pct,
 )
 
@@ -196,6 +197,9 @@ class Fingerprint:
     # fingerprints saved before it was kept and in a phase's fingerprint, () in a trace
     # without a runtime table.
     api: tuple[HostApiStats, ...] | None = None
+    # Per kernel and launch shape with enough calls, the exact tail counts (the tail change
+    # reads them); None in fingerprints saved before they were kept.
+    tails: tuple[ShapeTail, ...] | None = None
 
     @property
     def kernel_calls(self) -> int:

@@ -433,7 +433,7 @@ class _Scoper:
         meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
         kernel_ns = int(groups.total_ns.sum())
         coverage = kernel_ns / total if (filtered or self.auto) and total else None
-        return assemble(
+        fp = assemble(
             r.path,
             meta,
             groups,
@@ -445,6 +445,7 @@ class _Scoper:
             scope=o.scope(steps, coverage),
             api=api,
         )
+        return replace(fp, tails=r.kernel_tails(sel))
 
 
 def find_steps(r: TraceReader, options: ScopeOptions, notify: Callable[[str], None]) -> ScopeOptions:

@@ -39,6 +39,7 @@ def build(name: str, domain: str, rows: StepRows, skipped: int = 0, found: str =
         last_period_is_duration=True,
         found=found,
         gpu_period_ns=gpu_period(rows),
+        sync=rows.sync,
     )
 
 

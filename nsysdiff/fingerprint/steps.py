@@ -20,7 +20,7 @@ import numpy.typing as npt
 # The host families and their call times are records of the step scan, kept in the trace
 # stage that makes them; imported here because the fields below name them (the JSON
 # reader resolves the hints here).
-from nsysdiff.trace.records import CallTimes, HostFamily
+from nsysdiff.trace.records import ApiStats, CallTimes, HostFamily
 
 
 class StepPart(str, enum.Enum):
@@ -214,6 +214,10 @@ class Steps:
     # The host families whose calls the steps counted: all of them, but in a fingerprint
     # saved before a family was counted (COUNTED_BEFORE_MEMSETS, set as it is read).
     counted: tuple[HostFamily, ...] = _FAMILIES
+    # The synchronising calls of the steps' periods (from a step's start to the next's) by
+    # name, which a sync budget per step judges: the scope's own sync calls are those inside
+    # the ranges, where a decode loop's sync rarely is. None in fingerprints saved before.
+    sync: tuple[ApiStats, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepSeries):

@@ -327,7 +327,7 @@ def verdict_details(report: Report, name: Callable[[Row], str] = _short_name, re
             t = tail[0]
             parts.append(
                 f"tail change {u.shorten(t.name)} {u.signed_ns(t.extra_ns)} "
-                f"({t.beyond:,} of {t.calls:,} calls beyond the base's p{t.threshold:g}, median held)"
+                f"({t.beyond:,} of {t.calls:,} calls over {t.multiple:g}x the median, median held)"
             )
         elif top_change is not None and comparability.graph_peers(report.diff.base, report.diff.candidate) is None:
             # Against graph replays every node kernel is "new": no top change to name.

@@ -309,11 +309,12 @@ def _sum(kernels: Sequence[KernelStats]) -> Group:
     return Group(sum(k.calls for k in kernels), sum(k.total_ns for k in kernels), 0, tuple(kernels))
 
 
-def groups(fp: Fingerprint, o: BudgetOptions) -> dict[str, Group]:
-    """Subject -> group on one side; a subject absent from the side is absent here."""
+def groups(fp: Fingerprint, o: BudgetOptions, *, periods: bool = False) -> dict[str, Group]:
+    """Subject -> group on one side; a subject absent from the side is absent here.
+    ``periods``: sync calls are those of the steps' periods (:func:`step_sync`)."""
     if o.selector in KERNEL_SELECTORS:
         return _kernel_groups(fp, o)
-    items = _items(fp, o)
+    items = _items(fp, o, periods)
     if o.each:
         return dict(items)
     if not items:
@@ -354,7 +355,7 @@ def _searched(o: BudgetOptions, k: KernelStats) -> tuple[str, ...]:
     return (_KERNEL_KEYS[o.selector](k),)
 
 
-def _items(fp: Fingerprint, o: BudgetOptions) -> list[tuple[str, Group]]:
+def _items(fp: Fingerprint, o: BudgetOptions, periods: bool = False) -> list[tuple[str, Group]]:
     """The matched copy kinds, ranges or calls of one side, each as a group."""
     p = o.pattern
     if o.selector in ("memcpy", "memset"):
@@ -368,7 +369,20 @@ def _items(fp: Fingerprint, o: BudgetOptions) -> list[tuple[str, Group]]:
             if p.search(r.name) or p.search(key):
                 items.append((key, Group(r.count, r.total_ns, 0, ())))
         return items
-    return [(a.name, Group(a.calls, a.total_ns, 0, ())) for a in fp.sync if p.search(a.name)]
+    calls = fp.steps.sync if periods and fp.steps is not None and fp.steps.sync is not None else fp.sync
+    return [(a.name, Group(a.calls, a.total_ns, 0, ())) for a in calls if p.search(a.name)]
+
+
+def step_sync(diff: Diff, o: BudgetOptions, normalised: bool) -> bool:
+    """Whether a sync budget per step reads the sync calls of the steps' periods: a decode
+    loop's sync (an ``.item()``) lies between one step's range and the next, outside the
+    scope's ranges, and the step counts it. Both sides must have counted them (a
+    fingerprint saved before has the calls inside the ranges only)."""
+    return (
+        o.selector == "sync"
+        and normalised
+        and all(f.steps is not None and f.steps.sync is not None for f in (diff.base, diff.candidate))
+    )
 
 
 def steps(fp: Fingerprint, per: str | None) -> int | None:
@@ -413,7 +427,9 @@ class _Reading:
     in_widths: bool = False  # max_noise_widths: can't judge without a measured width
 
 
-def _noise_of(o: BudgetOptions, metric: Metric, normalised: bool) -> dict[str, noise_limits.SubjectNoise]:
+def _noise_of(
+    o: BudgetOptions, metric: Metric, normalised: bool, periods: bool = False
+) -> dict[str, noise_limits.SubjectNoise]:
     """The noise of every subject's ``metric`` across the runs of the budget's profile,
     selected and normalised exactly as the diff's sides are."""
     assert o.noise is not None
@@ -423,7 +439,7 @@ def _noise_of(o: BudgetOptions, metric: Metric, normalised: bool) -> dict[str, n
         if normalised and n is None:
             per_run.append({})  # a run without step counts can't be compared per step
             continue
-        per_run.append({s: value(g, fp, metric, n) for s, g in groups(fp, o).items()})
+        per_run.append({s: value(g, fp, metric, n) for s, g in groups(fp, o, periods=periods).items()})
     return noise_limits.subjects(per_run)
 
 
@@ -539,6 +555,7 @@ class _Sides:
     base_steps: int | None
     candidate_steps: int | None
     noise: dict[Metric, dict[str, noise_limits.SubjectNoise]]
+    periods: bool = False  # sync calls of the steps' periods (step_sync)
 
     @property
     def normalised(self) -> bool:
@@ -548,13 +565,16 @@ class _Sides:
 def _sides(diff: Diff, o: BudgetOptions) -> _Sides:
     bs, cs = steps(diff.base, o.per), steps(diff.candidate, o.per)
     normalised = bs is not None and cs is not None
+    periods = step_sync(diff, o, normalised)
     noise: dict[Metric, dict[str, noise_limits.SubjectNoise]] = {}
     if o.noise is not None:
         noise_limits.check_fits(o.noise, diff.base)
-        noise[o.metric] = _noise_of(o, o.metric, normalised)
+        noise[o.metric] = _noise_of(o, o.metric, normalised, periods)
         if limits.find(o.limits, LimitKind.MAX_SHARE) is not None:
-            noise[Metric.SHARE] = _noise_of(o, Metric.SHARE, normalised)
-    return _Sides(groups(diff.base, o), groups(diff.candidate, o), bs, cs, noise)
+            noise[Metric.SHARE] = _noise_of(o, Metric.SHARE, normalised, periods)
+    return _Sides(
+        groups(diff.base, o, periods=periods), groups(diff.candidate, o, periods=periods), bs, cs, noise, periods
+    )
 
 
 def _evidence(
@@ -650,7 +670,7 @@ def _check(diff: Diff, rule: Rule) -> Iterator[Finding]:
                 yield judged
 
     if all(skipped):
-        yield remark(rule.id, "budget", NOT_JUDGED, _unjudged(o, skipped))
+        yield remark(rule.id, "budget", NOT_JUDGED, _unjudged(o, skipped, sides))
 
 
 def _skipped(diff: Diff, o: BudgetOptions, b: Group | None, c: Group | None) -> str:
@@ -666,8 +686,14 @@ def _skipped(diff: Diff, o: BudgetOptions, b: Group | None, c: Group | None) -> 
     return ""
 
 
-def _unjudged(o: BudgetOptions, skipped: list[str]) -> str:
+def _unjudged(o: BudgetOptions, skipped: list[str], sides: _Sides) -> str:
     """Why a budget judged no subject: nothing matched its selector, or each fell under a floor."""
+    if not skipped and o.selector == "sync" and sides.normalised and not sides.periods:
+        # Only the calls inside the ranges were looked at: a step's sync often lies between them.
+        return (
+            "nothing inside the steps' ranges matched its selector "
+            "(a side saved before the steps counted their sync calls)"
+        )
     if not skipped:
         return "nothing matched its selector"
     return "; ".join(dict.fromkeys(skipped))

@@ -36,24 +36,22 @@ def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
 def _finding(rule: Rule, o: TailOptions, t: tails.TailChange, subject: str) -> Finding:
     share = t.extra_ns / t.base_total_ns if t.base_total_ns else 0.0
     evidence = (
-        f"p50 {units.fmt_time(t.base_p50_ns)} -> {units.fmt_time(t.candidate_p50_ns)}, "
-        f"p99 {units.fmt_time(t.base_p99_ns)} -> {units.fmt_time(t.candidate_p99_ns)}, "
-        f"max {units.fmt_time(t.base_max_ns)} -> {units.fmt_time(t.candidate_max_ns)}; "
-        f"{units.fmt_count(t.beyond)} of {units.fmt_count(t.calls)} calls beyond the base's p{t.threshold:g} "
-        f"({units.fmt_time(t.threshold_ns)}) where {units.fmt_count(round(t.expected))} were expected "
-        f"(binomial p = {t.p_value:.1e}; {tails.METHOD})"
+        f"{t.where}: p50 {units.fmt_time(t.base_p50_ns)} -> {units.fmt_time(t.candidate_p50_ns)}; "
+        f"{units.fmt_count(t.beyond)} of {units.fmt_count(t.calls)} calls over {t.multiple:g}x the median, "
+        f"{units.fmt_count(t.base_beyond)} of {units.fmt_count(t.base_calls)} in the base "
+        f"(Fisher exact p = {t.p_value:.1e}; {tails.METHOD})"
     )
     why = (
-        f"{t.name} kept its median but {units.fmt_count(t.beyond)} of its calls ran beyond the base's "
-        f"p{t.threshold:g}, adding {units.fmt_time(t.extra_ns)}: a tail (allocator stalls, contention, "
+        f"{t.name} kept its median but {units.fmt_count(t.beyond)} of its calls ({t.where}) took over "
+        f"{t.multiple:g}x it, adding {units.fmt_time(t.extra_ns)}: a tail (allocator stalls, contention, "
         "clock changes, data-dependent paths), not slower calls across the board"
     )
     return rule.finding(
         subject,
         (
-            f"{units.fmt_count(t.beyond)} calls beyond the base's p{t.threshold:g} "
-            f"(expected {units.fmt_count(round(t.expected))}), +{units.fmt_time(t.extra_ns)} "
-            f"({units.fmt_percent(share)})"
+            f"{units.fmt_count(t.beyond)} calls over {t.multiple:g}x the median "
+            f"(base {units.fmt_count(t.base_beyond)} of {units.fmt_count(t.base_calls)}), "
+            f"+{units.fmt_time(t.extra_ns)} ({units.fmt_percent(share)})"
         ),
         f"extra time under {units.fmt_time(o.min_time_ns)} or no significant tail",
         evidence,
@@ -67,16 +65,19 @@ def _finding(rule: Rule, o: TailOptions, t: tails.TailChange, subject: str) -> F
 KIND = Kind(
     name="tail",
     summary="Reports a kernel whose slow calls multiplied while its median held (a tail change).",
-    doc="""\
+    doc="""\\
 A median and a total both miss a tail: one call in fifty taking ten times longer leaves the
-median where it was. Per kernel on both sides (at least 200 calls each), the candidate's
-calls beyond the base's own p90, p95 and p99 are counted (estimated from the candidate's
-percentile sketch) and each count is tested against the 10%, 5% and 1% expected with no
-change: a one-sided binomial test at 0.01 over all the tests made (Bonferroni). A kernel is
-reported when a count is significant, its median held within 1.05x, and the time beyond what
-the base's mean call predicts is at least 5% of the kernel's base time and `min_time`. One
-slow call (a new maximum) is never enough. The finding gives the calls beyond the
-threshold, the ones expected, the p-value, and p50, p99 and the maximum on both sides.
+median where it was. A tail is one population's, so each kernel is compared per launch
+shape (grid and block) within the scope: calls with another grid (a prefill at another
+batch, a new caller) are never a tail. Per kernel and shape with at least 200 calls on both
+sides, each fingerprint counts exactly the calls longer than 1.5x, 2x, 4x and 10x its
+median, and the candidate's share is tested against the base's: a one-sided Fisher exact
+test at 0.01 over all the tests made (Bonferroni). A shape is reported when a count of at
+least 3 calls is significant, its median held within 1.05x, and the time beyond what the
+base's mean call predicts is at least 5% of the shape's base time and `min_time`. One slow
+call (a warm-up, a new maximum) is never enough. The finding gives the shape, the calls
+beyond the multiple on both sides, the p-value and the medians. Fingerprints saved before
+the counts were kept judge no tail.
 """,
     options=OPTIONS,
     build=build,

@@ -17,9 +17,10 @@ from nsysdiff.trace.kernels import KernelReader
 from nsysdiff.trace.nvtx import NvtxReader
 from nsysdiff.trace.runtime import RuntimeReader
 from nsysdiff.trace.steps import StepReader
+from nsysdiff.trace.tail_scan import TailReader
 
 
-class TraceReader(KernelReader, RuntimeReader, NvtxReader, StepReader, AutoStepReader):
+class TraceReader(KernelReader, RuntimeReader, NvtxReader, StepReader, AutoStepReader, TailReader):
     """Read-only access to one export, through its probed schema."""
 
 

@@ -344,3 +344,23 @@ class Attribution:
     within: tuple[tuple[int, ...], ...] = ()
     window: Window | None = None
     cut: bool = False
+
+
+# A tail is counted in calls longer than these multiples of their launch shape's median.
+TAIL_MULTIPLES: tuple[float, ...] = (1.5, 2.0, 4.0, 10.0)
+# Launch shapes with fewer calls have no tail worth counting, and are not kept.
+TAIL_MIN_CALLS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeTail:
+    """One kernel's launches of one shape (grid and block) in a scope: their calls, time,
+    median and, for each of TAIL_MULTIPLES, how many took longer than that multiple of the
+    median; all exact."""
+
+    name: str  # the demangled name, as the kernels are keyed
+    shape: str  # "gridX,gridY,gridZ,blockX,blockY,blockZ"
+    calls: int
+    total_ns: int
+    p50_ns: int  # the median call (the lower of the middle two of an even number)
+    beyond: tuple[int, ...]  # calls longer than m x p50_ns, for each m of TAIL_MULTIPLES

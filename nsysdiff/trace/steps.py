@@ -28,7 +28,8 @@ from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.collectives import collective_op
 from nsysdiff.trace.connection import CACHE_KIB, TraceConnection
-from nsysdiff.trace.records import Attribution, CallTimes, HostFamily
+from nsysdiff.trace.records import ApiStats, Attribution, CallTimes, HostFamily
+from nsysdiff.trace.runtime import add_calls, call_stats
 
 # The host families by the numbers the SQL below uses: their places in HostFamily.
 _FAMILIES = tuple(HostFamily)
@@ -89,6 +90,9 @@ class StepRows:
     # (n, families, 3): calls, total ns and bytes of each family (HostFamily order).
     calls: IntArray
     times: tuple[CallTimes, ...]
+    # The synchronising calls of the steps' periods by name, as the scope's are counted
+    # (stream waits and queries too): what a sync budget per step judges.
+    sync: tuple[ApiStats, ...] = ()
 
 
 def _list(values: object) -> str:
@@ -102,6 +106,9 @@ class StepReader(TraceConnection):
         # From NvtxReader: which events an attribution keeps, and the loaded ranges.
         def _kept(self, events: str, payload: tuple[str, ...], att: Attribution, windowed: bool) -> str: ...
         def _has_ranges_table(self) -> bool: ...
+
+        # From RuntimeReader: the synchronising calls' names by string id.
+        def _sync_ids(self) -> dict[int, str]: ...
 
     def steps(self, mask: tuple[int, ...], att: Attribution) -> StepRows | None:
         """The steps made by the mask's ranges that ``att`` keeps (None: no instance)."""
@@ -140,7 +147,25 @@ class StepReader(TraceConnection):
         self._calls_table(pid, lo, calls_end, families)
         kernel_ns, gpu_end = self._kernel_ns(n, pid, tid)
         calls, times = self._call_sums(n)
-        return StepRows(starts, ends, parts, kernel_ns, gpu_end, calls, times)
+        sync = self._sync_calls(pid, lo, calls_end)
+        return StepRows(starts, ends, parts, kernel_ns, gpu_end, calls, times, sync)
+
+    def _sync_calls(self, pid: int, lo: int, hi: int) -> tuple[ApiStats, ...]:
+        """The process's synchronising calls issued in [lo, hi) (the steps' periods), by
+        name: a step's sync often lies between its range and the next (an ``.item()``)."""
+        ids = self._sync_ids()
+        totals: dict[str, tuple[int, int]] = {}
+        if not ids:
+            return ()
+        for table in self._call_tables():
+            pid_of = self._pid_of(table, "globalTid")
+            where = f"nameId IN ({_list(ids)}) AND start >= {lo} AND start < {hi} AND {pid_of} = {pid}"
+            self._check(table, where, ("nameId", "globalTid"))
+            for nid, n, total in self.query(
+                f'SELECT nameId, count(*), sum("end" - start) FROM {table} WHERE {where} GROUP BY nameId'
+            ):
+                add_calls(totals, ids[int(nid)], int(n), int(total))  # type: ignore[call-overload]
+        return call_stats(totals)
 
     # -- tables -------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ Every file in ``cases/`` holds ``cases:``, a list of::
 Kernels: ``{name, calls, total, demangled, family, category, grid, block, median,
 quantiles}``, times with
 units (``median``: the median call, below the mean for a collective that waited).
+Tails: ``tails: [{name, shape, calls, total, p50, beyond: [1.5x, 2x, 4x, 10x]}]``, the exact
+tail counts of a kernel's launch shape (``shape`` defaults to grid 1, block 128).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from nsysdiff.fingerprint.model import DeviceStats, Fingerprint, KernelStats, Ra
 from nsysdiff.fingerprint.reduce import group_by
 from nsysdiff.rules import evaluate, kinds, load_rules
 from nsysdiff.rules.units import parse_time
-from nsysdiff.trace.records import ApiStats, CopyStats, GpuInfo
+from nsysdiff.trace.records import ApiStats, CopyStats, GpuInfo, ShapeTail
 
 CASES = Path(__file__).parent / "cases"
 
@@ -101,13 +103,27 @@ def fingerprint(spec: dict[str, Any]) -> Fingerprint:
         devices=(DeviceStats(0, sum(k.calls for k in ks), total, total, 2 * total),) if ks else (),
         scope=Scope(per=scope.get("per"), steps=scope.get("steps")),
         steps=_steps(spec["steps"]) if "steps" in spec else None,
+        tails=tuple(
+            ShapeTail(
+                t["name"],
+                t.get("shape", "1,1,1,128,1,1"),
+                int(t["calls"]),
+                _ns(t["total"]),
+                _ns(t["p50"]),
+                tuple(int(c) for c in t["beyond"]),
+            )
+            for t in spec["tails"]
+        )
+        if "tails" in spec
+        else None,
     )
 
 
 def _steps(spec: dict[str, Any]) -> Any:
     """``steps: {count, period, duration, parts: {part: time}, calls: {family: [calls, time]},
-    bytes: {family: size}, slow_every, slow}``: see :func:`fpspec.steps`."""
-    return fpspec.steps(
+    bytes: {family: size}, slow_every, slow, sync: [{name, calls, total}]}``: see
+    :func:`fpspec.steps`; ``sync``, the sync calls of the steps' periods by name."""
+    made = fpspec.steps(
         int(spec.get("count", 8)),
         _ns(spec["period"]),
         _ns(spec.get("duration", spec["period"])),
@@ -117,6 +133,10 @@ def _steps(spec: dict[str, Any]) -> Any:
         slow_every=int(spec.get("slow_every", 0)),
         slow_ns=_ns(spec.get("slow", 0)),
     )
+    if "sync" not in spec:
+        return made
+    sync = tuple(ApiStats(a["name"], int(a["calls"]), _ns(a["total"])) for a in spec["sync"])
+    return dataclasses.replace(made, sync=sync)
 
 
 def _cases() -> list[Any]:

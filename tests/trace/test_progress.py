@@ -71,6 +71,7 @@ def test_steps_reach_the_callback_in_order() -> None:
         "memset",
         "host API calls",
         "NVTX ranges",
+        "kernel tails",
         "reducing to a fingerprint",
     ]
     assert {s for s, _ in seen} == {"base"}
