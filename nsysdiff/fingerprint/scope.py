@@ -42,7 +42,7 @@ from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
-from nsysdiff.trace.autosteps import FoundSteps
+from nsysdiff.trace.autosteps import FoundSteps, NoStepsError
 from nsysdiff.trace.reader import TraceReader
 from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
 
@@ -314,7 +314,12 @@ class _Scoper:
         span = self.r.kernel_span_ns()
         if span is None:
             return  # no kernel rows at all (NVTX-only or graph-mode): the diff says so
-        assert self.window is not None and self.o.window is not None
+        if self.o.window is None:  # the window is only that of the steps found (--per auto)
+            raise NoStepsError(
+                f"{self.r.path}: --per auto: the trace's kernels take no GPU time (each ends where it starts), "
+                "so its steps have nothing to measure"
+            )
+        assert self.window is not None
         origin = self.window.start_ns - parse_window(self.o.window).start_ns
         what = "the capture start" if self.o.window_origin == "capture" else "the first kernel"
         raise UsageError(
