@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,17 @@ def _bound(text: str, window: str) -> int | None:
     if not text:
         return None
     m = _BOUND.match(text)
-    if m is None or (m["unit"] is None and float(m["num"]) != 0):
+    if m is None or (m["unit"] is None and Decimal(m["num"]) != 0):
         raise UsageError(
             f"--window {window!r}: {text!r} is not a time; write a number with a unit "
             "(ns, us, ms, s), e.g. --window 2s:5s or --window 500ms:"
         )
-    return round(float(m["num"]) * _UNITS[m["unit"] or "ns"])
+    # Exact (a float turns 400 digits into infinity): a bound is a timestamp's offset,
+    # which nsys writes as int64 nanoseconds.
+    ns = round(Decimal(m["num"]) * _UNITS[m["unit"] or "ns"])
+    if ns > _NO_END:
+        raise UsageError(f"--window {window!r}: {text[:40]!r} is past int64 nanoseconds (292 years)")
+    return ns
 
 
 def parse_window(text: str) -> TimeWindow:
