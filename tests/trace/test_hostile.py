@@ -161,6 +161,37 @@ def test_memcpy_durations_overflowing_int64(tmp_path: Path) -> None:
     _fails(path, "int64")
 
 
+# Their exact sum is 2^63 + 382; in float64 it rounds to 2^63 - 1024, below int64's end.
+PAST_INT64 = (4063837255408061183, 3304731420277958912, 1854803361168756095)
+
+
+@pytest.mark.parametrize("table", ["CUPTI_ACTIVITY_KIND_RUNTIME", KERNEL])
+def test_a_sum_past_int64_that_float64_rounds_below_it(tmp_path: Path, table: str) -> None:
+    b = TraceBuilder()
+    for dur in PAST_INT64:
+        if table == KERNEL:
+            b.kernel("gemm", 1_000, dur)
+        else:
+            b.runtime("cudaFree_v3020", 1_000, dur)
+    path = b.write(tmp_path / "t.sqlite")
+    assert sum(PAST_INT64) == (1 << 63) + 382 and float(sum(float(d) for d in PAST_INT64)) < 2**63
+    _fails(path, table, "int64")
+    saved = tmp_path / "t.json"
+    code, out, err = run_cli("fingerprint", path, "-o", saved)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and "int64" in err, err
+    assert not saved.exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId"), (KERNEL, "demangledName")],
+)
+def test_a_blob_name_id_is_refused_not_read_as_its_digits(tmp_path: Path, table: str, column: str) -> None:
+    # x'3132' spells "12" in group_concat's text: it must not count under id 12.
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {table} SET {column} = x'3132' WHERE rowid = 1")
+    _fails(path, table, column, "rowid 1")
+
+
 @pytest.mark.parametrize("rows", ["rowid IN (1, 6)", "rowid IN (1, 2)"], ids=["one name", "two names"])
 def test_nvtx_durations_overflowing_int64(tmp_path: Path, rows: str) -> None:
     # The NVTX summary sums integers in its keyed table (no float per row): a sum past
