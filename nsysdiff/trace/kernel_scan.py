@@ -165,7 +165,9 @@ def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Ker
     busy = _Busy()
     spilled = False
     total = 0
-    columns = (text_scan.integer(f"coalesce({name_col}, -1)"), "deviceId", "start", '"end"')
+    # Each column NULL unless a number: a long TEXT in any of them would otherwise be
+    # concatenated whole, a chunk of rows at a time, before the check refused it.
+    columns = tuple(text_scan.integer(c) for c in (f"coalesce({name_col}, -1)", "deviceId", "start", '"end"'))
     for (name, dev, start, end), _ in text_scan.chunks(con, source, where, columns):
         if int(start.min()) < 0 or bool(np.any(end < start)):
             raise BadRows

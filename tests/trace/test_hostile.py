@@ -520,3 +520,45 @@ def test_a_damaged_runtime_table_is_one_line_not_a_crash(tmp_path: Path, monkeyp
     code, out, err = run_cli("summary", trace)
     assert (code, out) == (int(ExitCode.BAD_INPUT), "")
     assert err == f"nsysdiff: error: {trace}: corrupt or unreadable SQLite export (database disk image is malformed)\n"
+
+
+# --- memory before a refusal ---------------------------------------------------------------
+
+_PEAK = (
+    "import resource, subprocess, sys; "
+    "subprocess.run([sys.executable, '-m', 'nsysdiff', *sys.argv[1:]], capture_output=True); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def _peak_kib(*args: str | Path) -> int:
+    """The peak RSS of ``nsysdiff ARGS`` in a process of its own, in KiB."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PEAK, *map(str, args)], capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "extra"),
+    [
+        (KERNEL, "deviceId", ()),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", ()),
+        (KERNEL, "shortName", ("--per", "auto")),
+    ],
+)
+def test_long_text_in_an_integer_column_is_refused_without_reading_it_whole(
+    tmp_path: Path, table: str, column: str, extra: tuple[str, ...]
+) -> None:
+    # 3 MiB of text in every row's integer column: refused before the chunked passes
+    # concatenate it (they held several copies of it at once: 5 times the text in RSS).
+    # What the text may still cost is SQLite's page cache (32 MiB a connection, two).
+    plain = _trace(tmp_path / "plain.sqlite")
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {table} SET {column} = printf('%.*c', 3 << 20, 'x')")
+    ((rows,),) = sqlite3.connect(path).execute(f"SELECT count(*) FROM {table}").fetchall()
+    grown = _peak_kib("summary", path, *extra) - _peak_kib("summary", plain, *extra)
+    text = rows * 3 << 10
+    assert grown < text, f"{grown:,} KiB more for {text:,} KiB of text"
+    code, out, err = run_cli("summary", path, *extra)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and table in err, err
