@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nsysdiff.errors import ExitCode, UsageError
@@ -108,6 +108,17 @@ def files_in(out_dir: Path, names: Iterable[str], inputs: Sequence[Path], option
             if target.is_dir():
                 raise UsageError(f"{option} {out_dir}: {target} is a directory, where a file would be written")
             _no_pipe(target, option)
+
+
+def github_files(environ: Mapping[str, str], inputs: Sequence[Path]) -> None:
+    """The job summary and step outputs that GitHub's runner names (appended to on GitHub)
+    are no input and no FIFO: the environment comes from the job, which a workflow step
+    before nsysdiff can point anywhere."""
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        value = environ.get(name)
+        if value:
+            refuse_inputs(Path(value), inputs)
+            _no_pipe(Path(value), f"${name}")
 
 
 def settle(verdict: int, errors: Sequence[str]) -> int:

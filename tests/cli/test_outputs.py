@@ -269,3 +269,17 @@ def test_an_output_that_is_a_fifo_is_refused(pair: tuple[Path, Path], tmp_path: 
     code, out, err = run_process(*(w.format(a=a, b=b, fifo=fifo, dir=d) for w in argv), timeout=60)
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1 and "FIFO" in err, err
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_a_github_file_naming_an_input_is_refused_before_reading(
+    pair: tuple[Path, Path], tmp_path: Path, variable: str
+) -> None:
+    a, b = pair
+    link = tmp_path / "summary.md"
+    link.symlink_to(b)
+    before = {p: _digest(p) for p in (a, b)}
+    code, out, err = run_cli("diff", a, b, env={"GITHUB_ACTIONS": "true", variable: str(link)})
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "is the input" in err, err
+    assert {p: _digest(p) for p in (a, b)} == before
