@@ -997,7 +997,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(o: Outcome) -> None:
         codes["hang" if o.code is None else str(o.code)] += 1
         if o.problems:
-            argv = " ".join(map(repr, o.case.argv))
+            shown = o.case.argv if len(o.case.argv) <= 24 else [*o.case.argv[:12], "...", *o.case.argv[-6:]]
+            argv = " ".join(map(repr, shown))
+            if len(shown) < len(o.case.argv):
+                argv += f" ({len(o.case.argv):,} arguments)"
             print(
                 f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
                 f"  nsysdiff {argv}\n  files: {o.case.directory}",
