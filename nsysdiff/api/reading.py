@@ -175,7 +175,9 @@ def load_runs(
 
     if len(paths) > 1:
         # A capture given twice as a path (one file twice, a link, a copy) is refused
-        # before any run is read: one file given 5,000 times took minutes to refuse.
+        # before any run is read: one file given 5,000 times took minutes to refuse. A
+        # side stopped already stops first: the other side's error is the one to report.
+        check_stopped(str(paths[0]))
         inputs.check_distinct_files([Path(p) for p in paths])
     runs: list[Fingerprint] = []
     sources: list[str] = []
