@@ -25,6 +25,10 @@ mutations:
   own directory for reports whose export would take an input's name (a stand-in ``nsys``
   on PATH exports by copying a seed trace).
 
+A share of the cases (``--shapes``) goes to ``fuzz_shapes``: the step finder's shapes
+(``--per auto``), outputs that are FIFOs or links in every ``-o`` form, reads stopped by
+the other side, long texts in integer columns.
+
 A diff compares one run per side, or several (``--base``/``--candidate``, a mutated run
 among good ones); a mutated noise profile is given to a diff as ``--noise-profile``.
 
@@ -35,7 +39,8 @@ line that GitHub's runner would parse as a command (counted as the runner parses
 leading Unicode blank stripped, then ``::``, other than the github format's own annotations
 at the start of a line; or ``##[`` anywhere); no ESC, BEL or NUL in any output; a Markdown
 report within GitHub's 1 MiB step-summary limit; an HTML report with its one script and no
-other markup from a name.
+other markup from a name; a peak RSS within ``MEMORY_LIMIT_KIB`` (1 GiB, measured by
+``wait4`` on the case's process).
 
 Speed: the parent imports nsysdiff once and forks a child per case (no interpreter start),
 ``--jobs`` children at a time; a child past ``--timeout`` seconds is killed.
@@ -74,7 +79,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fuzz_surfaces  # beside this file
+import fuzz_shapes  # beside this file
+import fuzz_surfaces
 
 from nsysdiff import api, cli
 from nsysdiff.fingerprint import noise, runset
@@ -86,6 +92,8 @@ from nsysdiff.synth.writer import tamper
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "PWNED"  # in every injected command's name or properties, so it can be told apart
 MARKDOWN_LIMIT = 1 << 20
+# No case may hold more than this (peak RSS of its process, the forked parent's pages included).
+MEMORY_LIMIT_KIB = 1 << 20
 SUMMARY_FORMATS = tuple(f.value for f in cli.SummaryFormat)
 DIFF_FORMATS = tuple(f.value for f in Format)
 
@@ -236,6 +244,7 @@ class Outcome:
     code: int | None  # None: killed after the time limit
     seconds: float
     problems: list[str] = field(default_factory=list)
+    peak_kib: int = 0  # the case's peak RSS
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -545,10 +554,13 @@ def make_case(
     work: Path,
     surfaces: float = 0.2,
     traces: Path | None = None,
+    shapes: float = 0.15,
 ) -> Case:
     """Case ``number`` of ``seed``; ``surfaces``: the share of cases beyond traces (history
-    stores, the comment client, step bombs, the Action: ``fuzz_surfaces``); ``traces``: the
-    real traces, whose ``h100/llm_bs1`` the step bombs copy."""
+    stores, the comment client, step bombs, the Action: ``fuzz_surfaces``); ``shapes``: the
+    share on the step finder's shapes, FIFO and link outputs, stopped reads and long texts
+    in integer columns (``fuzz_shapes``); ``traces``: the real traces, whose
+    ``h100/llm_bs1`` the step bombs and whose graph captures the step finder's cases copy."""
     rng = random.Random(f"{seed}:{number}")
     src = rng.choice(seeds)
     directory = work / f"case-{number}"
@@ -563,6 +575,23 @@ def make_case(
     if random.Random(f"{seed}:{number}:surfaces").random() < surfaces:
         # Drawn apart, so that the other cases of a seed stay those it gave before.
         plan = fuzz_surfaces.make(rng, src, saved.fingerprints[src], directory, traces)
+        env |= plan.env
+        return Case(
+            number,
+            src.name,
+            plan.mutation,
+            plan.argv,
+            env,
+            plan.inputs,
+            directory,
+            plan.outputs,
+            plan.run,
+            plan.after,
+            plan.expect,
+        )
+    if random.Random(f"{seed}:{number}:shapes").random() < shapes:
+        # Drawn apart too, for the same reason.
+        plan = fuzz_shapes.make(rng, src, directory, traces)
         env |= plan.env
         return Case(
             number,
@@ -853,11 +882,12 @@ def run(
     real: bool = True,
     progress: Callable[[Outcome], None] | None = None,
     surfaces: float = 0.2,
+    shapes: float = 0.15,
 ) -> list[Outcome]:
     """Run the cases (or just ``only``) under ``work``; return one Outcome per case.
 
-    ``real``: mutate the real traces too, not only the builder's. ``surfaces``: the share
-    of cases beyond traces (:func:`make_case`).
+    ``real``: mutate the real traces too, not only the builder's. ``surfaces``, ``shapes``:
+    the shares of cases beyond traces and on the newest surfaces (:func:`make_case`).
     """
     _preload()
     seeds_dir = work / "seeds"
@@ -877,7 +907,7 @@ def run(
             if n is None:
                 exhausted = True
                 break
-            case = make_case(n, seed, seeds, saved, work, surfaces, traces_dir() if real else None)
+            case = make_case(n, seed, seeds, saved, work, surfaces, traces_dir() if real else None, shapes)
             before = _digest(case.inputs)
             listing = set(os.listdir(case.directory))
             pid = os.fork()
@@ -886,22 +916,26 @@ def run(
             running[pid] = (case, time.monotonic(), before, listing)
         if not running:
             continue
-        pid, status = os.waitpid(-1, os.WNOHANG)
+        # wait4: the child's resource use with its status, for the memory bound.
+        pid, status, usage = os.wait4(-1, os.WNOHANG)
         now = time.monotonic()
-        finished: list[tuple[int, int | None]] = []
+        finished: list[tuple[int, int | None, int]] = []
         if pid:
-            finished.append((pid, os.waitstatus_to_exitcode(status)))
+            finished.append((pid, os.waitstatus_to_exitcode(status), usage.ru_maxrss))
         for p, (_, started, _, _) in running.items():
             if p != pid and now - started > timeout:
                 os.kill(p, signal.SIGKILL)
-                os.waitpid(p, 0)
-                finished.append((p, None))
+                _, _, usage = os.wait4(p, 0)
+                finished.append((p, None, usage.ru_maxrss))
         if not finished:
             time.sleep(0.002)
             continue
-        for p, code in finished:
+        for p, code, peak in finished:
             case, started, before, listing = running.pop(p)
-            outcome = Outcome(case, code, now - started, check(case, code, before, listing))
+            problems = check(case, code, before, listing)
+            if peak > MEMORY_LIMIT_KIB:
+                problems.append(f"memory: peak RSS {peak >> 10:,} MiB, over {MEMORY_LIMIT_KIB >> 10:,} MiB")
+            outcome = Outcome(case, code, now - started, problems, peak)
             outcomes.append(outcome)
             if progress:
                 progress(outcome)
@@ -927,6 +961,7 @@ def tally(outcomes: Sequence[Outcome]) -> dict[str, int]:
         "wrong exits": count("wrong exit"),
         "control characters": count("ESC", "BEL", "NUL"),
         "oversized markdown": count("markdown"),
+        "over the memory bound": count("memory"),
         "failing cases": sum(1 for o in outcomes if o.problems),
     }
 
@@ -946,6 +981,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.2,
         help="share of cases on history stores, the comment client, step bombs and the Action (default 0.2)",
     )
+    ap.add_argument(
+        "--shapes",
+        type=float,
+        default=0.15,
+        help="share of cases on the step finder's shapes, FIFO and link outputs, stopped reads and long texts "
+        "in integer columns (default 0.15)",
+    )
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="nsysdiff-fuzz-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -955,7 +997,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(o: Outcome) -> None:
         codes["hang" if o.code is None else str(o.code)] += 1
         if o.problems:
-            argv = " ".join(map(repr, o.case.argv))
+            shown = o.case.argv if len(o.case.argv) <= 24 else [*o.case.argv[:12], "...", *o.case.argv[-6:]]
+            argv = " ".join(map(repr, shown))
+            if len(shown) < len(o.case.argv):
+                argv += f" ({len(o.case.argv):,} arguments)"
             print(
                 f"case {o.case.number}: {'; '.join(o.problems)}\n  seed {o.case.seed}: {o.case.mutation}\n"
                 f"  nsysdiff {argv}\n  files: {o.case.directory}",
@@ -977,6 +1022,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             not args.no_real,
             progress,
             args.surfaces,
+            args.shapes,
         )
     finally:
         if not args.keep:
@@ -1000,9 +1046,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wrong exits",
         "control characters",
         "oversized markdown",
+        "over the memory bound",
         "failing cases",
     ):
         print(f"{key}: {t[key]}")
+    peak = max((o.peak_kib for o in outcomes), default=0)
+    print(f"peak RSS of a case: {peak >> 10:,} MiB (bound {MEMORY_LIMIT_KIB >> 10:,} MiB)")
     return 1 if t["failing cases"] else 0
 
 

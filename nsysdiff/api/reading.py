@@ -177,6 +177,12 @@ def load_runs(
     A side of one trace or one fingerprint reads exactly as :func:`load` reads it."""
     from nsysdiff.fingerprint import validation  # jsonschema loads only when a fingerprint is read
 
+    if len(paths) > 1:
+        # A capture given twice as a path (one file twice, a link, a copy) is refused
+        # before any run is read: one file given 5,000 times took minutes to refuse. A
+        # side stopped already stops first: the other side's error is the one to report.
+        check_stopped(str(paths[0]))
+        inputs.check_distinct_files([Path(p) for p in paths])
     runs: list[Fingerprint] = []
     sources: list[str] = []
     for i, path in enumerate(paths):
@@ -205,8 +211,7 @@ def load_runs(
         sources.extend(saved.sources)
     checked = runset.run_set(runs, sources)
     if len(runs) > 1:
-        # A capture given twice (one file twice, a copy, its own fingerprint) is one run.
-        inputs.check_distinct_files([Path(p) for p in paths])
+        # A capture given twice (its trace and its own fingerprint) is one run.
         runset.check_distinct(runs, sources)
         if not mixed:
             runset.check_repeats(runs, sources)

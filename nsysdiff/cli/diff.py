@@ -249,6 +249,7 @@ def _check_outputs(paths: Sequence[Path], inputs: Sequence[Path | str | None]) -
     from nsysdiff.render import csv_report
 
     given = outputs.existing(inputs)
+    outputs.github_files(os.environ, given)
     for path in paths:
         if path.is_dir():
             outputs.directory(path, given)

@@ -12,7 +12,8 @@ full disk) keeps a failed or inconclusive verdict's exit code: see :func:`settle
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nsysdiff.errors import ExitCode, UsageError
@@ -44,6 +45,18 @@ def refuse_inputs(output: Path, inputs: Sequence[Path]) -> None:
             raise UsageError(f"{output}: is the input {inp}; nsysdiff never writes over an input, give another path")
 
 
+def _no_pipe(output: Path, option: str) -> None:
+    """An existing ``output`` is no FIFO, socket or block device: opening a FIFO that
+    nobody reads blocks for ever (a restored artifact directory can carry one). A
+    character device (``/dev/null``, a terminal) takes a write at once and stays allowed."""
+    try:
+        mode = output.stat().st_mode
+    except OSError:  # a dangling link or no file: created as a plain file
+        return
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
+        raise UsageError(f"{option} {output}: is a FIFO, socket or device, not a file; give a file path")
+
+
 def file(output: Path, inputs: Sequence[Path], option: str = "-o") -> None:
     """``output`` can be created or replaced as a file, and is no input."""
     try:
@@ -58,6 +71,7 @@ def file(output: Path, inputs: Sequence[Path], option: str = "-o") -> None:
         raise UsageError(f"{option} {output}: no such directory {parent}; create it first")
     if exists:
         refuse_inputs(output, inputs)
+        _no_pipe(output, option)
         if not os.access(output, os.W_OK):
             raise UsageError(f"{option} {output}: can't be written (permission denied)")
     elif not os.access(parent, os.W_OK | os.X_OK):
@@ -93,6 +107,18 @@ def files_in(out_dir: Path, names: Iterable[str], inputs: Sequence[Path], option
             refuse_inputs(target, inputs)
             if target.is_dir():
                 raise UsageError(f"{option} {out_dir}: {target} is a directory, where a file would be written")
+            _no_pipe(target, option)
+
+
+def github_files(environ: Mapping[str, str], inputs: Sequence[Path]) -> None:
+    """The job summary and step outputs that GitHub's runner names (appended to on GitHub)
+    are no input and no FIFO: the environment comes from the job, which a workflow step
+    before nsysdiff can point anywhere."""
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        value = environ.get(name)
+        if value:
+            refuse_inputs(Path(value), inputs)
+            _no_pipe(Path(value), f"${name}")
 
 
 def settle(verdict: int, errors: Sequence[str]) -> int:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
 from nsysdiff.safe.regex import RegexError
 from nsysdiff.safe.regex import compile as compile_regex
-from nsysdiff.trace.autosteps import FoundSteps
+from nsysdiff.trace.autosteps import FoundSteps, NoStepsError
 from nsysdiff.trace.reader import TraceReader
 from nsysdiff.trace.records import Attribution, Metadata, Selection, Window
 
@@ -81,12 +82,17 @@ def _bound(text: str, window: str) -> int | None:
     if not text:
         return None
     m = _BOUND.match(text)
-    if m is None or (m["unit"] is None and float(m["num"]) != 0):
+    if m is None or (m["unit"] is None and Decimal(m["num"]) != 0):
         raise UsageError(
             f"--window {window!r}: {text!r} is not a time; write a number with a unit "
             "(ns, us, ms, s), e.g. --window 2s:5s or --window 500ms:"
         )
-    return round(float(m["num"]) * _UNITS[m["unit"] or "ns"])
+    # Exact (a float turns 400 digits into infinity): a bound is a timestamp's offset,
+    # which nsys writes as int64 nanoseconds.
+    ns = round(Decimal(m["num"]) * _UNITS[m["unit"] or "ns"])
+    if ns > _NO_END:
+        raise UsageError(f"--window {window!r}: {text[:40]!r} is past int64 nanoseconds (292 years)")
+    return ns
 
 
 def parse_window(text: str) -> TimeWindow:
@@ -314,7 +320,12 @@ class _Scoper:
         span = self.r.kernel_span_ns()
         if span is None:
             return  # no kernel rows at all (NVTX-only or graph-mode): the diff says so
-        assert self.window is not None and self.o.window is not None
+        if self.o.window is None:  # the window is only that of the steps found (--per auto)
+            raise NoStepsError(
+                f"{self.r.path}: --per auto: the trace's kernels take no GPU time (each ends where it starts), "
+                "so its steps have nothing to measure"
+            )
+        assert self.window is not None
         origin = self.window.start_ns - parse_window(self.o.window).start_ns
         what = "the capture start" if self.o.window_origin == "capture" else "the first kernel"
         raise UsageError(

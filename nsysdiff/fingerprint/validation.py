@@ -193,7 +193,10 @@ def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
     yield from _unique(body["sync"], lambda a: a["name"], f"{path}.sync")
     yield from _unique(body.get("api") or [], lambda a: a["name"], f"{path}.api")
     for i, a in enumerate(body.get("api") or []):
-        if not a["min_ns"] <= a["median_ns"] <= a["max_ns"] or a["total_ns"] < a["calls"] * a["min_ns"]:
+        if not (
+            a["min_ns"] <= a["median_ns"] <= a["max_ns"]
+            and a["calls"] * a["min_ns"] <= a["total_ns"] <= a["calls"] * a["max_ns"]
+        ):
             yield f"{path}.api[{i}]: min_ns, median_ns, max_ns and total_ns disagree"
     yield from _unique(body["nvtx"], lambda r: (r["domain"], r["name"]), f"{path}.nvtx")
     yield from _unique(body["devices"], lambda d: d["device"], f"{path}.devices")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nsysdiff.compare.diff import CopyDelta, Diff, Row
@@ -187,33 +187,37 @@ def _findings(report: Report) -> Table:
     return header, rows
 
 
-# The files ``-o DIR`` writes (checked against the inputs before any trace is read).
-FILE_NAMES = tuple(f"{stem}.csv" for stem in ("kernels", "categories", "memory", "nvtx", "sync", "devices", "findings"))
-
-
-def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
-    """Every table of the diff, by file stem."""
-    d = report.diff
-    return {
-        "kernels": kernels(d, names),
-        "categories": _named(d.categories, "Category"),
-        "memory": _copies((*d.memcpy, *d.memset)),
-        "nvtx": _named(d.nvtx, "Range"),
-        "sync": _named(d.sync, "Call"),
-        "api": _named(d.api, "Call"),
-        "devices": _devices(d),
-        "findings": _findings(report),
-        **({"steps": _steps(d)} if d.steps is not None else {}),
-    }
-
-
-def _steps(d: Diff) -> Table:
-    assert d.steps is not None
+def _steps(d: Diff) -> Table | None:
+    if d.steps is None:
+        return None
     rows: list[list[Cell]] = [
         [section, item, _num(b), _num(c), _num(delta), _num(ratio)]
         for section, item, b, c, delta, ratio in step_lines.csv_rows(d.steps)
     ]
     return step_lines.CSV_HEADER, rows
+
+
+# Every table a diff can have, by file stem (None: not in this diff), in file order: the
+# one list that both the writer and the check of ``-o DIR`` against the inputs read.
+_TABLES: dict[str, Callable[[Report, Names], Table | None]] = {
+    "kernels": lambda r, names: kernels(r.diff, names),
+    "categories": lambda r, _: _named(r.diff.categories, "Category"),
+    "memory": lambda r, _: _copies((*r.diff.memcpy, *r.diff.memset)),
+    "nvtx": lambda r, _: _named(r.diff.nvtx, "Range"),
+    "sync": lambda r, _: _named(r.diff.sync, "Call"),
+    "api": lambda r, _: _named(r.diff.api, "Call"),
+    "devices": lambda r, _: _devices(r.diff),
+    "findings": lambda r, _: _findings(r),
+    "steps": lambda r, _: _steps(r.diff),
+}
+# The files ``-o DIR`` can write (checked against the inputs before any trace is read).
+FILE_NAMES = tuple(f"{stem}.csv" for stem in _TABLES)
+
+
+def tables(report: Report, names: Names = Names.short) -> dict[str, Table]:
+    """Every table of the diff, by file stem."""
+    out = {stem: make(report, names) for stem, make in _TABLES.items()}
+    return {stem: table for stem, table in out.items() if table is not None}
 
 
 def _document(table: Table) -> str:

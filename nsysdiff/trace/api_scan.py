@@ -41,13 +41,14 @@ def scan(con: sqlite3.Connection, source: str, where: str, flagged: str = "0") -
     keys: list[IntArray] = [empty, empty]
     counts: IntArray = empty
     spilled = False
-    ftotal = 0.0
+    total = 0
     marked = 0
+    columns = (text_scan.integer("nameId"), text_scan.duration())
     try:
-        for (name, dur), (flags,) in text_scan.chunks(con, source, where, ("nameId", text_scan.duration()), (flagged,)):
+        for (name, dur), (flags,) in text_scan.chunks(con, source, where, columns, (flagged,)):
             marked += flags
-            ftotal += float(np.sum(dur, dtype=np.float64))
-            if ftotal > INT64_MAX:  # so no sum below can overflow
+            total += text_scan.exact_sum(dur)
+            if total > INT64_MAX:  # so no sum below can overflow
                 raise BadRows
             chunk_keys, chunk_counts = _distinct(name, dur)
             keys, (counts,) = fold_rows(

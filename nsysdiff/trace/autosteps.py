@@ -90,7 +90,8 @@ class AutoStepReader(TraceConnection):
         rows: list[tuple[object, ...]] = []
         how = ""
         if self.schema.has(s.GRAPH_TRACE, "start", "end", "correlationId", "graphId"):
-            rules = RowRules(s.GRAPH_TRACE, ids=("correlationId",))
+            # The ids this search groups and joins by are integers, as the whole read requires.
+            rules = RowRules(s.GRAPH_TRACE, ids=("correlationId", "graphId", *self._auto_pid_col(s.GRAPH_TRACE)))
             self._auto_check(rules, self._auto_in(window))
             pid = self._auto_pid_sql(s.GRAPH_TRACE)
             rows = self.query(
@@ -99,7 +100,7 @@ class AutoStepReader(TraceConnection):
             )
             how = "graph"
         elif self.schema.has(s.KERNEL, "start", "end", "correlationId", "graphNodeId"):
-            rules = RowRules(s.KERNEL, ids=("correlationId",))
+            rules = RowRules(s.KERNEL, ids=("correlationId", "graphNodeId", *self._auto_pid_col(s.KERNEL)))
             self._auto_check(rules, f"graphNodeId IS NOT NULL AND {self._auto_in(window)}")
             # A replay's kernels share its launch's correlation id; one graph's replays
             # share their nodes, named by the first.
@@ -146,6 +147,9 @@ class AutoStepReader(TraceConnection):
             raise NoStepsError(s.one_line(f"{self.path}: --per auto: the trace has no kernel rows to find steps in"))
         pid_sql = self._auto_pid_sql(s.KERNEL) or "0"
         where = self._auto_in(window)
+        # Types first, in one aggregate pass: a long text where an integer belongs is
+        # refused before the text pass below would fetch it a chunk at a time.
+        self._auto_check(RowRules(s.KERNEL, ids=("shortName", "correlationId", *self._auto_pid_col(s.KERNEL))), where)
         busiest = self.query(
             f"SELECT {pid_sql} AS p, count(*) AS n FROM {s.KERNEL} WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 1"
         )
@@ -167,7 +171,7 @@ class AutoStepReader(TraceConnection):
         runs = np.flatnonzero(np.concatenate(([True], names[1:] != names[:-1])))
         tokens = names[runs]
         period, share = _period(tokens, self.path)
-        first, last = _loop(tokens, period)
+        first, last = _loop(tokens, period, self.path)
         anchor = _anchor(tokens, idle[runs], first, last, period)
         at = first + np.flatnonzero(tokens[first:last] == tokens[anchor])
         at = at[at >= anchor]
@@ -231,6 +235,9 @@ class AutoStepReader(TraceConnection):
             f"AND ((globalTid >> 24) & 16777215) = {pid} AND typeof(\"end\") = 'integer'"
         )
         return None if end is None else int(end)  # type: ignore[call-overload]
+
+    def _auto_pid_col(self, table: str) -> tuple[str, ...]:
+        return ("globalPid",) if self.schema.has(table, "globalPid") else ()
 
     def _auto_pid_sql(self, table: str) -> str:
         return "((globalPid >> 24) & 16777215)" if self.schema.has(table, "globalPid") else "0"
@@ -351,7 +358,7 @@ def _check_step_size(pos: IntArray, start: IntArray, path: object) -> None:
         )
 
 
-def _loop(names: IntArray, period: int) -> tuple[int, int]:
+def _loop(names: IntArray, period: int, path: object) -> tuple[int, int]:
     """[first, last) of the loop: the positions that repeat one period before or after,
     runs of at least a period, joined across breaks shorter than three periods (a step
     that took another path); the largest such group."""
@@ -369,6 +376,13 @@ def _loop(names: IntArray, period: int) -> tuple[int, int]:
             groups[-1][2] += int(b - a)
         else:
             groups.append([int(a), int(b), int(b - a)])
+    if not groups:
+        raise NoStepsError(
+            s.one_line(
+                f"{path}: --per auto: the kernel sequence repeats every {period:,} launches only in runs "
+                "shorter than one period, which is no loop; mark the step with an NVTX range and give --per NAME"
+            )
+        )
     first, last, _ = max(groups, key=lambda g: g[2])
     return first, last
 

@@ -164,14 +164,16 @@ def scan(con: sqlite3.Connection, source: str, where: str, name_col: str) -> Ker
     h_vals: list[IntArray] = [empty]
     busy = _Busy()
     spilled = False
-    ftotal = 0.0
-    columns = (f"coalesce({name_col}, -1)", "deviceId", "start", '"end"')
+    total = 0
+    # Each column NULL unless a number: a long TEXT in any of them would otherwise be
+    # concatenated whole, a chunk of rows at a time, before the check refused it.
+    columns = tuple(text_scan.integer(c) for c in (f"coalesce({name_col}, -1)", "deviceId", "start", '"end"'))
     for (name, dev, start, end), _ in text_scan.chunks(con, source, where, columns):
         if int(start.min()) < 0 or bool(np.any(end < start)):
             raise BadRows
         dur = end - start
-        ftotal += float(np.sum(dur, dtype=np.float64))
-        if ftotal > INT64_MAX:  # so no sum below can overflow
+        total += text_scan.exact_sum(dur)
+        if total > INT64_MAX:  # so no sum below can overflow
             raise BadRows
         # One sort of the chunk: its distinct (name, device, duration) rows and their
         # counts, from which the groups and the histogram take their parts.

@@ -5,6 +5,8 @@ and the runtime and driver calls that wait for the GPU.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,6 +81,9 @@ _SAFE_SUM = float(1 << 62)
 
 class RuntimeReader(TraceConnection):
     """Metadata, GPUs, memory copies and sets, synchronising calls."""
+
+    # The text of each census name that names a call by its id as well (see api_census).
+    _census_texts: Mapping[str, str] = MappingProxyType({})
 
     if TYPE_CHECKING:
         # The graph mode is learnt from the kernel table (KernelReader).
@@ -338,13 +343,18 @@ class RuntimeReader(TraceConnection):
         finally:
             self.execute("DROP TABLE IF EXISTS temp.nsysdiff_api_rows")
         out: dict[str, HostApiStats] = {}
+        texts: dict[str, str] = {}
         names = self.strings([n for n, *_ in rows])
-        for n, calls, total, median, lo, hi in rows:
+        for n, calls, total, median, lo, hi in rows:  # by name id
+            # Two ids with one text are two rows, each with its own median, as nsys stats
+            # lists them: the later id is named by its id too (a name is the census's key).
             name = names[n]
-            row = HostApiStats(name, calls, total, median, lo, hi)
-            # Two ids with one text (never seen) are one name, as the name is the key.
-            prev = out.get(name)
-            out[name] = row if prev is None else _merged(prev, row)
+            while name in out:
+                name = f"{name} (name id {n})"
+            if name != names[n]:
+                texts[name] = names[n]
+            out[name] = HostApiStats(name, calls, total, median, lo, hi)
+        self._census_texts = texts
         return tuple(sorted(out.values(), key=lambda a: (-a.total_ns, a.name)))
 
     def sync_of(self, census: tuple[HostApiStats, ...]) -> tuple[ApiStats, ...]:
@@ -353,8 +363,9 @@ class RuntimeReader(TraceConnection):
         driver table's (``cuCtxSynchronize`` and the like) by a scan of their own."""
         totals = self._sync_totals((s.DRIVER,))
         for a in census:
-            if _SYNC_API.match(a.name):
-                add_calls(totals, _VERSION_SUFFIX.sub("", a.name), a.calls, a.total_ns)
+            text = self._census_texts.get(a.name, a.name)
+            if _SYNC_API.match(text):
+                add_calls(totals, _VERSION_SUFFIX.sub("", text), a.calls, a.total_ns)
         return call_stats(totals)
 
 
@@ -366,12 +377,3 @@ def add_calls(totals: dict[str, tuple[int, int]], name: str, calls: int, ns: int
 
 def call_stats(totals: dict[str, tuple[int, int]]) -> tuple[ApiStats, ...]:
     return tuple(ApiStats(n, c, t) for n, (c, t) in sorted(totals.items()))
-
-
-def _merged(a: HostApiStats, b: HostApiStats) -> HostApiStats:
-    # The exact median of the union is not recoverable from two medians; the larger set's
-    # stands (no real export has shown two ids with one text).
-    median = a.median_ns if a.calls >= b.calls else b.median_ns
-    return HostApiStats(
-        a.name, a.calls + b.calls, a.total_ns + b.total_ns, median, min(a.min_ns, b.min_ns), max(a.max_ns, b.max_ns)
-    )

@@ -100,9 +100,12 @@ def resume_reads() -> None:
 
 def db_error(path: Path, e: sqlite3.Error | UnicodeDecodeError) -> TraceError:
     """The error for an SQLite failure met while reading: never swallowed as "absent"."""
-    detail = str(e)
-    if _STOPPING and isinstance(e, sqlite3.OperationalError) and "interrupt" in detail:
+    if _STOPPING:
+        # Any error once the reads were stopped is the stop: an interrupt that lands while
+        # SQLite loads the schema reads "malformed database schema (?)", not "interrupted",
+        # and would otherwise pass for a damaged file and win over the other side's error.
         return ReadStopped(one_line(f"{path}: read stopped"))
+    detail = str(e)
     if isinstance(e, UnicodeDecodeError) and isinstance(e.object, bytes):
         detail = e.object.decode("utf-8", "replace")
     return TraceError(one_line(f"{path}: corrupt or unreadable SQLite export ({detail})"))

@@ -34,6 +34,19 @@ def non_negative(column: str) -> str:
     return f"CASE WHEN {column} BETWEEN 0 AND {INT64_MAX} THEN {column} END"
 
 
+def integer(column: str) -> str:
+    """``column``, NULL unless it is a number: TEXT and BLOB values sort above every number,
+    so a BLOB whose bytes spell digits (``x'3132'``) can't pass as the integer its text reads."""
+    return f"CASE WHEN {column} <= {INT64_MAX} THEN {column} END"
+
+
+def exact_sum(values: IntArray) -> int:
+    """The exact sum of a chunk's non-negative int64 values, as a Python integer: the high
+    and low 32 bits summed apart, neither of which can overflow int64 within ``ROWS``
+    values (a float64 sum rounds 2^63 + 382 down to below int64's end)."""
+    return (int(np.sum(values >> 32)) << 32) + int(np.sum(values & 0xFFFFFFFF))
+
+
 def chunks(
     con: sqlite3.Connection, source: str, where: str, columns: Sequence[str], sums: Sequence[str] = ()
 ) -> Iterator[tuple[list[IntArray], list[int]]]:

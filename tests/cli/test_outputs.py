@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_process
 from fpspec import fingerprint
 
 from nsysdiff.cli import outputs
@@ -210,3 +210,76 @@ def test_keep_export_with_fingerprint_into_a_directory(tmp_path: Path, nsys: Pat
     code, _, err = run_cli("fingerprint", *reps, "-o", tmp_path / "fps", "--keep-export", keep)
     assert code == 0, err
     assert sorted(p.name for p in keep.iterdir()) == ["p1.sqlite", "p2.sqlite"]
+
+
+# --- -o DIR: every file the CSV writer can write; outputs that are FIFOs -----------------------
+
+
+@pytest.mark.parametrize("name", ["api.csv", "steps.csv", "kernels.csv"])
+def test_a_csv_file_linked_to_an_input_is_refused(pair: tuple[Path, Path], tmp_path: Path, name: str) -> None:
+    a, b = pair
+    out = tmp_path / "csv"
+    out.mkdir()
+    os.link(a, out / name)
+    before = _digest(a)
+    code, out_text, err = run_cli("diff", a, b, "-o", out)
+    assert (code, out_text) == (2, "")
+    assert len(err.splitlines()) == 1 and "is the input" in err, err
+    assert _digest(a) == before
+
+
+def test_the_names_checked_are_every_table_the_writer_writes(tmp_path: Path) -> None:
+    from stepspec import two_steps
+
+    from nsysdiff.render import csv_report
+
+    a = two_steps(tmp_path / "a.sqlite")
+    out = tmp_path / "csv"
+    out.mkdir()
+    code, _, err = run_cli("diff", a, a, "--per", "decode_step", "-o", out)
+    assert code == 0, err
+    written = {p.name for p in out.iterdir()}
+    assert {"api.csv", "steps.csv"} <= written
+    assert written <= set(csv_report.FILE_NAMES)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["diff", "{a}", "{b}", "-o", "{fifo}"],
+        ["summary", "{a}", "-o", "{fifo}"],
+        ["fingerprint", "{a}", "-o", "{fifo}"],
+        ["fingerprint", "{a}", "{b}", "--run-set", "-o", "{fifo}"],
+        ["noise", "{a}", "{b}", "-o", "{fifo}"],
+        ["diff", "{a}", "{b}", "-o", "{dir}"],
+        ["fingerprint", "{a}", "-o", "{dir}"],
+    ],
+    ids=["diff", "summary", "fingerprint", "run-set", "noise", "diff-csv-dir", "fingerprint-dir"],
+)
+def test_an_output_that_is_a_fifo_is_refused(pair: tuple[Path, Path], tmp_path: Path, argv: list[str]) -> None:
+    a, b = pair
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    d = tmp_path / "dir"
+    d.mkdir()
+    for name in ("kernels.csv", "a.json"):
+        os.mkfifo(d / name)
+    # A process of its own: a write that blocks on the FIFO fails the test instead of hanging it.
+    code, out, err = run_process(*(w.format(a=a, b=b, fifo=fifo, dir=d) for w in argv), timeout=60)
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "FIFO" in err, err
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_a_github_file_naming_an_input_is_refused_before_reading(
+    pair: tuple[Path, Path], tmp_path: Path, variable: str
+) -> None:
+    a, b = pair
+    link = tmp_path / "summary.md"
+    link.symlink_to(b)
+    before = {p: _digest(p) for p in (a, b)}
+    code, out, err = run_cli("diff", a, b, env={"GITHUB_ACTIONS": "true", variable: str(link)})
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "is the input" in err, err
+    assert {p: _digest(p) for p in (a, b)} == before

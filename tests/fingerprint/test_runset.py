@@ -186,7 +186,7 @@ def test_fingerprint_run_set_writes_every_run_and_reads_back(tmp_path: Path) -> 
 
 def test_fingerprint_run_set_names_the_odd_run_out(tmp_path: Path) -> None:
     traces = [_trace(tmp_path / "a.sqlite", 1000), _trace(tmp_path / "b.sqlite", 1000, gpu="NVIDIA A100-SXM4-80GB")]
-    traces.append(_trace(tmp_path / "c.sqlite", 1000))
+    traces.append(_trace(tmp_path / "c.sqlite", 1005))  # a repeat, not a copy of a
     code, out, err = run_cli("fingerprint", "--run-set", *traces, "-o", str(tmp_path / "x.json"))
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "b.sqlite: GPU model 'NVIDIA A100-SXM4-80GB' differs" in err
@@ -262,6 +262,24 @@ def test_one_capture_is_never_several_runs(tmp_path: Path) -> None:
             code, out, err = run_cli(*argv)
             assert (code, out) == (2, ""), (argv, err)
             assert why in err and err.count("\n") == 1, err
+
+
+def test_one_file_given_many_times_is_refused_before_any_run_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nsysdiff.api import reading
+
+    a = _trace(tmp_path / "a.sqlite", 1000)
+    b = _trace(tmp_path / "b.sqlite", 1010)
+    read: list[object] = []
+    real_load = reading.load
+    monkeypatch.setattr(reading, "load", lambda *args, **kw: read.append(args) or real_load(*args, **kw))
+    for argv in (["noise", *[a] * 2000], ["diff", "--base", b, *[a] * 2000, "--candidate", b, "--no-rules"]):
+        read.clear()
+        code, out, err = run_cli(*argv)
+        assert (code, out) == (2, ""), (argv[:3], err)
+        assert "the same file as" in err and err.count("\n") == 1, err
+        assert [args for args in read if Path(str(args[0])) == a] == []  # type: ignore[index]
 
 
 # --- repeats of one build ------------------------------------------------------------------

@@ -86,6 +86,21 @@ def test_parse_window_rejects(text: str) -> None:
         parse_window(text)
 
 
+@pytest.mark.parametrize("command", ["summary", "diff", "fingerprint", "noise"])
+@pytest.mark.parametrize("bound", ["9" * 400, "9" * 400 + "s", "9223372036854775808ns", "1e3s"])
+def test_a_huge_window_bound_is_refused_in_one_line(tmp_path: Path, command: str, bound: str) -> None:
+    missing = tmp_path / "never-read.sqlite"  # refused before any input is read
+    args = [missing, missing] if command in ("diff", "noise") else [missing]
+    code, out, err = run_cli(command, *args, "--window", f"0:{bound}")
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "--window" in err and "Traceback" not in err, err
+
+
+def test_a_window_bound_at_int64s_end_is_exact() -> None:
+    assert parse_window(":9223372036854775807ns").end_ns == 2**63 - 1
+    assert parse_window(":9223372036.854775807s").end_ns == 2**63 - 1
+
+
 def test_canonical_window_text() -> None:
     assert ScopeOptions(window="2000ms:5s").window_text == "2s:5s"
     assert ScopeOptions(window="1500us:").window_text == "1500us:"

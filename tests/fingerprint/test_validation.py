@@ -96,6 +96,14 @@ CASES: dict[str, tuple[Callable[[Doc], None], tuple[str, ...]]] = {
     "duplicate device": (lambda d: d["devices"].append(dict(d["devices"][0])), ("$.devices[2]: duplicate",)),
     "busy past span": (_set("devices.0.busy_ns", 10**15), ("$.devices[0].busy_ns",)),
     "duplicate nvtx": (lambda d: d["nvtx"].append(dict(d["nvtx"][0])), ("$.nvtx[1]: duplicate",)),
+    "api total past its calls at their maximum": (
+        _set("api", [{"name": "cudaFree", "calls": 2, "total_ns": 21, "median_ns": 10, "min_ns": 10, "max_ns": 10}]),
+        ("$.api[0]", "disagree"),
+    ),
+    "api total under its calls at their minimum": (
+        _set("api", [{"name": "cudaFree", "calls": 2, "total_ns": 19, "median_ns": 10, "min_ns": 10, "max_ns": 10}]),
+        ("$.api[0]", "disagree"),
+    ),
     "bad phase body": (
         lambda d: d.update(phases=[{"name": "p", "ranges": 1, "fingerprint": {**d, "kernels": 3}}]),
         ("$.phases[0].fingerprint.kernels",),

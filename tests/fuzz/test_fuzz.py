@@ -7,7 +7,9 @@ mutated rule files and phases maps, ``-o`` onto inputs and ``--keep-export`` bes
 and names with every Unicode blank before ``::``.
 Here a few hundred cases of one seed, builder traces only, so the subset is the same
 with or without ../shared; the full run (5,000+ cases, real traces too) is
-``python benchmarks/fuzz.py`` (see benchmarks/README.md).
+``python benchmarks/fuzz.py`` (see benchmarks/README.md). ``benchmarks/fuzz_shapes.py``
+adds the step finder's shapes, FIFO and link outputs, stopped reads and long texts in
+integer columns, and every case is held to a memory bound.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def test_fixed_seed_subset(tmp_path: Path) -> None:
     assert {"fingerprint", "run", "noise", "rules:", "phases:", "-o", "--keep-export"} <= mutations
     # And the surfaces beyond traces: stores, the comment client, step bombs, the Action.
     assert {"history", "comment:", "steps:", "action:"} <= mutations
+    # And the newest: the step finder's shapes, stopped reads, long texts in integer
+    # columns, FIFO and link outputs; every case within the memory bound.
+    assert {"auto:", "stopped:", "long"} <= mutations
+    assert any(o.case.mutation.startswith(("-o fifo", "-o symlink to a fifo")) for o in outcomes)
+    assert tally["over the memory bound"] == 0 and all(0 < o.peak_kib <= fuzz.MEMORY_LIMIT_KIB for o in outcomes)
     # Names carry every Unicode blank before "::", and injected lines are counted after them.
     assert all(f"\n{b}::error::" in "".join(fuzz.HOSTILE) for b in fuzz.BLANKS if b != "\n")
     assert any("--base" in o.case.argv for o in outcomes)

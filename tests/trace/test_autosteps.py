@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +187,98 @@ def test_a_marker_is_never_compared_with_auto_steps(tmp_path: Path) -> None:
 
     doc = json.loads(res.stdout)
     assert doc["scope"]["base"]["per"] == doc["scope"]["candidate"]["per"] == "auto"
+
+
+# --- the search's own row rules: what it groups, joins and measures ----------------------
+
+
+def _update(path: Path, sql: str) -> Path:
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    return path
+
+
+def _graphs(path: Path) -> Path:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(10):
+        b.graph_launch(t + 5_000, 50_000, graph_id=1, cpu_start=t)
+        t += 100_000
+    return b.write(path)
+
+
+def _nodes(path: Path) -> Path:
+    """A node-mode capture: each replay's kernels share its launch's correlation id."""
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(10):
+        cid = b.runtime("cudaGraphLaunch_v10000", t, 3_000)
+        for j, name in enumerate(STEP):
+            b.kernel(name, t + 5_000 + j * 6_000, 4_000, correlation_id=cid, graph_node_id=100 + j)
+        t += 100_000
+    return b.write(path)
+
+
+def _refused(path: Path, *words: str) -> None:
+    res = run_cli("summary", str(path), "--per", "auto")
+    assert res.exit_code == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert all(w in res.stderr for w in words), res.stderr
+
+
+def test_a_period_whose_matches_never_form_a_run_is_refused(tmp_path: Path) -> None:
+    # Period 4 matches half the positions (A and B), but only in runs of 2: no loop.
+    b = TraceBuilder()
+    t = 1_000_000
+    for i in range(40):
+        for name in ("A", "B", f"x{i}", f"x{i}"):
+            b.launch(name, t, t + 2_000, 4_000)
+            t += 10_000
+    _refused(b.write(tmp_path / "t.sqlite"), "--per auto", "no loop")
+    b = TraceBuilder()
+    for i in range(40):
+        for name in ("A", f"x{i}"):
+            b.launch(name, t, t + 2_000, 4_000)
+            t += 10_000
+    _refused(b.write(tmp_path / "u.sqlite"), "--per auto", "no loop")
+
+
+@pytest.mark.parametrize("value", ["'abc'", "1.5", "x'01'"])
+def test_a_graph_id_that_is_no_integer_is_refused(tmp_path: Path, value: str) -> None:
+    path = _update(_graphs(tmp_path / "t.sqlite"), f"UPDATE CUPTI_ACTIVITY_KIND_GRAPH_TRACE SET graphId = {value}")
+    _refused(path, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "graphId")
+
+
+@pytest.mark.parametrize("value", ["'abc'", "1.5", "x'01'"])
+def test_a_graph_node_id_that_is_no_integer_is_refused(tmp_path: Path, value: str) -> None:
+    path = _update(_nodes(tmp_path / "t.sqlite"), f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = {value}")
+    _refused(path, "CUPTI_ACTIVITY_KIND_KERNEL", "graphNodeId")
+
+
+@pytest.mark.parametrize(
+    ("make", "table"),
+    [
+        (_graphs, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"),
+        (_nodes, "CUPTI_ACTIVITY_KIND_KERNEL"),
+        (lambda p: _eager(p, 20, marker=False)[0], "CUPTI_ACTIVITY_KIND_KERNEL"),
+    ],
+)
+def test_a_null_process_id_is_refused(tmp_path: Path, make: Callable[[Path], Path], table: str) -> None:
+    path = _update(make(tmp_path / "t.sqlite"), f"UPDATE {table} SET globalPid = NULL")
+    _refused(path, table, "globalPid")
+
+
+@pytest.mark.parametrize(
+    ("make", "sql"),
+    [
+        (lambda p: _eager(p, 20, marker=False)[0], 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start'),
+        (_nodes, 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 2000000, "end" = 2000000'),
+    ],
+)
+def test_steps_with_no_kernel_time_are_refused(tmp_path: Path, make: Callable[[Path], Path], sql: str) -> None:
+    path = _update(make(tmp_path / "t.sqlite"), sql)
+    _refused(path, "--per auto", "no GPU time")
+    res = run_cli("diff", str(path), str(path), "--rules", "tpot")
+    assert res.exit_code in (0, 3) and "Traceback" not in res.stderr, res.stderr

@@ -161,6 +161,37 @@ def test_memcpy_durations_overflowing_int64(tmp_path: Path) -> None:
     _fails(path, "int64")
 
 
+# Their exact sum is 2^63 + 382; in float64 it rounds to 2^63 - 1024, below int64's end.
+PAST_INT64 = (4063837255408061183, 3304731420277958912, 1854803361168756095)
+
+
+@pytest.mark.parametrize("table", ["CUPTI_ACTIVITY_KIND_RUNTIME", KERNEL])
+def test_a_sum_past_int64_that_float64_rounds_below_it(tmp_path: Path, table: str) -> None:
+    b = TraceBuilder()
+    for dur in PAST_INT64:
+        if table == KERNEL:
+            b.kernel("gemm", 1_000, dur)
+        else:
+            b.runtime("cudaFree_v3020", 1_000, dur)
+    path = b.write(tmp_path / "t.sqlite")
+    assert sum(PAST_INT64) == (1 << 63) + 382 and float(sum(float(d) for d in PAST_INT64)) < 2**63
+    _fails(path, table, "int64")
+    saved = tmp_path / "t.json"
+    code, out, err = run_cli("fingerprint", path, "-o", saved)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and "int64" in err, err
+    assert not saved.exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId"), (KERNEL, "demangledName")],
+)
+def test_a_blob_name_id_is_refused_not_read_as_its_digits(tmp_path: Path, table: str, column: str) -> None:
+    # x'3132' spells "12" in group_concat's text: it must not count under id 12.
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {table} SET {column} = x'3132' WHERE rowid = 1")
+    _fails(path, table, column, "rowid 1")
+
+
 @pytest.mark.parametrize("rows", ["rowid IN (1, 6)", "rowid IN (1, 2)"], ids=["one name", "two names"])
 def test_nvtx_durations_overflowing_int64(tmp_path: Path, rows: str) -> None:
     # The NVTX summary sums integers in its keyed table (no float per row): a sum past
@@ -489,3 +520,45 @@ def test_a_damaged_runtime_table_is_one_line_not_a_crash(tmp_path: Path, monkeyp
     code, out, err = run_cli("summary", trace)
     assert (code, out) == (int(ExitCode.BAD_INPUT), "")
     assert err == f"nsysdiff: error: {trace}: corrupt or unreadable SQLite export (database disk image is malformed)\n"
+
+
+# --- memory before a refusal ---------------------------------------------------------------
+
+_PEAK = (
+    "import resource, subprocess, sys; "
+    "subprocess.run([sys.executable, '-m', 'nsysdiff', *sys.argv[1:]], capture_output=True); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def _peak_kib(*args: str | Path) -> int:
+    """The peak RSS of ``nsysdiff ARGS`` in a process of its own, in KiB."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PEAK, *map(str, args)], capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "extra"),
+    [
+        (KERNEL, "deviceId", ()),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", ()),
+        (KERNEL, "shortName", ("--per", "auto")),
+    ],
+)
+def test_long_text_in_an_integer_column_is_refused_without_reading_it_whole(
+    tmp_path: Path, table: str, column: str, extra: tuple[str, ...]
+) -> None:
+    # 3 MiB of text in every row's integer column: refused before the chunked passes
+    # concatenate it (they held several copies of it at once: 5 times the text in RSS).
+    # What the text may still cost is SQLite's page cache (32 MiB a connection, two).
+    plain = _trace(tmp_path / "plain.sqlite")
+    path = tamper(_trace(tmp_path / "t.sqlite"), f"UPDATE {table} SET {column} = printf('%.*c', 3 << 20, 'x')")
+    ((rows,),) = sqlite3.connect(path).execute(f"SELECT count(*) FROM {table}").fetchall()
+    grown = _peak_kib("summary", path, *extra) - _peak_kib("summary", plain, *extra)
+    text = rows * 3 << 10
+    assert grown < text, f"{grown:,} KiB more for {text:,} KiB of text"
+    code, out, err = run_cli("summary", path, *extra)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and table in err, err

@@ -91,3 +91,59 @@ def test_the_census_is_the_same_when_its_histogram_spills(monkeypatch: pytest.Mo
         monkeypatch.setattr(text_scan, "ROWS", 97)
         monkeypatch.setattr(api_scan, "_HIST_LIMIT", 50)
         assert r.api_census() == whole
+
+
+def test_two_name_ids_with_one_text_are_listed_apart_as_nsys_stats_lists_them(tmp_path: Path) -> None:
+    # pipit_saxpy_mpi_a100 calls cudaFree by two ids (cudaFree, cudaFree_v3020), which nsys
+    # stats prints with one name, each id a row of its own: give the second id the first
+    # one's very text, and the census still lists the two rows that the CSV lists.
+    import shutil
+    import sqlite3
+
+    src = real_trace("pipit_saxpy_mpi_a100")
+    trace = tmp_path / "t.sqlite"
+    shutil.copyfile(src, trace)
+    trace.chmod(0o644)
+    con = sqlite3.connect(trace)
+    con.execute(
+        "UPDATE StringIds SET value = substr(value, 1, length(value) - 6) "
+        "WHERE value GLOB 'cuda*_v[0-9][0-9][0-9][0-9]'"
+    )
+    con.commit()
+    con.close()
+    rows = _csv(src.parent / "nsys-stats" / f"{src.stem}_cudaapisum.csv")
+    want = sorted((r["Name"], int(r["Num Calls"]), int(r["Total Time (ns)"]), float(r["Med (ns)"])) for r in rows)
+    fp = fingerprint_trace(trace)
+    assert fp.api is not None
+    got = sorted((re.sub(r" \(name id \d+\)$", "", a.name), a.calls, a.total_ns, a.median_ns) for a in fp.api)
+    assert got == want
+    assert len({a.name for a in fp.api}) == len(fp.api)
+
+
+def test_two_name_ids_with_one_text_keep_their_own_medians_and_sync_counts_both(tmp_path: Path) -> None:
+    import sqlite3
+
+    from nsysdiff.synth.builder import TraceBuilder
+
+    b = TraceBuilder()
+    for i in range(3):
+        b.runtime("cuProfilerStart", 1_000 + 10_000 * i, 200)
+        b.runtime("cuProfilerStart_alias", 500_000 + 10_000 * i, 1_335)
+        b.runtime("cudaDeviceSynchronize", 900_000 + 10_000 * i, 100)
+        b.runtime("cudaDeviceSynchronize_alias", 950_000 + 10_000 * i, 300)
+    trace = b.write(tmp_path / "t.sqlite")
+    con = sqlite3.connect(trace)
+    con.execute("UPDATE StringIds SET value = replace(value, '_alias', '')")
+    con.commit()
+    con.close()
+    fp = fingerprint_trace(trace)
+    assert fp.api is not None
+    got = sorted((re.sub(r" \(name id \d+\)$", "", a.name), a.calls, a.median_ns) for a in fp.api)
+    assert got == [
+        ("cuProfilerStart", 3, 200.0),
+        ("cuProfilerStart", 3, 1335.0),
+        ("cudaDeviceSynchronize", 3, 100.0),
+        ("cudaDeviceSynchronize", 3, 300.0),
+    ]
+    # The synchronising calls are counted by their text: both ids, one call name.
+    assert [(c.name, c.calls, c.total_ns) for c in fp.sync] == [("cudaDeviceSynchronize", 6, 1_200)]

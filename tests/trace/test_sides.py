@@ -4,6 +4,7 @@ and a failing side stops the other's SQLite work instead of waiting for it."""
 from __future__ import annotations
 
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -144,6 +145,31 @@ def test_a_stopped_read_says_so_and_is_not_a_damaged_file(trace: Path) -> None:
             _long_read(trace)
     finally:
         schema.resume_reads()
+
+
+def _damaged_by_the_stop(path: Path) -> object:
+    """A read that fails as SQLite does when an interrupt lands while it loads the schema:
+    not with "interrupted" but "malformed database schema (?)"."""
+    con = schema.connect(path)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                schema.check_stopped(str(path))
+            except schema.ReadStopped:
+                break
+            time.sleep(0.005)
+        raise sqlite3.DatabaseError("malformed database schema (?)")
+    except schema.DB_ERRORS as e:
+        raise schema.db_error(path, e) from None
+    finally:
+        con.close()
+
+
+def test_any_error_after_the_stop_is_the_stop(trace: Path) -> None:
+    # The damaged candidate's error is reported, not a pristine base read as corrupt.
+    with pytest.raises(TraceError, match=r"^bad candidate$"):
+        sides.read_both(lambda: _damaged_by_the_stop(trace), lambda: _fail("bad candidate"))
 
 
 def test_diff_names_the_bad_side(tmp_path: Path, trace: Path) -> None:
