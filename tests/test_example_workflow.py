@@ -26,8 +26,7 @@ import yaml
 from conftest import real_trace, run_cli
 
 import nsysdiff
-from nsysdiff.fingerprint import noise, runset
-from nsysdiff.fingerprint.model import FORMAT_VERSION
+from nsysdiff.fingerprint import FORMAT_VERSION, noise, runset
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "github" / "nsys-regression.yml"
