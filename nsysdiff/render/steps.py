@@ -188,7 +188,7 @@ def _launches(sd: StepsDiff) -> str:
         return "no launches"
     if _whole(f.base_calls):
         return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step"
-    return f"{round(f.base_calls * sd.base.steps):,} launches in {sd.base.steps:,} steps"
+    return f"{u.plural(round(f.base_calls * sd.base.steps), 'launch')} in {u.plural(sd.base.steps, 'step')}"
 
 
 def step_word(per: str) -> str:

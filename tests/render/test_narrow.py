@@ -59,6 +59,9 @@ def test_noise_at_80_columns_keeps_kind_and_robust() -> None:
     assert "void at::native" not in out  # kernels by their labels, as the diff names them
     assert re.search(r"^CatArrayBatchedCopy ⟨OpaqueType<4>⟩ +kernel ", table, re.M)
     assert re.search(r"^nvjet_sm90_tst_64x16_64x16_4x1_v_bz_ +kernel .*\nTNT$", table, re.M)
+    wide = run_cli("noise", a, b, "--width", "200").stdout.split("noise width)\n")[1].splitlines()[0]
+    # Each column says which width it is: the mean's, then the whole scope's total's.
+    assert re.split(r"  +", wide.strip()) == ["key", "kind", "mean/call", "width", "robust", "total", "total width"]
 
 
 def test_one_label_per_kernel_in_every_output(tmp_path: Path) -> None:
