@@ -403,7 +403,12 @@ def _render(report: Report, names: Names = Names.short) -> str:
     def kcode(r: Row) -> str:
         return kernel_code(r, named.get(r.key))
 
-    out = _verdict(report, kcode)
+    def short_code(r: Row) -> str:
+        # The first line is the Action's log line and a notification's preview: the label
+        # alone, never the demangled signature as a title (600 characters of one template).
+        return f"<code>{cell(named.get(r.key, r.name))}</code>"
+
+    out = _verdict(report, short_code)
     out += _context(d, named, two_workloads(report))
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]
