@@ -368,7 +368,7 @@ def _steps(diff: Diff) -> list[str]:
     body = _table(step_lines.STAT_HEADER, [[cell(c) for c in r] for r in step_lines.stat_rows(sd)], "lrrrrr")
     body += ["", *_table(step_lines.PART_HEADER, step_lines.part_rows(sd), "lrrr")]
     if sd.families:
-        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd), "lrrrrr")]
+        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd, fractions=False), "lrrrrr")]
     body += ["", f"<sub>{cell(step_lines.METHOD)}</sub>"]
     return _details(cell(step_lines.title(sd)), body)
 

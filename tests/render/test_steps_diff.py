@@ -97,6 +97,10 @@ def test_calls_that_do_not_divide_over_the_steps_are_said_as_exact_counts() -> N
     assert "1.12" not in text and "0.12" not in text
     row = next(line for line in text.splitlines() if line.startswith("sync calls"))
     assert "1 → 9/8" in row and "+1/8" in row
+    # A pull-request comment's table says decimals: a fraction there reads as a typo.
+    md = render(report, Format.markdown, details=True)  # type: ignore[arg-type]
+    md_row = next(line for line in md.splitlines() if line.startswith("| sync calls |"))
+    assert "| 1 → 1.12 | +0.12 |" in md_row and "/8" not in md_row, md_row
 
 
 def test_the_host_api_table_of_a_per_step_diff_says_it_counts_the_whole_scope(tmp_path: Path) -> None:
