@@ -139,7 +139,8 @@ def header_lines(fp: Fingerprint) -> list[str]:
         m.source,
         f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
         f"{m.schema_version or 'unknown'} · GPUs: {gpu_line(fp)}",
-        f"capture window {_recorded(m.capture_ns)} · devices with kernels: {devices} · CUDA graphs: {m.graph_mode.value}",
+        f"capture window {_recorded(m.capture_ns)} · devices with kernels: {devices} · "
+        f"CUDA graphs: {m.graph_mode.value}",
         *scope_lines(fp),
     ]
     if not m.has_kernels:
