@@ -153,7 +153,7 @@ def scan(
     analysis = engine()
     entries = store.entries(ref)
     if not entries:
-        raise UsageError(f"{store.path}: no entries for ref {ref!r}")
+        raise UsageError(f"{store.path}: no entries for ref {ref!r}{st.unknown_ref(store, ref)}")
     newest = entries[-1].provenance
     ident = (newest.gpu, newest.scope, newest.graph_mode)
     from nsysdiff.history import baseline
