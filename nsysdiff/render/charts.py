@@ -258,7 +258,11 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
-    flagged = "; rings: families flagged as a whole" if any(m == "family" for _, _, m in rows) else ""
+    flagged = (
+        "; rings: families flagged as a whole (red slower than the scale, green faster)"
+        if any(m == "family" for _, _, m in rows)
+        else ""
+    )
     faster = (
         "; green triangles: faster than the scale (an improvement)"
         if any(m == "outlier" and (r.ratio or 1.0) < i.factor for _, r, m in rows)
