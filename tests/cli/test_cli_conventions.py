@@ -289,7 +289,8 @@ def test_a_report_from_a_newer_nsys_says_which_and_what_to_do(monkeypatch: pytes
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nsys").write_text(
-        '#!/bin/sh\nif [ "$1" = --version ]; then echo "NVIDIA Nsight Systems version 2023.2.3.1001-32894139v0"; exit 0; fi\n'
+        '#!/bin/sh\nif [ "$1" = --version ]; then\n'
+        '  echo "NVIDIA Nsight Systems version 2023.2.3.1001-32894139v0"; exit 0\nfi\n'
         "echo 'Importer error status: Version number is invalid: 2024@4@2@133-34939958v0' >&2\nexit 1\n",
         encoding="utf-8",
     )
