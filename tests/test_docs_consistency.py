@@ -51,3 +51,21 @@ def test_diff_help_names_every_output_format() -> None:
     for fmt in set(_BY_SUFFIX.values()):
         suffixes = [s for s, f in _BY_SUFFIX.items() if f is fmt]
         assert any(s in said for s in suffixes), (fmt, suffixes)
+
+
+def test_what_the_docs_say_the_test_extra_holds_is_what_it_holds() -> None:
+    import tomllib
+
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]["test"]
+    has_otava = any(req.startswith("apache-otava") for req in test_extra)
+    text = " ".join((ROOT / "docs" / "history.md").read_text(encoding="utf-8").split())
+    assert ("the test extra includes it" in text) == has_otava
+    assert ("the test extra leaves it out" in text) == (not has_otava)
+
+
+def test_diff_help_names_auto_steps() -> None:
+    out = " ".join(run_cli("diff", "--help", env={"COLUMNS": "200"}).stdout.split())
+    per = out.split("--per RANGE ", 1)[1].split(" --", 1)[0]
+    assert "auto" in per, per

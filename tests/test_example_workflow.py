@@ -26,8 +26,7 @@ import yaml
 from conftest import real_trace, run_cli
 
 import nsysdiff
-from nsysdiff.fingerprint import noise, runset
-from nsysdiff.fingerprint.model import FORMAT_VERSION
+from nsysdiff.fingerprint import FORMAT_VERSION, noise, runset
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "github" / "nsys-regression.yml"
@@ -57,9 +56,59 @@ def test_version_follows_the_fingerprint_format() -> None:
 
 
 def test_changelog_names_the_current_release() -> None:
+    """A release commit's version heads the CHANGELOG; between releases the version says
+    so (``2.2.0.dev0``) and the CHANGELOG starts with what is not released yet."""
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    releases = re.findall(r"^## (\d+\.\d+\.\d+)$", text, flags=re.M)
-    assert releases and releases[0] == _version()
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    releases = [h for h in headings if re.fullmatch(r"\d+\.\d+\.\d+", h)]
+    version = _version()
+    dev = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)\.dev\d+", version)
+    if dev is None:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version) and headings[0] == releases[0] == version
+        return
+    assert headings[0] == "Unreleased" and releases, headings
+    assert tuple(map(int, releases[0].split("."))) < tuple(map(int, dev.groups())), (releases[0], version)
+
+
+# Every file that pins nsysdiff for a user to copy, and how a pin reads in them.
+PINNING = ["README.md", "action.yml", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
+PINNING += sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "examples" / "github").iterdir())
+_PIN = re.compile(r"(?:nsysdiff/nsysdiff@|NSYSDIFF_REF:\s*)([^\s\"'`)]+)\"?(?:\s+# v(\d+\.\d+\.\d+))?")
+
+
+def _pins() -> list[tuple[str, str, str | None]]:
+    return [(name, m[1], m[2]) for name in PINNING for m in _PIN.finditer((ROOT / name).read_text(encoding="utf-8"))]
+
+
+def test_every_pin_is_a_full_commit_sha_with_its_release() -> None:
+    """A tag made in one clone is not in CI's fresh clone; a commit SHA is in every one."""
+    pins = _pins()
+    assert {name for name, _, _ in pins} >= {"README.md", "examples/github/nsys-regression.yml"}, pins
+    for name, ref, _ in pins:
+        assert re.fullmatch(r"[0-9a-f]{40}", ref), (name, ref)
+    assert len({ref for _, ref, _ in pins}) == 1, pins
+    assert any(release for _, _, release in pins), "a pin names the release it is"
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_every_pinned_commit_resolves_to_its_release() -> None:
+    """Each pinned SHA is a commit of this repository's history whose pyproject.toml carries
+    the version its comment names: what a copied workflow installs from a clean clone."""
+    if shutil.which("git") is None or _git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    if _git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("a shallow clone holds no older commit")
+    for name, ref, release in _pins():
+        assert _git("cat-file", "-e", f"{ref}^{{commit}}").returncode == 0, f"{name}: {ref} is no commit here"
+        assert _git("merge-base", "--is-ancestor", ref, "HEAD").returncode == 0, (
+            f"{name}: {ref} is not in HEAD's history"
+        )
+        carried = re.search(r'^version = "([^"]+)"$', _git("show", f"{ref}:pyproject.toml").stdout, flags=re.M)
+        assert carried is not None and re.fullmatch(r"\d+\.\d+\.\d+", carried[1]), (name, ref, carried)
+        assert release in (None, carried[1]), f"{name}: {ref} carries {carried[1]}, its comment says v{release}"
 
 
 def test_version_option_names_the_format() -> None:
@@ -77,7 +126,7 @@ def _steps(job: str) -> list[dict[str, Any]]:
 
 def test_the_example_pins_one_release_for_both_jobs() -> None:
     env = _load(EXAMPLE)["env"]
-    assert env["NSYSDIFF_REF"] == f"v{_version()}"
+    assert re.fullmatch(r"[0-9a-f]{40}", env["NSYSDIFF_REF"]), env["NSYSDIFF_REF"]  # a release commit
     uses = [s["uses"] for s in _steps("diff") if str(s.get("uses", "")).startswith("nsysdiff/")]
     assert uses == [f"nsysdiff/nsysdiff@{env['NSYSDIFF_REF']}"]
     text = EXAMPLE.read_text(encoding="utf-8")

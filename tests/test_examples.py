@@ -112,3 +112,11 @@ def test_the_first_screen_says_its_marks_and_statistics_in_words() -> None:
     details = (H100 / "report.txt").read_text(encoding="utf-8")
     assert "the mark is the rule's level, in capitals where it fails the build" in " ".join(details.split())
     assert "Kolmogorov-Smirnov distance: 0 the same, 1 no overlap" in " ".join(details.split())
+
+
+def test_the_markdown_first_line_is_a_log_line() -> None:
+    """The Action's log and a notification show the first line alone: the kernel's label,
+    not its demangled signature as a tooltip (600 characters for a template)."""
+    first = run_cli(*H100_ARGS, "--format", "markdown").stdout.splitlines()[0]
+    assert "title=" not in first and len(first) < 300, first
+    assert "<code>indexSelectSmallIndex</code>" in first

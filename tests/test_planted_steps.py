@@ -131,7 +131,8 @@ def test_gap_between_steps_fails_with_three_runs(bs1: Path, tmp_path: Path) -> N
 
 
 def test_jittered_runs_of_one_build_do_not_fail(bs1: Path, tmp_path: Path) -> None:
-    code, out, _ = tpot(jittered(bs1, tmp_path, 0, 3, seed=3), jittered(bs1, tmp_path, 0, 3, seed=4))
+    # The capture itself is a base run only: a candidate run that is a base run is refused.
+    code, out, _ = tpot(jittered(bs1, tmp_path, 0, 3, seed=3), jittered(bs1, tmp_path, 0, 4, seed=4)[1:])
     assert code in (0, 3), out
 
 
@@ -152,12 +153,21 @@ def test_repeats_of_one_build_never_fail_with_one_run_per_side(order: tuple[str,
     assert code == 0, out
 
 
-def test_repeats_of_one_build_never_fail_with_two_runs_per_side() -> None:
-    # Two captures of the build exist; a file given twice is no second run (no variance).
+def test_repeats_of_one_build_never_fail_with_two_runs_per_side(tmp_path: Path) -> None:
+    # Two captures of the build exist; the candidate's runs are those two with the CPU
+    # time between steps jittered as repeats differ (the same captures on both sides are
+    # refused: one run counted on both sides).
     a, b = real_trace("h100/llm_bs16"), real_trace("h100/llm_bs16_r2")
-    for base, cand in (([a, b], [b, a]), ([b, a], [b, a])):
+    rng = random.Random(5)
+    cand = [
+        ps.gap(src, tmp_path / f"again_{i}.sqlite", [max(0, int(rng.gauss(0.0, 0.02 * STEP_NS))) for _ in range(31)])
+        for i, src in enumerate((a, b))
+    ]
+    for base in ([a, b], [b, a]):
         code, out, _ = tpot(base, cand)
         assert code in (0, 3), out
+    code, _, err = tpot([a, b], [b, a])
+    assert code == 2 and "the same capture as the base run" in err
 
 
 def main() -> None:  # pragma: no cover (a report for people)

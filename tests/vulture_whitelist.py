@@ -24,6 +24,7 @@ USED = (
     root.Group.command_class,
     root.Group.group_class,
     root.Group.list_commands,
+    root.Group.format_commands,
     root.Group.get_command,
     # Python calls a module's __getattr__ for a name the module does not hold.
     cli.__getattr__,

@@ -51,16 +51,13 @@ def history_add(
 def history_baseline(spec: str, like: Fingerprint | None) -> runset.RunSet:
     """The base side ``history:STORE@REF~N`` names: the last N runs of REF comparable with
     ``like`` (the candidate), never a failed one unless the spec ends in ``+failed``."""
-    from nsysdiff.errors import InconclusiveError
     from nsysdiff.history import baseline
     from nsysdiff.history import store as st
 
     parsed = baseline.parse(spec)
     path = st.store_path(parsed.store)
     if not path.exists():
-        raise InconclusiveError(
-            f"{path}: no history store yet, so no baseline (the first 'nsysdiff history add' creates it)"
-        )
+        baseline.missing_store(path)
     with open_history(parsed.store) as s:
         return baseline.pick(s, parsed, like)
 

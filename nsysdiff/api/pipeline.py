@@ -89,6 +89,8 @@ def diff(
     history = history_spec(base)
     read_opts = _scope_for(o, ruleset)
     b_runs, c_runs, one_sided = _read_sides(base, candidate, history, read_opts, o, progress, notify)
+    if history is None:
+        runset.check_apart(b_runs, c_runs)
     b, c = b_runs.runs[rundiff.median_run(b_runs)], c_runs.runs[rundiff.median_run(c_runs)]
     reasons, notes = comparability.assess(b, c, require_same_gpu=o.require_same_gpu)
     if one_sided is not None and b.scope.per == scope.AUTO and c.scope.per == scope.AUTO:

@@ -269,7 +269,9 @@ _SCOPE = (
     click.option(
         "--per",
         metavar="RANGE",
-        help="Count the instances of this NVTX range as steps; a diff of two such sides compares per step.",
+        help="Count the instances of this NVTX range as steps (auto: steps found without a marker, one per "
+        "replay of the graph replayed most often or per period of the kernel sequence); a diff of two such "
+        "sides compares per step.",
     ),
 )
 

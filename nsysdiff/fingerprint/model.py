@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 from nsysdiff.errors import FingerprintError
+from nsysdiff.fingerprint import FORMAT_VERSION
 from nsysdiff.fingerprint.steps import COUNTED_BEFORE_MEMSETS, Step, Steps, StepSeries
 
 # The records the reader hands on as they are, kept in the trace stage that makes them;
@@ -34,7 +35,6 @@ from nsysdiff.trace.records import (
 )
 
 FORMAT = "nsysdiff-fingerprint"
-FORMAT_VERSION = 2
 # Version 1 is version 2 without ``steps``: it still reads, with steps absent. ``api`` (the
 # host API census) is optional in version 2: a file saved before it reads with it absent,
 # and a reader that predates it loses nothing it knew.

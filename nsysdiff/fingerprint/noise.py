@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from nsysdiff.errors import FingerprintError, UsageError
-from nsysdiff.fingerprint import runset
-from nsysdiff.fingerprint.model import FORMAT, FORMAT_VERSION, fingerprint_from_json, to_data
+from nsysdiff.fingerprint import FORMAT_VERSION, runset
+from nsysdiff.fingerprint.model import FORMAT, fingerprint_from_json, to_data
 from nsysdiff.fingerprint.runset import KeyKind, Measure, RunSet
 from nsysdiff.trace import inputs
 

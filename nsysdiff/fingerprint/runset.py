@@ -102,14 +102,35 @@ def check_distinct(runs: Sequence[Fingerprint], sources: Sequence[str]) -> None:
     marked "changed" in a diff."""
     seen: dict[str, str] = {}
     for fp, source in zip(runs, sources, strict=True):
-        anonymous = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, source=""))
-        key = hashlib.sha256(fingerprint_to_json(anonymous).encode("utf-8", "surrogatepass")).hexdigest()
+        key = _capture(fp)
         if key in seen:
             raise UsageError(
                 f"{source}: the same capture as {seen[key]} (identical fingerprints); each run of a "
                 "side must be a capture of its own, or the statistics count one run twice"
             )
         seen[key] = source
+
+
+def check_apart(base: RunSet, candidate: RunSet) -> None:
+    """Raise naming a candidate run that is also a run of the base (identical
+    fingerprints), where a side has several runs: the base's interval would then hold the
+    candidate itself. One run against itself is a self-diff, a sanity check, and passes."""
+    if len(base.runs) < 2 and len(candidate.runs) < 2:
+        return
+    based = {_capture(fp): source for fp, source in zip(base.runs, base.sources, strict=True)}
+    for fp, source in zip(candidate.runs, candidate.sources, strict=True):
+        twin = based.get(_capture(fp))
+        if twin is not None:
+            raise UsageError(
+                f"{source}: the same capture as the base run {twin} (identical fingerprints); a candidate "
+                "run must be a capture of its own, or the comparison counts one run on both sides"
+            )
+
+
+def _capture(fp: Fingerprint) -> str:
+    """What tells captures apart: the fingerprint, whatever file it came from."""
+    anonymous = dataclasses.replace(fp, meta=dataclasses.replace(fp.meta, source=""))
+    return hashlib.sha256(fingerprint_to_json(anonymous).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def exact_counts(fp: Fingerprint) -> dict[str, Fraction]:

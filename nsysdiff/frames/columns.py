@@ -34,6 +34,25 @@ def ratio(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x) + 0.0
 
 
+# What each frame takes, and how a caller gets one: the message of a frame given the wrong thing.
+_HOW = {
+    "Fingerprint": "nd.load(path)",
+    "Diff": "nd.compare(base, candidate), or a report's .diff",
+    "Report": "nd.diff(base, candidate, rules)",
+}
+
+
+def expect(value: object, kind: type, call: str) -> None:
+    """A ``TypeError`` naming what ``call`` takes and how to get one, unless ``value`` is a
+    ``kind``: a notebook's ``diff_frame(fingerprint)`` should not end in an AttributeError
+    about a field it never named."""
+    if isinstance(value, kind):
+        return
+    got = type(value).__name__
+    hint = "; pass report.diff" if got == "Report" and kind.__name__ == "Diff" else ""
+    raise TypeError(f"{call} takes a {kind.__name__} ({_HOW.get(kind.__name__, kind.__name__)}), not a {got}{hint}")
+
+
 def frame(columns: Mapping[str, tuple[str, Sequence[Any]]]) -> pd.DataFrame:
     """A DataFrame of ``name -> (dtype, values)``, columns in the order given."""
     try:

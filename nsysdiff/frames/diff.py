@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from nsysdiff.compare.attribution import Part
 from nsysdiff.compare.diff import CopyDelta, CopySide, Diff, Row, Side
-from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, frame, ns, ratio
+from nsysdiff.compare.labels import short_labels
+from nsysdiff.frames.columns import COUNT, FLAG, NS, RATIO, TEXT, expect, frame, ns, ratio
 from nsysdiff.rules.report import Report
 
 if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
@@ -45,13 +46,16 @@ def _side(rows: Sequence[Row], which: str, per_step: bool) -> dict[str, tuple[st
 
 def diff_frame(d: Diff, table: str = "kernels") -> pd.DataFrame:
     """One row per key of one of the diff's tables (``TABLES``), in the report's order."""
+    expect(d, Diff, "diff_frame")
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}: one of {', '.join(TABLES)}")
     rs: tuple[Row, ...] = getattr(d, table)
     names: dict[str, tuple[str, Sequence[object]]] = {_FIRST[table]: (TEXT, [r.key for r in rs])}
     if table == "kernels":
+        # The CSV's and the text's label: a short name told apart from its namesakes.
+        label = short_labels((r.key, r.name) for r in rs)
         names = {
-            "Name": (TEXT, [r.name for r in rs]),
+            "Name": (TEXT, [label[r.key] for r in rs]),
             **names,
             "Category": (TEXT, [r.category for r in rs]),
             "Family": (TEXT, [r.family for r in rs]),
@@ -83,6 +87,7 @@ def _copy_col(xs: Sequence[CopyDelta], which: str, field: str) -> list[float | N
 
 def diff_copies_frame(d: Diff) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``)."""
+    expect(d, Diff, "diff_copies_frame")
     xs = (*d.memcpy, *d.memset)
     as_int = COUNT if not d.per_step else RATIO
     return frame(
@@ -106,11 +111,12 @@ def attribution_frame(d: Diff, by: str = "kernels") -> pd.DataFrame:
     """The change split exactly into count, per-call, resized, new and removed parts, per kernel,
     family, category or phase (``by``); per kernel, the parts of all rows add up to the
     total change (``Diff.attribution.delta_ns``)."""
+    expect(d, Diff, "attribution_frame")
     parts: tuple[Part, ...] = getattr(d.attribution, by)
     first = {"kernels": "Demangled Name", "families": "Family", "categories": "Category", "phases": "Phase"}[by]
     names: dict[str, tuple[str, Sequence[object]]] = {first: (TEXT, [p.key for p in parts])}
     if by == "kernels":
-        short = {r.key: r.name for r in d.kernels}
+        short = short_labels((r.key, r.name) for r in d.kernels)
         names = {"Name": (TEXT, [short.get(p.key, p.key) for p in parts]), **names}
     return frame(
         {
@@ -127,6 +133,7 @@ def attribution_frame(d: Diff, by: str = "kernels") -> pd.DataFrame:
 
 def findings_frame(report: Report) -> pd.DataFrame:
     """One row per finding, in the report's order (errors first), as ``--format csv``'s findings."""
+    expect(report, Report, "findings_frame")
     fs = report.findings
     failing = set(report.failed)
     return frame(

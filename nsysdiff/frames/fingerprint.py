@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from nsysdiff.compare.labels import short_labels
 from nsysdiff.fingerprint.model import Fingerprint, GroupStats
 from nsysdiff.fingerprint.reduce import group_by
-from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame, ns
+from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, expect, frame, ns
 
 if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
     import pandas as pd
@@ -24,11 +25,14 @@ def _share(total_ns: int, whole_ns: int) -> float | None:
 
 def kernels_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel (by demangled name, as ``gpukernsum`` sums its rows by name)."""
+    expect(fp, Fingerprint, "kernels_frame")
     ks = fp.kernels
     whole = fp.kernel_ns
+    # The CSV's and the text's label: a short name told apart from its namesakes.
+    label = short_labels((k.demangled, k.name) for k in ks)
     return frame(
         {
-            "Name": (TEXT, [k.name for k in ks]),
+            "Name": (TEXT, [label[k.demangled] for k in ks]),
             "Demangled Name": (TEXT, [k.demangled for k in ks]),
             "Family": (TEXT, [k.family for k in ks]),
             "Category": (TEXT, [k.category for k in ks]),
@@ -60,16 +64,19 @@ def _groups(groups: Sequence[GroupStats], first: str, whole: int) -> pd.DataFram
 
 def families_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel family (the variants of one operation), largest first."""
+    expect(fp, Fingerprint, "families_frame")
     return _groups(group_by(fp.kernels, "family"), "Family", fp.kernel_ns)
 
 
 def categories_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per kernel category, largest first."""
+    expect(fp, Fingerprint, "categories_frame")
     return _groups(fp.categories, "Category", fp.kernel_ns)
 
 
 def copies_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per memory operation kind (memcpy kinds, then ``memset``), as ``gpumemtimesum``."""
+    expect(fp, Fingerprint, "copies_frame")
     ops = (*fp.memcpy, *fp.memset)
     return frame(
         {
@@ -85,6 +92,7 @@ def copies_frame(fp: Fingerprint) -> pd.DataFrame:
 
 def nvtx_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per NVTX range name and domain, as ``nvtxsum`` (pushpop and start/end ranges)."""
+    expect(fp, Fingerprint, "nvtx_frame")
     rs = fp.nvtx
     return frame(
         {
@@ -100,6 +108,7 @@ def nvtx_frame(fp: Fingerprint) -> pd.DataFrame:
 def api_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per host API name, as ``nsys stats --report cuda_api_sum`` (``cudaapisum``):
     the name as the trace spells it; empty for a fingerprint saved without the census."""
+    expect(fp, Fingerprint, "api_frame")
     calls = fp.api or ()
     return frame(
         {
@@ -116,6 +125,7 @@ def api_frame(fp: Fingerprint) -> pd.DataFrame:
 
 def sync_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per synchronising CUDA API call (version suffix stripped), as ``cudaapisum``."""
+    expect(fp, Fingerprint, "sync_frame")
     calls = fp.sync
     return frame(
         {

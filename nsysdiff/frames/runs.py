@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from nsysdiff.compare.diff import Diff
 from nsysdiff.fingerprint.runset import Measure
-from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame, ns, ratio
+from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, expect, frame, ns, ratio
 
 if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
     import pandas as pd
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
 
 def runs_frame(d: Diff) -> pd.DataFrame:
     """One row per (kind, key, measure) tested across runs (empty with one run per side)."""
+    expect(d, Diff, "runs_frame")
     keys = d.runs.keys if d.runs else ()
     rows = [(k.kind.value, k.key, m.value, c) for k in keys for m, c in k.measures]
     return frame(
@@ -38,6 +39,7 @@ def runs_frame(d: Diff) -> pd.DataFrame:
 
 def run_values_frame(d: Diff) -> pd.DataFrame:
     """Every run's value of every tested key and measure: one row per (key, measure, side, run)."""
+    expect(d, Diff, "run_values_frame")
     keys = d.runs.keys if d.runs else ()
     out: list[tuple[str, str, str, str, int, float]] = []
     # A run's value is in its measure's unit: nanoseconds for the total and the per-call mean

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from nsysdiff.fingerprint.model import Fingerprint
 from nsysdiff.fingerprint.steps import StepPart, Steps, StepSeries
-from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, frame
+from nsysdiff.frames.columns import COUNT, NS, RATIO, TEXT, expect, frame
 from nsysdiff.trace.records import HostFamily
 
 if TYPE_CHECKING:  # pandas loads when a frame is made (frames.columns.frame)
@@ -71,9 +71,11 @@ def _call_times(s: Steps) -> pd.DataFrame:
 def steps_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per step of a fingerprint read ``--per NAME``: its period split into parts,
     its host calls per family. Empty, with the same columns, when it has no steps."""
+    expect(fp, Fingerprint, "steps_frame")
     return _steps(fp.steps if fp.steps is not None else NO_STEPS)
 
 
 def step_calls_frame(fp: Fingerprint) -> pd.DataFrame:
     """One row per host-call family across the steps: calls, bytes, time per call and tail."""
+    expect(fp, Fingerprint, "step_calls_frame")
     return _call_times(fp.steps if fp.steps is not None else NO_STEPS)

@@ -9,13 +9,18 @@ A run a gate failed (added with ``--failed``) is never picked unless the spec as
 A store that does not exist yet, or holds fewer than 2 comparable runs, is inconclusive
 (exit 3), not bad input: that is a branch's first runs, which a CI job can let pass
 (``fail-on-inconclusive: false``) while ``history add`` fills the store. A store that is
-there but foreign, damaged or tampered with is bad input (exit 2).
+there but foreign, damaged or tampered with is bad input (exit 2), and so is a slip of
+the keyboard: a store or ref that is missing where one a transposed, extra or missing
+character away exists (``hist.sqlitee``, ``@mian``) says "did you mean", since read as a
+branch's first runs it would pass a job that lets inconclusive pass.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
 
 from nsysdiff import units as u
 from nsysdiff.errors import InconclusiveError, UsageError
@@ -41,6 +46,21 @@ class Spec:
 
 def is_spec(text: str) -> bool:
     return text.startswith(PREFIX)
+
+
+def missing_store(path: Path) -> NoReturn:
+    """A store that is not there: a slip of its name is bad input (exit 2), else it is
+    the first run's (inconclusive, exit 3)."""
+    try:
+        near = [p.name for p in path.parent.iterdir() if p.is_file()] if path.parent.is_dir() else []
+    except OSError:
+        near = []
+    meant = st.slip(path.name, near)
+    if meant is not None:
+        raise UsageError(f"{path}: no history store; did you mean {str(path.with_name(meant))!r}?")
+    raise InconclusiveError(
+        f"{path}: no history store yet, so no baseline (the first 'nsysdiff history add' creates it)"
+    )
 
 
 def parse(text: str) -> Spec:
@@ -75,6 +95,9 @@ def pick(store: st.Store, spec: Spec, like: Fingerprint | None) -> runset.RunSet
     line: the store is sound, it just can't give a baseline yet (a branch's first runs)."""
     entries = store.entries(spec.ref)
     if not entries:
+        hint = st.unknown_ref(store, spec.ref)
+        if hint:
+            raise UsageError(f"{store.path}: no runs of ref {spec.ref!r}{hint}")
         raise InconclusiveError(
             f"{store.path}: no runs of ref {spec.ref!r} yet, so no baseline (add runs with 'nsysdiff history add')"
         )

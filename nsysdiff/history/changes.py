@@ -20,7 +20,8 @@ that slope's interval, and its steps are not reported as steps.
 one: the false-alarm rate per key is measured on simulated noise
 (:data:`FALSE_ALARM`, docs/history.md), not read off ``max_pvalue``. A step within the
 first or last few commits has too few points on one side to be found. Keys that are not
-in every commit are structural changes, counted and not scanned.
+in every run are structural changes, not scanned: each is named with the commit where it
+appeared or went (:class:`Structural`), or as coming and going.
 """
 
 from __future__ import annotations
@@ -89,6 +90,18 @@ class Drift:
 
 
 @dataclass(frozen=True, slots=True)
+class Structural:
+    """A key that is not in every run: it appeared, went, or comes and goes."""
+
+    kind: str
+    key: str
+    change: str  # "appeared", "gone" or "intermittent"
+    commit: str | None  # the first commit with it (appeared) or without it (gone)
+    commits: int  # commits with it in at least one run
+    label: str = ""  # the key as a report shows it: a kernel's short label (the key is its signature)
+
+
+@dataclass(frozen=True, slots=True)
 class Changes:
     """A scan of one ref: every step and drift, and what was scanned."""
 
@@ -103,6 +116,7 @@ class Changes:
     drifts: tuple[Drift, ...]
     max_pvalue: float
     window: int
+    structures: tuple[Structural, ...] = ()  # the ``structural`` keys, each named
 
 
 def engine() -> object:
@@ -139,7 +153,7 @@ def scan(
     analysis = engine()
     entries = store.entries(ref)
     if not entries:
-        raise UsageError(f"{store.path}: no entries for ref {ref!r}")
+        raise UsageError(f"{store.path}: no entries for ref {ref!r}{st.unknown_ref(store, ref)}")
     newest = entries[-1].provenance
     ident = (newest.gpu, newest.scope, newest.graph_mode)
     from nsysdiff.history import baseline
@@ -175,6 +189,10 @@ def scan(
     if any(d.kind == "kernel" for d in drifts) and any(s.kind in ("family", "category", "nvtx") for s in steps):
         steps = _mark_drifting(store, chosen[-1], steps, drifts)
     labels = store.kernel_labels()
+    structures = [
+        dataclasses.replace(x, label=_label(x.kind, x.key, labels))
+        for x in structural(keys, present, commit_of, commits, np.flatnonzero(seen & ~whole))
+    ]
     steps = [dataclasses.replace(s, label=_label(s.kind, s.key, labels)) for s in steps]
     drifts = [dataclasses.replace(d, label=_label(d.kind, d.key, labels)) for d in drifts]
     return Changes(
@@ -189,7 +207,36 @@ def scan(
         drifts=tuple(drifts),
         max_pvalue=max_pvalue,
         window=window,
+        structures=tuple(structures),
     )
+
+
+def structural(
+    keys: Sequence[tuple[str, str]],
+    present: npt.NDArray[np.bool_],
+    commit_of: npt.NDArray[np.intp],
+    commits: Sequence[str],
+    which: npt.NDArray[np.intp],
+) -> list[Structural]:
+    """The keys ``which`` (columns of ``present``, runs by keys), each named by how it
+    changed over the commits: present from a commit on (appeared), absent from a commit on
+    (gone), or neither (intermittent). Oldest change first."""
+    by_commit = np.zeros((len(commits), present.shape[1]), dtype=bool)
+    np.logical_or.at(by_commit, commit_of, present)
+    out = []
+    for i in (int(x) for x in which):
+        col = by_commit[:, i]
+        first = int(np.argmax(col))
+        last = len(col) - 1 - int(np.argmax(col[::-1]))
+        kind, key = keys[i]
+        if first > 0 and col[first:].all():
+            out.append(Structural(kind, key, "appeared", commits[first], int(col.sum())))
+        elif last < len(col) - 1 and col[: last + 1].all():
+            out.append(Structural(kind, key, "gone", commits[last + 1], int(col.sum())))
+        else:
+            out.append(Structural(kind, key, "intermittent", None, int(col.sum())))
+    order = {c: n for n, c in enumerate(commits)}
+    return sorted(out, key=lambda x: (order.get(x.commit or "", len(order)), x.kind, x.key))
 
 
 def _label(kind: str, key: str, labels: dict[str, str]) -> str:

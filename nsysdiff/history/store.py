@@ -35,7 +35,7 @@ import re
 import sqlite3
 import stat
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -114,6 +114,31 @@ KINDS = tuple(k.value for k in runset.KeyKind)
 # (the number of steps may differ between runs, as --skip-first leaves them); for a host
 # family's calls, the time per call.
 PER_STEP = frozenset({STEP})
+
+
+def unknown_ref(store: Store, ref: str) -> str:
+    """``; did you mean 'main'?`` for a ref the store has no runs of, when it is a slip of
+    one it has (:func:`slip`); else nothing."""
+    meant = slip(ref, {e.provenance.ref for e in store.entries()})
+    return f"; did you mean {meant!r}?" if meant else ""
+
+
+def slip(given: str, known: Iterable[str]) -> str | None:
+    """The one name of ``known`` that ``given`` is a slip of the keyboard away from: two
+    neighbouring characters swapped, one character added or one left out. A substitution
+    is not a slip: ``release-2.1`` beside ``release-2.0`` is another branch."""
+    found = {k for k in known if k != given and _one_slip(given, k)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _one_slip(a: str, b: str) -> bool:
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) - len(short) != 1:
+        return False
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 class StoreError(NsysdiffError):
@@ -511,7 +536,10 @@ def _sqlite_file(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise StoreError(f"{path}: no such history store") from None
+        near = [p.name for p in path.parent.iterdir() if p.is_file()] if path.parent.is_dir() else []
+        meant = slip(path.name, near)
+        hint = f"; did you mean {str(path.with_name(meant))!r}?" if meant else ""
+        raise StoreError(f"{path}: no such history store{hint}") from None
     except OSError as e:
         raise StoreError(f"{path}: can't be read ({e.strerror})") from None
     try:

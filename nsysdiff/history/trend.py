@@ -41,7 +41,7 @@ def trend(store: st.Store, ref: str, key: str, kind: str | None = None) -> Trend
     A kernel is found by its signature or by its label (:meth:`Store.kernel_labels`)."""
     entries = store.entries(ref)
     if not entries:
-        raise UsageError(f"{store.path}: no entries for ref {ref!r}")
+        raise UsageError(f"{store.path}: no entries for ref {ref!r}{st.unknown_ref(store, ref)}")
     labels = store.kernel_labels()
     signature = next((k for k, v in labels.items() if v == key), None) if kind in (None, st.KERNEL) else None
     series = store.series(entries, key)

@@ -152,12 +152,30 @@ def waterfall(diff: Diff) -> Chart | None:
             ["base", "more/fewer\ncalls", "slower/faster\ncalls", "new\nkernels", "removed\nkernels", "candidate"],
         )
         ax.set_ylabel("kernel time per step (ms)" if diff.per_step else "kernel time (ms)")
-        ax.set_ylim(0, max(base, level, base + max(0, e.count_ns) + max(0, e.per_call_ns) + e.new_ns) / 1e6 * 1.15)
+        floor, top = waterfall_axis(base, [v for _, v in steps])
+        ax.set_ylim(floor / 1e6, top / 1e6)
+        cut = f" The axis starts at {u.ns(floor)}, not 0, so that the parts can be seen." if floor > 0 else ""
         return chart(
             f"{u.ns(base)} → {u.ns(level)}: the change split exactly into calls added or removed (at the "
             "base time per call), calls that got slower or faster, kernels only in the candidate and kernels "
-            "only in the base.",
+            f"only in the base.{cut}",
         )
+
+
+def waterfall_axis(base: float, parts: Sequence[float]) -> tuple[float, float]:
+    """The waterfall's vertical range: from 0 while the parts are a visible share of the
+    totals, else from just under the lowest level the bars step through (+80 us on a
+    2.75 ms axis from 0 is a hairline)."""
+    levels = [base]
+    for value in parts:
+        levels.append(levels[-1] + value)
+    low, high = min(levels), max(levels)
+    top = high * 1.15 if high > 0 else 1.0
+    span = high - low
+    if span <= 0 or span >= 0.2 * high:
+        return 0.0, top
+    floor = max(0.0, low - 1.5 * span)
+    return floor, high + 0.6 * span
 
 
 def contributors(diff: Diff, named: Mapping[str, str]) -> Chart | None:
@@ -240,7 +258,16 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
-    flagged = "; red rings: families flagged as a whole" if any(m == "family" for _, _, m in rows) else ""
+    flagged = (
+        "; rings: families flagged as a whole (red slower than the scale, green faster)"
+        if any(m == "family" for _, _, m in rows)
+        else ""
+    )
+    faster = (
+        "; green triangles: faster than the scale (an improvement)"
+        if any(m == "outlier" and (r.ratio or 1.0) < i.factor for _, r, m in rows)
+        else ""
+    )
     shown = (
         f"the {len(fams)} largest of {len(pool)} {many}"
         if len(fams) < len(pool)
@@ -262,11 +289,14 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         )
         for y, (_, r, mark) in enumerate(rows):
             weight = max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) / total
+            # Faster than the scale is an improvement: green, and a marker of its own shape.
+            improved = (r.ratio or 1.0) < i.factor
+            colour = BETTER if improved else WORSE
             if mark == "outlier":
-                ax.scatter([r.ratio or 1.0], [y], s=70, marker="D", color=WORSE, zorder=3)
+                ax.scatter([r.ratio or 1.0], [y], s=70, marker="v" if improved else "D", color=colour, zorder=3)
             elif mark == "family":
                 ax.scatter(
-                    [r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), facecolors="none", edgecolors=WORSE, lw=1.5
+                    [r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), facecolors="none", edgecolors=colour, lw=1.5
                 )
             else:
                 ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
@@ -276,13 +306,13 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
                     (r.ratio or 1.0, y),
                     xytext=(6, -3),
                     textcoords="offset points",
-                    color=WORSE,
+                    color=colour,
                     fontsize=8,
                 )
         ax.set_yticks(range(len(rows)), [name for name, _, _ in rows])
-        for tick, (_, _row, mark) in zip(ax.get_yticklabels(), rows, strict=True):
+        for tick, (_, row, mark) in zip(ax.get_yticklabels(), rows, strict=True):
             if mark:
-                tick.set_color(WORSE)
+                tick.set_color(BETTER if (row.ratio or 1.0) < i.factor else WORSE)
         low, high = min(ratios) / 1.3, max(ratios) * 1.6
         ax.set_xlim(low, high)
         _ratio_ticks(ax, low, high)
@@ -294,7 +324,7 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
             f"Each dot is {_article(one)} {one}'s total-time ratio ({shown}; dot size: time). The blue line "
             f"is the overall scale {i.factor:.2f}x, the shaded band holds half the weight; the dashed lines "
             f"are {s.min_deviation:g}x beyond it, where an outlier must lie. Red diamonds: outlier "
-            f"{what}{flagged}."
+            f"{what} slower than the scale{faster}{flagged}."
         )
 
 

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 
 from nsysdiff import units as u
-from nsysdiff.history.changes import FALSE_ALARM, FALSE_ALARM_UPPER, Changes, Drift, Step
+from nsysdiff.history.changes import FALSE_ALARM, FALSE_ALARM_UPPER, Changes, Drift, Step, Structural
 from nsysdiff.history.store import PER_STEP, STEP, Entry, scope_words
 from nsysdiff.history.trend import Trend
 from nsysdiff.render.cells import finite
@@ -27,6 +27,11 @@ def sparkline(values: Sequence[float]) -> str:
     if hi <= lo:
         return _BARS[3] * len(values)
     return "".join(_BARS[min(7, int((v - lo) / (hi - lo) * 8))] for v in values)
+
+
+def _lines(buf: io.StringIO) -> str:
+    """What was printed, without the spaces rich pads a table's lines with."""
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
 def _pct(r: float | None, digits: int = 2) -> str:
@@ -66,7 +71,7 @@ def render_list(path: str, entries: Sequence[Entry], width: int, last: int) -> s
         console.print(
             grid(title, ("commit", "ref", "run", "added", "GPU", "graphs", "gate"), rows, width, optional=(5, 3, 4))
         )
-    return buf.getvalue()
+    return _lines(buf)
 
 
 def render_trend(t: Trend, width: int, last: int) -> str:
@@ -122,7 +127,7 @@ def render_trend(t: Trend, width: int, last: int) -> str:
                 optional=(3, 8, 4, 5),
             )
         )
-    return buf.getvalue()
+    return _lines(buf)
 
 
 def _bar(v: float, lo: float, hi: float, cells: int = 10) -> str:
@@ -161,6 +166,19 @@ def _step_notes(steps: Sequence[Step], drifts: Sequence[Drift]) -> list[str]:
         verb = "may hold (an NVTX range holds what ran inside it)" if ranges else "hold"
         notes.append(f"{', '.join(sums)} {verb} the drifting kernel {kernel}: their steps may be part of that drift")
     return notes
+
+
+# How a structural change names its key's kind: "appeared at 1a2b3c4: copies DtoD".
+_KIND_WORDS = {"copy": "copies", "nvtx": "NVTX range", "step": "step figure"}
+STRUCTURES_SHOWN = 20  # structural changes listed in the text; the JSON has every one
+
+
+def structure_phrase(x: Structural, sha: int = 12) -> str:
+    """``appeared at 1a2b3c4d5e6f: copies DtoD``, ``gone at ...``, ``in 12 of 30 commits:``."""
+    what = f"{_KIND_WORDS.get(x.kind, x.kind)} {x.label or x.key}"
+    if x.commit is None:
+        return f"comes and goes ({x.commits:,} commits with it): {what}"
+    return f"{x.change} at {x.commit[:sha]}: {what}"
 
 
 def _drift_row(d: Drift) -> list[str]:
@@ -209,11 +227,16 @@ def render_changes(c: Changes, width: int) -> str:
     if c.structural:
         wrap(
             console,
-            f"{u.plural(c.structural, 'key')} not in every commit (structural changes) were not scanned",
+            f"{u.plural(c.structural, 'key')} not in every run (structural changes) were not scanned:",
             width,
             indent="  ",
             hang="  ",
         )
+        for x in c.structures[:STRUCTURES_SHOWN]:
+            wrap(console, structure_phrase(x), width, indent="    ", hang="      ")
+        if len(c.structures) > STRUCTURES_SHOWN:
+            more = len(c.structures) - STRUCTURES_SHOWN
+            wrap(console, f"and {more:,} more (--format json lists every one)", width, indent="    ")
     if c.steps:
         console.print()
         ordered = sorted(c.steps, key=lambda s: (s.index, s.kind, s.key))
@@ -223,7 +246,8 @@ def render_changes(c: Changes, width: int) -> str:
                 ("key", "kind", "commit", "level", "change", "95% interval", "p"),
                 [_step_row(s) for s in ordered],
                 width,
-                optional=(3, 1),
+                # The kind stays: a kernel and its one-kernel family share a name and figures.
+                optional=(3, 5),
             )
         )
         for note in _step_notes(ordered, c.drifts):
@@ -237,13 +261,13 @@ def render_changes(c: Changes, width: int) -> str:
                 ("key", "kind", "commits", "per commit", "95% interval", "overall", "p"),
                 rows,
                 width,
-                optional=(1, 2),
+                optional=(2, 4),
             )
         )
     if not c.steps and not c.drifts:
         console.print()
         wrap(console, "No change point: every scanned key held its level.", width, indent="  ")
-    return buf.getvalue()
+    return _lines(buf)
 
 
 def changes_json(c: Changes) -> str:
@@ -266,11 +290,12 @@ def changes_json(c: Changes) -> str:
         },
         "steps": [_fields(s) for s in c.steps],
         "drifts": [_fields(d) for d in c.drifts],
+        "structures": [_fields(x) for x in c.structures],
     }
     return neutral.json_document(json.dumps(finite(doc), indent=1)) + "\n"
 
 
-def _fields(obj: Step | Drift) -> dict[str, object]:
+def _fields(obj: Step | Drift | Structural) -> dict[str, object]:
     out: dict[str, object] = {}
     for name in obj.__slots__:
         v = getattr(obj, name)

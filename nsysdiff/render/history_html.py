@@ -70,7 +70,7 @@ def _index(d: Dashboard) -> str:
         (
             "scanned",
             f"{len(c.commits):,} commits, {c.runs:,} runs, {c.keys:,} keys ({c.structural:,} not in every "
-            "commit: structural, not scanned)",
+            "run: structural, not scanned, listed below)",
         ),
         ("found", f"{len(c.steps):,} change points, {len(c.drifts):,} drifts"),
         (
@@ -80,6 +80,8 @@ def _index(d: Dashboard) -> str:
             "(docs/history.md)",
         ),
     ]
+    # The "back to" column only where a step returns to an earlier level: else it is empty.
+    returns = any(s.returns_to for s in c.steps)
     steps = [
         (
             "",
@@ -91,10 +93,23 @@ def _index(d: Dashboard) -> str:
                 num(s.after_ns, u.ns(s.after_ns)),
                 num(s.ratio, _interval(s.ratio, s.ci_low, s.ci_high)),
                 num(s.p_value, u.pvalue(s.p_value)),
-                td(f"back to {_sha(s.returns_to)}" if s.returns_to else ""),
+                *([td(f"back to {_sha(s.returns_to)}" if s.returns_to else "")] if returns else []),
             ],
         )
         for s in c.steps
+    ]
+    structures = [
+        (
+            "",
+            [
+                td(x.change if x.commit is not None else "comes and goes"),
+                code(_sha(x.commit), x.commit, "nowrap") if x.commit is not None else td(""),
+                td(x.kind),
+                _link(x.kind, x.key, known, x.label),
+                num(x.commits, f"{x.commits:,}"),
+            ],
+        )
+        for x in c.structures
     ]
     drifts = [
         (
@@ -129,7 +144,10 @@ def _index(d: Dashboard) -> str:
         title=f"nsysdiff history: {d.ref}",
         ref=d.ref,
         about=about,
-        steps=Table("steps", _STEP_COLUMNS, steps, "change points") if steps else None,
+        steps=Table("steps", _STEP_COLUMNS[: len(_STEP_COLUMNS) - (not returns)], steps, "change points")
+        if steps
+        else None,
+        structures=Table("structures", _STRUCTURE_COLUMNS, structures, "structural changes") if structures else None,
         drifts=Table("drifts", _DRIFT_COLUMNS, drifts, "drifts") if drifts else None,
         keys=Table("keys", _KEY_COLUMNS, keys, "keys"),
     )
@@ -143,7 +161,14 @@ _STEP_COLUMNS = (
     Column("after"),
     Column("ratio [95%]"),
     Column("p"),
-    Column(""),
+    Column("returns"),
+)
+_STRUCTURE_COLUMNS = (
+    Column("change"),
+    Column("commit"),
+    Column("kind"),
+    Column("key"),
+    Column("commits with it"),
 )
 _DRIFT_COLUMNS = (
     Column("kind"),

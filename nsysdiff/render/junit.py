@@ -2,11 +2,13 @@
 
 One ``<testsuite name="nsysdiff">`` inside ``<testsuites>``:
 
-* one test case per rule that ran (``classname="nsysdiff.<kind>"``, ``name="<rule id>"``);
-  it fails when any of its findings decides the FAIL, and lists those subjects;
-* one test case per finding (``name="<rule id>[<subject>]"``): a ``<failure>`` carrying
-  the evidence for a finding that decides the FAIL (errors, and warnings under
-  ``--strict``), ``<skipped>`` for a waived finding, ``<system-out>`` otherwise;
+* one test case per finding (``classname="nsysdiff.<kind>"``,
+  ``name="<rule id>[<subject>]"``): a ``<failure>`` carrying the evidence for a finding
+  that decides the FAIL (errors, and warnings under ``--strict``), ``<skipped>`` for a
+  waived finding, ``<system-out>`` otherwise;
+* one test case per rule that ran without a finding (``name="<rule id>"``): passed, or
+  ``<skipped>`` when it was not judged. A rule with findings is the cases of its findings,
+  so that each failure is counted once (a case for the rule too would count it twice);
 * when the traces can't be compared, an ``<error>`` test case named ``comparability``
   with the reasons; under ``--no-rules``, a skipped test case named ``rules``.
 
@@ -75,23 +77,13 @@ def render(report: Report) -> str:
         case = _case(suite, "nsysdiff", "rules")
         ET.SubElement(case, "skipped", message="not judged (--no-rules)")
 
-    # Grouped once: a scan of every finding per rule was quadratic with many rules.
-    failing_subjects: dict[str, list[str]] = {}
-    for f in report.findings:
-        if f in failing:
-            failing_subjects.setdefault(f.rule_id, []).append(f.subject)
+    # A set once: a scan of every finding per rule was quadratic with many rules.
+    with_findings = {f.rule_id for f in report.findings}
     for rule in report.rules:
+        if rule.rule_id in with_findings:
+            continue  # its findings' cases stand for it
         case = _case(suite, f"nsysdiff.{rule.kind}", rule.rule_id)
-        subjects = failing_subjects.get(rule.rule_id, [])
-        if subjects:
-            fail = ET.SubElement(
-                case,
-                "failure",
-                message=_x(f"{u.plural(len(subjects), 'failing finding')}: {', '.join(subjects)}"),
-                type=rule.level.value,
-            )
-            fail.text = _x(rule.description)
-        elif rule.remark == NOT_JUDGED:
+        if rule.remark == NOT_JUDGED:
             # A test runner shows a skipped case as such, never as passed.
             ET.SubElement(case, "skipped", message=_x(f"not judged: {rule.remark_reason}"))
         else:

@@ -367,7 +367,7 @@ def _steps(diff: Diff) -> list[str]:
     body = _table(step_lines.STAT_HEADER, [[cell(c) for c in r] for r in step_lines.stat_rows(sd)], "lrrrrr")
     body += ["", *_table(step_lines.PART_HEADER, step_lines.part_rows(sd), "lrrr")]
     if sd.families:
-        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd), "lrrrrr")]
+        body += ["", *_table(step_lines.FAMILY_HEADER, step_lines.family_rows(sd, fractions=False), "lrrrrr")]
     body += ["", f"<sub>{cell(step_lines.METHOD)}</sub>"]
     return _details(cell(step_lines.title(sd)), body)
 
@@ -402,7 +402,12 @@ def _render(report: Report, names: Names = Names.short) -> str:
     def kcode(r: Row) -> str:
         return kernel_code(r, named.get(r.key))
 
-    out = _verdict(report, kcode)
+    def short_code(r: Row) -> str:
+        # The first line is the Action's log line and a notification's preview: the label
+        # alone, never the demangled signature as a title (600 characters of one template).
+        return f"<code>{cell(named.get(r.key, r.name))}</code>"
+
+    out = _verdict(report, short_code)
     out += _context(d, named)
     if report.notes:
         out += [f"- {cell(n)}" for n in report.notes]

@@ -69,7 +69,7 @@ def _rows(keys: list[KeyNoise], named: dict[str, str]) -> list[list[str]]:
     ]
 
 
-HEADER = ("key", "kind", "mean/call", "width", "robust", "total", "width")
+HEADER = ("key", "kind", "mean/call", "width", "robust", "total", "total width")
 
 
 def _title(p: NoiseProfile, shown: int) -> str:

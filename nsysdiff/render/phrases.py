@@ -226,10 +226,19 @@ def compared_ns(diff: Diff) -> tuple[float, float]:
 
 
 def api_title(diff: Diff) -> str:
-    """The host API table's title. Its census counts every call of the scope's window, also
-    in a per-step diff whose other tables are per step: the title says so, as the
-    devices table's does."""
-    return "Host API calls of the whole scope" if diff.per_step else "Host API calls"
+    """The host API table's title. Its census counts every call of the ``--window`` (else
+    of the whole capture), also where ``--nvtx`` or ``--per`` narrow the other tables to
+    ranges or steps (a host call has no range to be counted through unless it launched
+    something): the title says which, as the devices table's does."""
+    scopes = (diff.base.scope, diff.candidate.scope)
+    if not diff.per_step and not any(s.nvtx or s.per for s in scopes):
+        return "Host API calls"
+    windows = [s.window is not None for s in scopes]
+    if all(windows):
+        return "Host API calls of the whole window"
+    return (
+        "Host API calls of the whole capture" if not any(windows) else "Host API calls of each whole window or capture"
+    )
 
 
 def steps_phrase(diff: Diff) -> str | None:

@@ -191,8 +191,8 @@ def render_job_plain(v: RankView, sources: list[str], width: int) -> str:
     )
     wrap(
         console,
-        f"{sum(r.kernels for r in v.ranks):,} kernel launches · kernel time "
-        f"{u.ns(sum(r.kernel_ns for r in v.ranks))} over {len(v.ranks):,} ranks",
+        f"{u.plural(sum(r.kernels for r in v.ranks), 'kernel launch')} · kernel time "
+        f"{u.ns(sum(r.kernel_ns for r in v.ranks))} over {u.plural(len(v.ranks), 'rank')}",
         width,
         hang="  ",
     )

@@ -188,7 +188,7 @@ def _launches(sd: StepsDiff) -> str:
         return "no launches"
     if _whole(f.base_calls):
         return f"{count(f.base_calls)} {family_word(HostFamily.LAUNCH, f.base_calls)} per step"
-    return f"{round(f.base_calls * sd.base.steps):,} launches in {sd.base.steps:,} steps"
+    return f"{u.plural(round(f.base_calls * sd.base.steps), 'launch')} in {u.plural(sd.base.steps, 'step')}"
 
 
 def step_word(per: str) -> str:
@@ -242,15 +242,24 @@ def part_rows(sd: StepsDiff) -> list[list[str]]:
     return rows
 
 
-def family_rows(sd: StepsDiff) -> list[list[str]]:
+def family_rows(sd: StepsDiff, fractions: bool = True) -> list[list[str]]:
+    """The host-call families' rows; calls per step as exact fractions (``21,759/32``),
+    or, ``fractions=False``, as decimals (``679.97``: a pull-request comment's reader
+    takes a fraction for a typo)."""
     rows = []
     for f in sd.families:
         copies = f.family.copies
+        if fractions:
+            calls = f"{step_count(f.base_calls, sd.base.steps)} → {step_count(f.candidate_calls, sd.candidate.steps)}"
+            delta = _delta_cell(f, sd)
+        else:
+            calls = f"{count(f.base_calls)} → {count(f.candidate_calls)}"
+            delta = signed_count(f.delta_calls) if f.delta_calls else "0"
         rows.append(
             [
                 u.many(f.family.noun),
-                f"{step_count(f.base_calls, sd.base.steps)} → {step_count(f.candidate_calls, sd.candidate.steps)}",
-                _delta_cell(f, sd),
+                calls,
+                delta,
                 f"{u.ns(f.base_mean_ns)} → {u.ns(f.candidate_mean_ns)}",
                 u.ratio(f.mean_ratio),
                 f"{u.nbytes(f.base_bytes)} → {u.nbytes(f.candidate_bytes)}" if copies else "",

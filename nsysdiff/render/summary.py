@@ -104,7 +104,7 @@ def scope_lines(fp: Fingerprint) -> list[str]:
         out.append(f"coverage: {100 * s.coverage:.1f}% of the kernel time")
     for ph in fp.phases:
         out.append(
-            f"phase {ph.name}: {ph.ranges:,} ranges · {ph.fingerprint.kernel_calls:,} launches · "
+            f"phase {ph.name}: {u.plural(ph.ranges, 'range')} · {u.plural(ph.fingerprint.kernel_calls, 'launch')} · "
             f"kernel time {u.ns(ph.fingerprint.kernel_ns)}"
         )
     return out
@@ -114,7 +114,8 @@ def gpu_line(fp: Fingerprint) -> str:
     """The GPUs, identical models counted once: ``8x NVIDIA H100 80GB HBM3 (#0-7)``."""
     groups: dict[str, list[int]] = {}
     for g in fp.meta.gpus:
-        groups.setdefault(g.name, []).append(g.id)
+        # Names as nsys records them can end in a space ("RTX 3060 Laptop "): one space apart.
+        groups.setdefault(" ".join(g.name.split()), []).append(g.id)
     parts = []
     for name, ids in groups.items():
         ids.sort()
@@ -122,6 +123,10 @@ def gpu_line(fp: Fingerprint) -> str:
         where = f"#{ids[0]}-{ids[-1]}" if run and len(ids) > 2 else ", ".join(f"#{i}" for i in ids)
         parts.append(f"{len(ids)}x {name} ({where})" if len(ids) > 1 else f"{name} ({where})")
     return ", ".join(parts) or "not recorded"
+
+
+def _recorded(ns: float | None) -> str:
+    return "not recorded" if ns is None else u.ns(ns)
 
 
 def header_lines(fp: Fingerprint) -> list[str]:
@@ -134,7 +139,8 @@ def header_lines(fp: Fingerprint) -> list[str]:
         m.source,
         f"nsys {m.nsys_version or 'unknown (no metadata table)'} · schema "
         f"{m.schema_version or 'unknown'} · GPUs: {gpu_line(fp)}",
-        f"capture window {u.ns(m.capture_ns)} · devices with kernels: {devices} · CUDA graphs: {m.graph_mode.value}",
+        f"capture window {_recorded(m.capture_ns)} · devices with kernels: {devices} · "
+        f"CUDA graphs: {m.graph_mode.value}",
         *scope_lines(fp),
     ]
     if not m.has_kernels:
@@ -143,7 +149,7 @@ def header_lines(fp: Fingerprint) -> list[str]:
         span = sum(d.span_ns for d in fp.devices)
         idle = 100.0 * (1 - fp.busy_ns / span) if span else 0.0
         out.append(
-            f"{fp.kernel_calls:,} kernel launches · kernel time {u.ns(fp.kernel_ns)} · "
+            f"{u.plural(fp.kernel_calls, 'kernel launch')} · kernel time {u.ns(fp.kernel_ns)} · "
             f"GPU busy {u.ns(fp.busy_ns)} · idle {idle:.1f}% of the kernel span"
         )
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
 from rich.console import Console
@@ -277,16 +278,34 @@ def _findings(
 
 
 def _subject(console: Console, head: str, subject: str, width: int, bold: bool) -> None:
-    """A finding's head and its subject, the subject never broken (it pastes into a
+    """A finding's head and its subject, no name in it ever broken (a name pastes into a
     waiver as it is): after the head when it fits, else on a line of its own under the
-    finding's text, else from the margin; one longer than a line runs past it."""
+    finding's text; a subject of several words too long for that line wraps between its
+    words (a CI log is read for this line), a single name from the margin, running past
+    the line only if it is longer than the line."""
     style = "bold" if bold else ""
     if len(head) + len(subject) <= width:
         console.print(Text(head + subject, style=style))
         return
     wrap(console, head.rstrip(), width, hang=HANG, bold=bold)
-    indent = HANG if len(HANG) + len(subject) <= width else "  "
-    console.print(Text(indent + subject, style=style), soft_wrap=True)
+    if len(HANG) + len(subject) <= width:
+        console.print(Text(HANG + subject, style=style))
+        return
+    if " " in subject.strip():
+        # From the margin where a word of it would not fit beside the finding's indent.
+        indent = HANG if max(map(len, subject.split())) <= width - len(HANG) else "  "
+        lines = textwrap.wrap(
+            subject,
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for line in lines:
+            console.print(Text(line, style=style), soft_wrap=True)
+        return
+    console.print(Text("  " + subject, style=style), soft_wrap=True)
 
 
 def _verdict_cell(r: Row) -> str:

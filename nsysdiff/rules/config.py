@@ -160,6 +160,12 @@ def _as_written(node: Node) -> str:
     return "?"
 
 
+def _close(word: str, known: Sequence[str]) -> str:
+    """``; did you mean 'step-gpu-time'?`` where one of ``known`` is close, else nothing."""
+    close = difflib.get_close_matches(word, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _hint(word: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, known, n=1)
     return f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
@@ -645,6 +651,7 @@ def load_rules(specs: Sequence[str]) -> RuleSet:
             errors.extend(e.lines)
     errors += [
         f"{w.source}:{w.line}: waiver for rule {w.rule!r}: key 'rule': no rule with this id is loaded"
+        + _close(w.rule, [*loader.rules, *loader.broken])
         for w in loader.waivers
         if w.rule not in loader.rules and w.rule not in loader.broken
     ]

@@ -151,8 +151,10 @@ class Limit:
     def observed(self, base: float, value: float, fmt: Callable[[float], str]) -> str:
         """How the candidate value reads against this limit: a ratio, a signed change, a value."""
         if self.kind is LimitKind.MAX_RATIO and base > 0:
-            return units.fmt_ratio(value / base)
-        if self.kind in (LimitKind.MAX_VALUE, LimitKind.MAX_SHARE):
+            return units.ratio_beside(value / base, self.amount)
+        if self.kind is LimitKind.MAX_SHARE:
+            return units.percent_beside(value, self.amount)
+        if self.kind is LimitKind.MAX_VALUE:
             return fmt(value)
         return f"{'+' if value >= base else '-'}{fmt(abs(value - base))}"
 

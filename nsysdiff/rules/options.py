@@ -7,6 +7,7 @@ Each parser takes what YAML produced and returns a validated value, or raises
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -88,7 +89,9 @@ def choice(choices: Sequence[str]) -> Callable[[Any], str]:
         if not isinstance(value, str):
             raise ValueError(f"expected one of {', '.join(choices)}; got {type_name(value)}")
         if value not in choices:
-            raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+            close = difflib.get_close_matches(value, choices, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{value!r} is not one of {', '.join(choices)}{hint}")
         return value
 
     return parse

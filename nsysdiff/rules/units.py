@@ -114,6 +114,27 @@ def fmt_percent(f: float) -> str:
     return f"{100 * f:.2f}%"
 
 
+def beside(value: float, limit: float, fmt: Callable[[float], str], digits: Callable[[float, int], str]) -> str:
+    """``value`` as ``fmt`` prints it, or with as many more digits (``digits(v, n)``) as
+    it takes to differ from ``limit`` printed alike: a ratio of 1.024 over a limit of 1.02
+    reads ``1.024x vs limit max_ratio 1.02x``, never ``1.02x vs limit max_ratio 1.02x``."""
+    shown = fmt(value)
+    if value == limit or shown != fmt(limit):
+        return shown
+    for n in range(3, 10):
+        if digits(value, n) != digits(limit, n):
+            return digits(value, n)
+    return shown
+
+
+def ratio_beside(value: float, limit: float) -> str:
+    return beside(value, limit, fmt_ratio, lambda v, n: f"{v:.{n}f}x")
+
+
+def percent_beside(value: float, limit: float) -> str:
+    return beside(value, limit, fmt_percent, lambda v, n: f"{100 * v:.{n}f}%")
+
+
 def fmt_count(c: float) -> str:
     """``8,955``, or ``12.5`` for a per-step average: as the report's tables print counts."""
     return f"{c:,.0f}" if float(c).is_integer() else f"{c:,.1f}"

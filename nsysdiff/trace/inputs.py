@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -178,6 +179,14 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
         except OSError as e:
             raise TraceError(f"{report}: nsys export could not run ({e.strerror})") from None
         if done.returncode != 0 or not output.is_file():
+            newer = _newer_writer(done.stderr)
+            if newer is not None:
+                raise TraceError(
+                    f"{report}: written by Nsight Systems {newer}, newer than the nsys on PATH "
+                    f"({_nsys_version(nsys)}), which can't read it; export it with nsys {newer} or later "
+                    f"(where it was captured: {export_command(report, report.with_name(stem + '.sqlite'))}) "
+                    "and give nsysdiff the .sqlite"
+                )
             last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
             raise TraceError(
                 f"{report}: nsys export failed (exit {done.returncode}){': ' + last.strip() if last else ''}; "
@@ -194,6 +203,29 @@ def exported(report: Path, keep: Path | None, notify: Callable[[str], None]) -> 
             raise TraceError(f"{final}: can't keep the export ({e.strerror})") from None
         notify(f"exported {report} to SQLite with nsys, kept as {final}")
         yield final
+
+
+# What nsys says of a report written by a newer nsys: "Version number is invalid:
+# 2024@4@2@133-..." (the writer's version, its parts joined by @).
+_NEWER = re.compile(r"Version number is invalid:\s*(\d+(?:@\d+)+)")
+
+
+def _newer_writer(stderr: str) -> str | None:
+    """The version of the nsys that wrote a report the nsys on PATH refused as too new."""
+    m = _NEWER.search(stderr)
+    return m[1].replace("@", ".") if m else None
+
+
+def _nsys_version(nsys: str) -> str:
+    """``nsys --version``'s version (``2023.2.3.1001``), or what is known without it."""
+    try:
+        out = subprocess.run(
+            [nsys, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    m = re.search(r"\d{4}\.\d+(?:\.\d+)*", out)
+    return f"version {m[0]}" if m else "version unknown"
 
 
 def check_distinct_files(paths: Sequence[Path]) -> None:

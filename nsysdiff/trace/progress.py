@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TextIO
@@ -60,9 +61,13 @@ def reading(
         transient=True,
     ) as bar:
         task = bar.add_task("reading", total=None)
+        # The two sides of a diff are read on threads of their own: without the lock, one
+        # side's step could replace the other's description before it was ever drawn.
+        drawing = threading.Lock()
 
         def step(side: str, what: str) -> None:
-            bar.update(task, description=describe(side, what))
-            bar.refresh()  # each step is seen, however fast the next one comes
+            with drawing:
+                bar.update(task, description=describe(side, what))
+                bar.refresh()  # each step is seen, however fast the next one comes
 
         yield step

@@ -285,6 +285,25 @@ def test_failed_export_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert lines[0].startswith(f"nsysdiff: error: {rep}: nsys export failed (exit 3): file is corrupt; the command")
 
 
+def test_a_report_from_a_newer_nsys_says_which_and_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then\n'
+        '  echo "NVIDIA Nsight Systems version 2023.2.3.1001-32894139v0"; exit 0\nfi\n'
+        "echo 'Importer error status: Version number is invalid: 2024@4@2@133-34939958v0' >&2\nexit 1\n",
+        encoding="utf-8",
+    )
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    rep = tmp_path / "p.nsys-rep"
+    rep.write_bytes(REPORT)
+    code, _, err = run_cli("summary", rep)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{rep}: written by Nsight Systems 2024.4.2.133, newer than the nsys on PATH (version 2023.2.3.1001)" in err
+    assert "export it with nsys 2024.4.2.133 or later" in err and "@" not in err.split("PATH")[1]
+
+
 # --- waivers that match nothing ---------------------------------------------------------------
 
 

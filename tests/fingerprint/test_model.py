@@ -12,7 +12,8 @@ from fpspec import fingerprint, kernel
 from nsysdiff.api import load
 from nsysdiff.compare.diff import compare
 from nsysdiff.errors import FingerprintError
-from nsysdiff.fingerprint.model import FORMAT_VERSION, fingerprint_from_json, fingerprint_to_json
+from nsysdiff.fingerprint import FORMAT_VERSION
+from nsysdiff.fingerprint.model import fingerprint_from_json, fingerprint_to_json
 
 EXAMPLE = ROOT / "examples" / "cascade"
 

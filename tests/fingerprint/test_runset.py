@@ -310,3 +310,26 @@ def test_a_planted_item_in_one_candidate_run_is_not_voted_away() -> None:
     assert "pr.json: not a repeat of" in err and "--mixed-runs" in err
     code, _, _ = run_cli(*argv, "--rules", "tpot", "--mixed-runs")
     assert code != 2
+
+
+def test_a_candidate_that_is_also_a_base_run_is_refused(tmp_path: Path) -> None:
+    """As one file twice on one side is: the base's interval would hold the candidate."""
+    from fpspec import fingerprint, saved_pair
+
+    from nsysdiff import api
+
+    a, b = saved_pair(tmp_path, {"gemm": (10, 1_000_000)}, {"gemm": (10, 1_010_000)})
+    c = tmp_path / "candidate.json"  # a copy of the base's second run (saved_pair's c.json)
+    c.write_text(Path(b).read_text())
+    with pytest.raises(UsageError, match=r"candidate.json: the same capture as the base run .*c.json"):
+        api.diff([a, b], [c], None)
+    with pytest.raises(UsageError, match="the same capture as the base run"):
+        runset.check_apart(
+            runset.RunSet((fingerprint({"k": (1, 5)}), fingerprint({"k": (1, 6)})), ("x", "y")),
+            runset.RunSet((fingerprint({"k": (1, 6)}),), ("z",)),
+        )
+    # One run against itself is a self-diff: a sanity check, never refused.
+    runset.check_apart(
+        runset.RunSet((fingerprint({"k": (1, 6)}),), ("y",)), runset.RunSet((fingerprint({"k": (1, 6)}),), ("z",))
+    )
+    assert api.diff(a, a, None).exit_code == 0

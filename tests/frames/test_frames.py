@@ -258,3 +258,40 @@ def test_history_frames_show_the_series_and_its_change_point(tmp_path: Path) -> 
     assert not found.duplicated(["Change", "Kind", "Key", "Commit"]).any()
     series.to_parquet(tmp_path / "s.parquet")
     found.to_parquet(tmp_path / "c.parquet")
+
+
+def test_a_frame_given_the_wrong_thing_says_what_to_pass(tmp_path: Path) -> None:
+    fp = nd.load(_trace(tmp_path))
+    d = nd.compare(fp, fp)
+    with pytest.raises(TypeError, match=r"diff_frame takes a Diff \(nd.compare\(base, candidate\).*not a Fingerprint"):
+        nd.diff_frame(fp)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"kernels_frame takes a Fingerprint \(nd.load\(path\)\), not a Diff"):
+        nd.kernels_frame(d)  # type: ignore[arg-type]
+    report = nd.check(d, "default")
+    with pytest.raises(TypeError, match=r"not a Report; pass report.diff"):
+        nd.attribution_frame(report)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"findings_frame takes a Report"):
+        nd.findings_frame(d)  # type: ignore[arg-type]
+
+
+def test_kernel_names_are_told_apart_as_the_csv_tells_them() -> None:
+    h100 = Path(__file__).resolve().parents[2] / "examples" / "h100"
+    base, cand = nd.load(h100 / "bs1.sqlite"), nd.load(h100 / "bs16.sqlite")
+    k = nd.kernels_frame(base)
+    assert k["Name"].nunique() == k["Demangled Name"].nunique() == len(k)
+    report = nd.diff(base, cand, None)
+    rows = nd.diff_frame(report.diff)
+    assert rows["Name"].nunique() == len(rows)
+    done = subprocess.run(
+        [sys.executable, "-m", "nsysdiff", h100 / "bs1.sqlite", h100 / "bs16.sqlite", "--no-rules", "--format", "csv"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    kernels_csv = done.stdout.split("\n\n")[0].splitlines()
+    csv_names = {r["Demangled Name"]: r["Name"] for r in csv.DictReader(kernels_csv)}
+    assert dict(zip(rows["Demangled Name"], rows["Name"], strict=True)) == csv_names
+    parts = nd.attribution_frame(report.diff)
+    assert dict(zip(parts["Demangled Name"], parts["Name"], strict=True)) == {
+        key: csv_names[key] for key in parts["Demangled Name"]
+    }

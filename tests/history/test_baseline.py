@@ -87,3 +87,31 @@ def test_a_missing_store_is_a_first_run(tmp_path: Path) -> None:
     with pytest.raises(InconclusiveError, match="no history store yet") as e:
         api.history_baseline(f"history:{tmp_path}/none.sqlite@main~5", None)
     assert e.value.exit_code == 3
+
+
+def test_a_slip_of_the_store_or_ref_is_bad_input_with_did_you_mean(store: Path) -> None:
+    """Read as a first run (inconclusive), a typo would pass a job that lets inconclusive pass."""
+    from nsysdiff import api
+
+    for spec, meant in (
+        (f"history:{store}e@main~5", f"did you mean '{store}'"),
+        (f"history:{store.with_name('x.sqlite')}@main~5", None),  # another name: a first run
+        (f"history:{store}@mian~5", "did you mean 'main'"),
+        (f"history:{store}@mai~5", "did you mean 'main'"),
+        (f"history:{store}@pr-13~5", None),  # another branch (one substitution): its first runs
+    ):
+        if meant is None:
+            with pytest.raises(InconclusiveError):
+                api.history_baseline(spec, None)
+            continue
+        with pytest.raises(UsageError, match=meant) as e:
+            api.history_baseline(spec, None)
+        assert e.value.exit_code == 2, spec
+
+
+def test_what_is_a_slip() -> None:
+    assert st.slip("mian", ["main", "dev"]) == "main"
+    assert st.slip("mainn", ["main"]) == st.slip("man", ["main"]) == "main"
+    assert st.slip("release-2.1", ["release-2.0"]) is None  # a substitution: another name
+    assert st.slip("main", ["main"]) is None
+    assert st.slip("ab", ["a", "b"]) is None  # two names one slip away: no guess

@@ -181,3 +181,26 @@ def test_kernel_table_is_capped(report: Report, monkeypatch: pytest.MonkeyPatch)
     table = out[out.index('id="kernels"') : out.index("</table>", out.index('id="kernels"'))]
     assert table.count("<tr") == 4  # the header and the 3 largest changes
     assert f"The 3 largest changes of {len(report.diff.kernels):,} kernels; the JSON report" in out
+
+
+def test_an_improvement_is_marked_apart_from_a_regression() -> None:
+    from fpspec import fingerprint
+
+    from nsysdiff import api
+    from nsysdiff.compare.diff import compare
+
+    names = ["gemm_a", "softmax_b", "layernorm_c", "reduce_d", "copy_e", "attn_f", "elementwise_g", "rope_h"]
+    base = {n: (100, 10_000_000) for n in names}
+    cand = dict(base)
+    base["fast_kernel"], cand["fast_kernel"] = (100, 20_000_000), (100, 2_000_000)
+    out = render(api.judge(compare(fingerprint(base), fingerprint(cand)), (), ()), Format.html)
+    scale = svgs(out)[-1]
+    assert charts.BETTER.lower() in scale.lower()  # green, not the regressions' red
+    assert "green triangles: faster than the scale (an improvement)" in out
+
+
+def test_a_small_change_on_a_large_total_is_drawn_above_a_raised_floor() -> None:
+    # +80 us on 2.75 ms: from 0 the parts are hairlines.
+    floor, top = charts.waterfall_axis(2_750_000, [0, 80_000, 0, 0])
+    assert 2_000_000 < floor < 2_750_000 and top > 2_830_000
+    assert charts.waterfall_axis(1_000_000, [500_000, 0, 0, 0])[0] == 0.0  # a large change: from 0

@@ -84,5 +84,5 @@ def test_the_scale_chart_marks_a_family_flagged_as_a_whole() -> None:
     assert chart is not None
     words = " ".join(svg_texts(chart.svg))
     assert f"outlier family {flagged[0].ratio:.2f}x" in words
-    assert "red rings: families flagged as a whole" in chart.caption
+    assert "rings: families flagged as a whole (red slower than the scale, green faster)" in chart.caption
     assert svgs(f"<p>{chart.svg}</p>")

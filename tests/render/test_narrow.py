@@ -59,6 +59,9 @@ def test_noise_at_80_columns_keeps_kind_and_robust() -> None:
     assert "void at::native" not in out  # kernels by their labels, as the diff names them
     assert re.search(r"^CatArrayBatchedCopy ⟨OpaqueType<4>⟩ +kernel ", table, re.M)
     assert re.search(r"^nvjet_sm90_tst_64x16_64x16_4x1_v_bz_ +kernel .*\nTNT$", table, re.M)
+    wide = run_cli("noise", a, b, "--width", "200").stdout.split("noise width)\n")[1].splitlines()[0]
+    # Each column says which width it is: the mean's, then the whole scope's total's.
+    assert re.split(r"  +", wide.strip()) == ["key", "kind", "mean/call", "width", "robust", "total", "total width"]
 
 
 def test_one_label_per_kernel_in_every_output(tmp_path: Path) -> None:
@@ -94,3 +97,13 @@ def test_a_budget_on_each_kernel_names_it_by_its_label(tmp_path: Path) -> None:
     out = run_cli(a, b, "--rules", rules, "--details", "--width", "200").stdout
     assert "each-add · vectorized_elementwise_kernel ⟨CUDAFunctor_add⟩\n" in out
     assert "each-add · void " not in out
+
+
+def test_a_failed_rule_of_several_words_wraps_at_80_columns() -> None:
+    """The failed rule's subject is the line a CI log is read for: a phrase wraps between
+    its words, and every name in it stays whole."""
+    a, b = real_trace("h100/llm_bs1"), real_trace("h100/llm_bs16")
+    out = run_cli(a, b, "--rules", "tpot", "--width", "80").stdout
+    failed = out.split("Failed rules", 1)[1].split("\n\n", 1)[0]
+    assert max(len(line) for line in failed.splitlines()) <= 80, failed
+    assert "\n                 nvjet_sm90_tst_64x8_64x16_4x2_h_bz_TNT (new)\n" in failed, failed

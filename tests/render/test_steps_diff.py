@@ -97,6 +97,10 @@ def test_calls_that_do_not_divide_over_the_steps_are_said_as_exact_counts() -> N
     assert "1.12" not in text and "0.12" not in text
     row = next(line for line in text.splitlines() if line.startswith("sync calls"))
     assert "1 → 9/8" in row and "+1/8" in row
+    # A pull-request comment's table says decimals: a fraction there reads as a typo.
+    md = render(report, Format.markdown, details=True)  # type: ignore[arg-type]
+    md_row = next(line for line in md.splitlines() if line.startswith("| sync calls |"))
+    assert "| 1 → 1.12 | +0.12 |" in md_row and "/8" not in md_row, md_row
 
 
 def test_the_host_api_table_of_a_per_step_diff_says_it_counts_the_whole_scope(tmp_path: Path) -> None:
@@ -105,10 +109,15 @@ def test_the_host_api_table_of_a_per_step_diff_says_it_counts_the_whole_scope(tm
     a, _ = stepspec.eager(tmp_path / "a.sqlite", 4)
     b, _ = stepspec.eager(tmp_path / "b.sqlite", 4)
     per = {f: run_cli(a, b, "--per", "decode_step", "--details", "--format", f)[1] for f in ("text", "markdown")}
-    assert "Host API calls of the whole scope by absolute time" in per["text"], per["text"]
-    assert "<summary>Host API calls of the whole scope (" in per["markdown"], per["markdown"]
+    assert "Host API calls of the whole capture by absolute time" in per["text"], per["text"]
+    assert "<summary>Host API calls of the whole capture (" in per["markdown"], per["markdown"]
     whole = run_cli(a, b, "--details")[1]
     assert "Host API calls by absolute time" in whole, whole
+    # --nvtx narrows the kernels to the ranges, never the census: the title says so.
+    nvtx = run_cli(a, b, "--nvtx", "decode_step", "--details")[1]
+    assert "Host API calls of the whole capture by absolute time" in nvtx, nvtx
+    windowed = run_cli(a, b, "--per", "decode_step", "--window", "0s:100s", "--details")[1]
+    assert "Host API calls of the whole window by absolute time" in windowed, windowed
 
 
 def test_a_family_whose_calls_slowed_is_named_once_as_calls() -> None:

@@ -224,6 +224,17 @@ ERRORS = {
         "version: 1\nsteps: {range: []}\n",
         "{file}:2: steps: key 'range': expected a range name or a non-empty list of them, got a list",
     ),
+    "level typo": (
+        "version: 1\nrules:\n  - id: r\n    kind: budget\n    level: eror\n    kernel: gemm\n    metric: total_time\n"
+        "    max_ratio: 1.1x\n",
+        "{file}:5: rule 'r': key 'level': 'eror' is not one of error, warning, info; did you mean 'error'?",
+    ),
+    "waiver rule typo": (
+        "version: 1\nextends: tpot\nwaivers:\n  - rule: step-gpu-tme\n    subject: x\n    reason: y\n"
+        "    expires: 2030-01-01\n",
+        "{file}:4: waiver for rule 'step-gpu-tme': key 'rule': no rule with this id is loaded; "
+        "did you mean 'step-gpu-time'?",
+    ),
     "steps bad regex": (
         "version: 1\nsteps: {range: '(?<=x)y'}\n",
         "{file}:2: steps: key 'range': bad regex '(?<=x)y': invalid perl operator: (?<= "

@@ -75,3 +75,14 @@ def test_each_kind_names_its_limits() -> None:
     assert {k.value for k in budget.LIMITS} <= {o.name for o in budget.OPTIONS}
     assert {k.value for k in step_budget.LIMITS} <= {o.name for o in step_budget.OPTIONS}
     assert set(budget.METRICS) == {m.value for m in budget.Metric}
+
+
+def test_a_value_just_over_its_limit_is_not_printed_equal_to_it() -> None:
+    ratio = Limit(LimitKind.MAX_RATIO, 1.02)
+    assert ratio.breached(100.0, 102.4)
+    assert (ratio.observed(100.0, 102.4, str), ratio.text(str)) == ("1.024x", "max_ratio 1.02x")
+    assert ratio.observed(100.0, 150.0, str) == "1.50x"  # two decimals where they tell them apart
+    assert ratio.observed(100.0, 102.0, str) == "1.02x"  # at the limit, not over it
+    assert Limit(LimitKind.MAX_RATIO, 1.1).observed(1.0, 1.1000004, str) == "1.1000004x"
+    share = Limit(LimitKind.MAX_SHARE, 0.25)
+    assert share.observed(0.0, 0.25004, str) == "25.004%" and share.text(str) == "max_share 25.00%"

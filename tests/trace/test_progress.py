@@ -6,6 +6,7 @@ import io
 import os
 import pty
 import subprocess
+import threading
 
 from conftest import NSYSDIFF, ROOT, run_process
 
@@ -46,6 +47,34 @@ def test_progress_on_a_terminal_names_side_and_table() -> None:
     out, err = _run_with_stderr_on_a_pty(DIFF, _env())
     assert "reading base: kernels" in err and "reading candidate: NVTX ranges" in err
     assert out.startswith("nsysdiff: NOT JUDGED") and "reading" not in out
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_every_step_of_both_sides_is_drawn() -> None:
+    """The two sides report from threads of their own: each step is drawn before the other
+    side's next one replaces it (the end-to-end test above only sees what was drawn)."""
+    screen = _Terminal()
+    steps = [f"table {i}" for i in range(150)]
+    with progress.reading(stream=screen, environ={}) as step:
+        start = threading.Barrier(2)
+
+        def side(name: str) -> None:
+            start.wait()
+            for what in steps:
+                step(name, what)
+
+        threads = [threading.Thread(target=side, args=(name,)) for name in ("base", "candidate")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    drawn = screen.getvalue()
+    missing = [f"{s}: {w}" for s in ("base", "candidate") for w in steps if f"reading {s}: {w} " not in drawn]
+    assert missing == []
 
 
 def test_silent_with_quiet_in_ci_and_off_a_terminal() -> None:
