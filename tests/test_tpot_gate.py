@@ -220,4 +220,9 @@ def test_the_sync_budgets_judge_the_steps_sync(order: tuple[str, str]) -> None:
     they said 'nothing matched its selector'."""
     _, out, _ = tpot(*(real_trace(f"h100/{n}") for n in order))
     note = " ".join(first(out).split())
-    assert "not judged" in note and "sync-calls" not in note and "sync-time" not in note, out
+    assert "not judged" in note, out
+    # Never "nothing matched its selector": batch 1 against 16 is a resized workload, whose
+    # sync time is not judged for that reason, and its sync calls are judged.
+    unmatched = [part for part in note.split("; ") if "nothing matched its selector" in part]
+    assert not any("sync-calls" in part or "sync-time" in part for part in unmatched), out
+    assert "sync-calls" not in note, out

@@ -126,11 +126,14 @@ def decide(diff: Diff, reasons: Sequence[str]) -> Comparison:
 
 def frame(diff: Diff, c: Comparison) -> Diff:
     """The diff as the kind reads it: fixed windows by rates; the same work split
-    differently without count effects as outliers; a comparison that concludes nothing
+    differently, or resized, without count effects as outliers; a comparison that concludes nothing
     without outliers at all (an inconclusive report lists none)."""
     if c.kind is Kind.WINDOWS:
         return notices.as_rates(diff)
-    if c.kind is Kind.SPLIT:
+    if c.kind in (Kind.SPLIT, Kind.RESIZED):
+        # A count effect is the split of the work, not a kernel that scaled wrong: at
+        # another batch size a prefill GEMM cut into 112 launches instead of 1 is a
+        # launch split (the invariance rules' fact), never the abnormal scaler.
         return unscored(diff, _count_effect)
     if not c.kind.conclusive:
         return unscored(diff, lambda r: True)
