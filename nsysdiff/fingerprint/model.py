@@ -38,6 +38,10 @@ FORMAT_VERSION = 2
 # host API census) is optional in version 2: a file saved before it reads with it absent,
 # and a reader that predates it loses nothing it knew.
 READABLE_VERSIONS = (1, 2)
+# A kernel's launch configurations carry their local memory and their launches in version 2
+# as optional fields (LaunchConfig: None when unknown): a file saved before they were kept
+# reads with them unknown, never as none, and a 2.x reader that predates them ignores them,
+# so baselines stay readable both ways and the format's version (the release's major) holds.
 
 
 @dataclass(frozen=True, slots=True)

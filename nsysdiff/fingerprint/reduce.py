@@ -81,7 +81,13 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
 
 
 def _config_key(c: LaunchConfig) -> tuple[int, ...]:
-    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem)
+    # A kernel's configurations are distinct in these fields (their launches are summed
+    # over devices and processes), so the order is total. Local memory unknown sorts first.
+    local = (
+        -1 if c.local_mem_per_thread is None else c.local_mem_per_thread,
+        -1 if c.local_mem_total is None else c.local_mem_total,
+    )
+    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem, *local)
 
 
 def reduce_devices(groups: KernelGroups) -> tuple[DeviceStats, ...]:

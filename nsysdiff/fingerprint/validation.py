@@ -177,6 +177,9 @@ def _body_problems(body: dict[str, Any], path: str) -> Iterator[str]:
             yield f"{where}.devices: calls per device don't add up to calls ({k['calls']})"
         if sum(d["total_ns"] for d in shares) != k["total_ns"]:
             yield f"{where}.devices: total_ns per device don't add up to total_ns ({k['total_ns']})"
+        counted = [c.get("calls") for c in k["configs"]]
+        if counted and None not in counted and sum(counted) != k["calls"]:
+            yield f"{where}.configs: calls per configuration don't add up to calls ({k['calls']})"
         q = k["quantiles_ns"]
         if any(b < a for a, b in itertools.pairwise(q)):
             yield f"{where}.quantiles_ns: not in increasing order"

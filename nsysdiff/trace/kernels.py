@@ -8,6 +8,8 @@ is made per launch and a million-kernel trace reads in about the time of a bare
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from nsysdiff.errors import TraceError
-from nsysdiff.trace import kernel_scan
+from nsysdiff.trace import kernel_scan, text_scan
 from nsysdiff.trace import schema as s
 from nsysdiff.trace.checks import RowRules
 from nsysdiff.trace.connection import TraceConnection, split_checks, tune
@@ -41,6 +43,17 @@ _Read = tuple[_Rows, _Rows, _Rows, dict[tuple[int, str], FloatArray]]
 
 # Rows per fetch when a result is streamed into numpy: a few MB, whatever the trace size.
 _CHUNK = 1 << 16
+
+# The columns of a launch shape, in LaunchConfig's order, and where a configuration row
+# holds what follows them: the graph-node flag, then (the raw scan only) the device, the
+# short and mangled names and the process id.
+CONFIG_COLS = (
+    *SHAPE_COLS,
+    *("registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread", "localMemoryTotal"),
+)
+_SHAPE = slice(1, 1 + len(CONFIG_COLS))
+_NODE = 1 + len(CONFIG_COLS)
+_DEV, _SHORT, _MANGLED, _PID = range(_NODE + 1, _NODE + 5)
 
 
 def _fetch_beside(path: Path, sqls: Sequence[str]) -> list[list[tuple[object, ...]]]:
@@ -139,6 +152,10 @@ class KernelReader(TraceConnection):
             known = set(demangled)
             named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
             configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
+        calls: dict[str, int] = {}
+        for key, g in zip(demangled, groups, strict=True):
+            calls[key] = calls.get(key, 0) + int(g[4])  # type: ignore[call-overload]
+        configs = self._counted(configs, calls, (source, where, name_col), shapes)
         return KernelGroups(
             short=tuple(strings[i] for i in shorts),
             demangled=demangled,
@@ -214,15 +231,16 @@ class KernelReader(TraceConnection):
                 (config_rows,) = beside.result()
         config_rows = self._raw_configs(config_rows)
         if source == s.KERNEL and where == "1":
-            self._pairs = list(dict.fromkeys((r[11], r[14]) for r in config_rows))
+            self._pairs = list(dict.fromkeys((r[_DEV], r[_PID]) for r in config_rows))
         # Short names: integer or NULL, as RowRules says; checked on the distinct rows.
-        if not all(r[12] is None or type(r[12]) is int for r in config_rows):
+        if not all(r[_SHORT] is None or type(r[_SHORT]) is int for r in config_rows):
             raise self.diagnose(rules, checked)
         names: dict[tuple[int, int], tuple[int, int | None]] = {}
         for r in config_rows:
-            key = (int(r[0]), int(r[11]))  # type: ignore[call-overload]
-            short = -1 if r[12] is None else int(r[12])  # type: ignore[call-overload]
-            mangled = r[13] if type(r[13]) is int else None
+            key = (int(r[0]), int(r[_DEV]))  # type: ignore[call-overload]
+            short = -1 if r[_SHORT] is None else int(r[_SHORT])  # type: ignore[call-overload]
+            m = r[_MANGLED]
+            mangled = m if type(m) is int else None
             was = names.get(key)
             if was is not None:
                 short = min(short, was[0])
@@ -308,18 +326,7 @@ class KernelReader(TraceConnection):
         self, name_col: str, where: str, source: str = s.KERNEL, names: tuple[str, str] | None = None
     ) -> str:
         cols = self.schema.tables[s.KERNEL]
-        wanted = (
-            "gridX",
-            "gridY",
-            "gridZ",
-            "blockX",
-            "blockY",
-            "blockZ",
-            "registersPerThread",
-            "staticSharedMemory",
-            "dynamicSharedMemory",
-        )
-        exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in wanted]
+        exprs = [f'coalesce("{c}", 0)' if c in cols else "0" for c in CONFIG_COLS]
         # The same pass answers "are any kernels graph nodes?", which would otherwise
         # cost a scan of its own (0 means "not a node" in pre-2022 NOT NULL columns).
         node = "coalesce(graphNodeId, 0) != 0" if "graphNodeId" in cols else "0"
@@ -331,7 +338,7 @@ class KernelReader(TraceConnection):
         # The raw columns, NULLs made 0 (-1 for ids) on the distinct rows by _raw_configs:
         # a coalesce() per column and launch costs more than the whole DISTINCT's b-tree.
         # The process id makes the (device, process) pairs of the ranks (kernel_pairs).
-        raw = [f'"{c}"' if c in cols else "0" for c in wanted]
+        raw = [f'"{c}"' if c in cols else "0" for c in CONFIG_COLS]
         pid = "globalPid" if "globalPid" in cols else "NULL"
         return (
             f"SELECT DISTINCT {name_col}, {', '.join(raw)}, {node}, deviceId, {names[0]}, {names[1]}, {pid} "
@@ -345,10 +352,10 @@ class KernelReader(TraceConnection):
         return [
             (
                 -1 if r[0] is None else r[0],
-                *(0 if v is None else v for v in r[1:10]),
-                r[10],
-                -1 if r[11] is None else r[11],
-                *r[12:],
+                *(0 if v is None else v for v in r[_SHAPE]),
+                r[_NODE],
+                -1 if r[_DEV] is None else r[_DEV],
+                *r[_SHORT:],
             )
             for r in rows
         ]
@@ -360,18 +367,99 @@ class KernelReader(TraceConnection):
 
     def _configs(self, rows: list[tuple[object, ...]], whole: bool) -> tuple[tuple[str, LaunchConfig], ...]:
         if whole:
-            self._node_mode = any(r[10] for r in rows)
+            self._node_mode = any(r[_NODE] for r in rows)
         strings = self.strings([r[0] for r in rows])  # type: ignore[misc]
         out = set()
         for r in rows:
             # A handful of distinct rows: checking them here costs nothing per launch.
-            if not all(type(x) is int for x in r[1:10]):
+            if not all(type(x) is int for x in r[_SHAPE]):
                 raise TraceError(
-                    s.one_line(f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[1:10]!r}")
+                    s.one_line(
+                        f"{self.path}: {s.KERNEL}: a launch configuration holds a non-integer value {r[_SHAPE]!r}"
+                    )
                 )
-            v = [int(x) for x in r[1:10]]  # type: ignore[call-overload]
-            out.add((strings[int(r[0])], LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8])))  # type: ignore[call-overload]
+            out.add((strings[int(r[0])], _config([int(x) for x in r[_SHAPE]])))  # type: ignore[call-overload]
         return tuple(out)
+
+    def _counted(
+        self,
+        configs: tuple[tuple[str, LaunchConfig], ...],
+        calls: dict[str, int],
+        scan: tuple[str, str, str],
+        shapes: bool,
+    ) -> tuple[tuple[str, LaunchConfig], ...]:
+        """``configs`` with their launches counted. A kernel of one configuration had all
+        its launches with it (the kernel scan counted them); only the kernels of several
+        are counted again (:meth:`_count_several`)."""
+        by_kernel: dict[str, list[LaunchConfig]] = {}
+        for key, cfg in configs:
+            by_kernel.setdefault(key, []).append(cfg)
+        counted = {(key, cfg): calls.get(key, 0) for key, cfgs in by_kernel.items() if len(cfgs) == 1 for cfg in cfgs}
+        if len(counted) < len(configs):
+            counted.update(self._count_several(by_kernel, scan, shapes))
+        return tuple((key, dataclasses.replace(cfg, calls=counted.get((key, cfg), 0))) for key, cfg in configs)
+
+    def _count_several(
+        self, by_kernel: dict[str, list[LaunchConfig]], scan: tuple[str, str, str], shapes: bool
+    ) -> dict[tuple[str, LaunchConfig], int]:
+        """The launches of each configuration of the kernels of several, from one ``GROUP
+        BY`` of those kernels' launches on the columns that tell their configurations apart,
+        packed into one integer where their ranges allow: a GROUP BY sorts every row it
+        reads (where the configuration scan's DISTINCT keeps a b-tree of its few rows), so
+        the sort is kept to the launches, and the width, that need it."""
+        source, where, name_col = scan
+
+        def base(key: str, cfgs: list[LaunchConfig]) -> str:  # the name without the shape's suffix
+            return key[: len(key) - len(suffix(cfgs[0].grid, cfgs[0].block))] if shapes else key
+
+        several = {key: [_values(c) for c in cfgs] for key, cfgs in by_kernel.items() if len(cfgs) > 1}
+        names = {base(key, by_kernel[key]) for key in several}
+        # Every launch of these names has one of their configurations (the DISTINCT saw them
+        # all, in the same selection), so these bounds hold every value the GROUP BY meets.
+        seen = [_values(c) for key, cfgs in by_kernel.items() if base(key, cfgs) in names for c in cfgs]
+        have = self.schema.tables[s.KERNEL]
+        # The columns that differ within a kernel; with ``shapes`` the grid and block name
+        # the kernel, so they are grouped on too.
+        apart = [
+            i
+            for i, c in enumerate(CONFIG_COLS)
+            if c in have
+            and ((shapes and c in SHAPE_COLS) or any(len({v[i] for v in vs}) > 1 for vs in several.values()))
+        ]
+        strings = self.strings([])  # every configuration's name id was resolved by _configs
+        ids = sorted(i for i, text in strings.items() if text in names)
+        digits = [(f"coalesce({name_col}, -1)", ids[0], ids[-1])] + [
+            (f'coalesce("{CONFIG_COLS[i]}", 0)', min(v[i] for v in seen), max(v[i] for v in seen)) for i in apart
+        ]
+        widths = [hi - lo + 1 for _, lo, hi in digits]
+        chosen = f"coalesce({name_col}, -1) IN ({', '.join(map(str, ids))})"
+        if math.prod(widths) <= 1 << 62 and not self.without_rowid(s.KERNEL):
+            # One integer per launch, counted in numpy chunk by chunk (in rowid ranges):
+            # no sort at all.
+            packed = "0"
+            for (col, lo, _), w in zip(digits, widths, strict=True):
+                packed = f"({packed}) * {w} + ({col} - {lo})"
+            counts: dict[int, int] = {}
+            with self.scanning(RowRules(s.KERNEL), where):
+                for (keys,), _ in text_scan.chunks(
+                    self.con, source, where, [f"CASE WHEN {chosen} THEN {packed} ELSE -1 END"]
+                ):
+                    for k, n in zip(*(ints(a) for a in np.unique(keys[keys >= 0], return_counts=True)), strict=True):
+                        counts[k] = counts.get(k, 0) + n
+            rows = [(*_unpack(k, digits, widths), n) for k, n in counts.items()]
+        else:
+            cols = ", ".join(col for col, _, _ in digits)
+            found = self.query(f"SELECT {cols}, count(*) FROM {source} WHERE ({where}) AND {chosen} GROUP BY {cols}")
+            rows = [tuple(int(x) for x in r) for r in found]  # type: ignore[call-overload]
+        out: dict[tuple[str, LaunchConfig], int] = {}
+        for name, *got, n in rows:
+            at = dict(zip(apart, got, strict=True))
+            key = strings[name] + (suffix((at[0], at[1], at[2]), (at[3], at[4], at[5])) if shapes else "")
+            for cfg, values in zip(by_kernel.get(key, ()), several.get(key, ()), strict=False):
+                if all(values[i] == v for i, v in at.items()):
+                    out[(key, cfg)] = out.get((key, cfg), 0) + n
+                    break
+        return out
 
     def kernel_time_ns(self, sel: Selection = WHOLE) -> int:
         """Summed kernel duration of the selection (the denominator of coverage)."""
@@ -486,3 +574,23 @@ class KernelReader(TraceConnection):
         ((v, *checks),) = self.query(f"SELECT min(start), {rules.sql()} FROM {s.KERNEL}")
         self.verify(rules, "1", [checks])
         return None if v is None else int(v)  # type: ignore[call-overload]
+
+
+def _config(v: Sequence[int]) -> LaunchConfig:
+    """A configuration from its CONFIG_COLS values, its launches not yet counted."""
+    return LaunchConfig((v[0], v[1], v[2]), (v[3], v[4], v[5]), v[6], v[7], v[8], v[9], v[10])
+
+
+def _values(c: LaunchConfig) -> tuple[int, ...]:
+    """A configuration's CONFIG_COLS values, as :func:`_config` was given them."""
+    local = (c.local_mem_per_thread or 0, c.local_mem_total or 0)
+    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem, *local)
+
+
+def _unpack(key: int, digits: Sequence[tuple[str, int, int]], widths: Sequence[int]) -> list[int]:
+    """The values :meth:`KernelReader._count_several` packed into ``key``, first first."""
+    out = []
+    for (_, lo, _), w in zip(reversed(digits), reversed(widths), strict=True):
+        key, at = divmod(key, w)
+        out.append(at + lo)
+    return out[::-1]

@@ -55,11 +55,18 @@ class GpuInfo:
 
 @dataclass(frozen=True, slots=True)
 class LaunchConfig:
+    """One launch shape of a kernel and how many of its launches had it. A trace's read
+    fills every field (a column the export lacks reads as 0); a fingerprint saved before
+    the local memory and the calls were kept reads them as None: unknown, not none."""
+
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     registers: int
     static_smem: int
     dynamic_smem: int
+    local_mem_per_thread: int | None = None  # localMemoryPerThread, bytes
+    local_mem_total: int | None = None  # localMemoryTotal, bytes
+    calls: int | None = None  # launches with this shape, summed over devices and processes
 
 
 @dataclass(frozen=True, slots=True)

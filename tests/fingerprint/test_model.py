@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -80,3 +81,21 @@ def test_a_fingerprint_saved_under_an_earlier_taxonomy_loads_under_this_one() ->
     loaded = fingerprint_from_json(fingerprint_to_json(old), "old.json")
     assert [k.category for k in loaded.kernels] == ["convolution", "reduction"]
     assert [(g.name, g.total_ns) for g in loaded.categories] == [("convolution", 5_000_000), ("reduction", 1_000_000)]
+
+
+def test_configs_saved_before_their_calls_read_as_unknown() -> None:
+    """A fingerprint saved before launch configurations kept their local memory and calls
+    reads them as None (unknown), never as 0, and diffs as it did."""
+    fp = load(EXAMPLE / "bs16.sqlite")
+    assert all(c.calls is not None and c.local_mem_total is not None for k in fp.kernels for c in k.configs)
+    assert all(sum(c.calls or 0 for c in k.configs) == k.calls for k in fp.kernels)
+    doc = json.loads(fingerprint_to_json(fp))
+    for k in doc["kernels"]:
+        for c in k["configs"]:
+            for field in ("calls", "local_mem_per_thread", "local_mem_total"):
+                del c[field]
+    old = fingerprint_from_json(json.dumps(doc), "old.json")
+    assert {(c.calls, c.local_mem_per_thread, c.local_mem_total) for k in old.kernels for c in k.configs} == {
+        (None, None, None)
+    }
+    assert dataclasses.replace(compare(old, old), base=fp, candidate=fp) == compare(fp, fp)

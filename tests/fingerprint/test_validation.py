@@ -86,6 +86,8 @@ CASES: dict[str, tuple[Callable[[Doc], None], tuple[str, ...]]] = {
         (".calls: 0 is less than the minimum of 1",),
     ),
     "device calls don't add up": (_set("kernels.0.devices.0.calls", 1), ("$.kernels[0].devices", "calls")),
+    "config calls don't add up": (_set("kernels.0.configs.0.calls", 10**6), ("$.kernels[0].configs", "calls")),
+    "negative config calls": (_set("kernels.0.configs.0.calls", -1), ("$.kernels[0].configs[0].calls",)),
     "quantiles out of order": (
         lambda d: d["kernels"][0]["quantiles_ns"].reverse(),
         ("$.kernels[0].quantiles_ns", "increasing"),

@@ -23,8 +23,10 @@ from conftest import real_traces, run_process
 from nsysdiff.api import fingerprint_trace
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json, fingerprint_to_json
 from nsysdiff.fingerprint.reduce import fold_nvtx
+from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.synth.builder import Generation, Gpu, TraceBuilder
 from nsysdiff.trace import kernels, names
+from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.reader import open_trace
 from nsysdiff.trace.records import QUANTILE_GRID, GpuInfo, LaunchConfig
 
@@ -174,11 +176,53 @@ def test_launch_configs(tmp_path: Path, generation: Generation) -> None:
     fp = fingerprint_trace(build(tmp_path / "t.sqlite", generation, fill))
     gemm = next(k for k in fp.kernels if k.name == "gemm")
     assert set(gemm.configs) == {
-        LaunchConfig((132, 1, 1), (256, 1, 1), 168, 1_024, 98_304),
-        LaunchConfig((66, 2, 1), (128, 2, 1), 90, 0, 0),
+        LaunchConfig((132, 1, 1), (256, 1, 1), 168, 1_024, 98_304, 0, 0, calls=2),
+        LaunchConfig((66, 2, 1), (128, 2, 1), 90, 0, 0, 0, 0, calls=1),
     }
     other = next(k for k in fp.kernels if k.name == "other")
-    assert other.configs == (LaunchConfig((1, 1, 1), (128, 1, 1), 32, 0, 0),)
+    assert other.configs == (LaunchConfig((1, 1, 1), (128, 1, 1), 32, 0, 0, 0, 0, calls=1),)
+
+
+def _calls(configs: tuple[LaunchConfig, ...]) -> list[tuple[int, int | None, int | None]]:
+    return [(c.grid[0], c.local_mem_total, c.calls) for c in configs]
+
+
+def test_launch_configs_count_their_launches_over_devices(tmp_path: Path, generation: Generation) -> None:
+    """A shape's launches are summed over the devices (and processes) that ran it, and a
+    kernel of several shapes counts each; local memory tells shapes apart."""
+
+    def fill(b: TraceBuilder) -> None:
+        for i, (grid, device) in enumerate([(4, 0), (4, 1), (4, 1), (8, 0), (8, 0), (8, 0), (8, 1)]):
+            b.kernel("gemm", 100 * i, 10, grid=(grid, 1, 1), device=device)
+        for i in range(3):
+            b.kernel("solo", 1_000 + 100 * i, 10, device=i % 2)
+
+    path = build(tmp_path / "t.sqlite", generation, fill)
+    with sqlite3.connect(path) as con:  # the last gemm launch of grid 8 reserved more local memory
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET localMemoryTotal = 1048576 WHERE start = 600")
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET localMemoryPerThread = 16")
+    fp = fingerprint_trace(path)
+    gemm = next(k for k in fp.kernels if k.name == "gemm")
+    assert _calls(gemm.configs) == [(4, 0, 3), (8, 0, 3), (8, 1_048_576, 1)]
+    assert {c.local_mem_per_thread for c in gemm.configs} == {16}
+    assert sum(c.calls or 0 for c in gemm.configs) == gemm.calls
+    solo = next(k for k in fp.kernels if k.name == "solo")
+    assert _calls(solo.configs) == [(1, 0, 3)]
+    # By name and launch shape, each kernel counts its own shape's launches.
+    by_shape = fingerprint_trace(path, by=Grouping.name_launch)
+    assert sorted(c for k in by_shape.kernels if k.name.startswith("gemm") for c in _calls(k.configs)) == [
+        (4, 0, 3),
+        (8, 0, 3),
+        (8, 1_048_576, 1),
+    ]
+    # Values too far apart to pack into one integer are grouped on as columns.
+    with sqlite3.connect(path) as con:
+        con.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET localMemoryTotal = {1 << 62} WHERE start = 600")
+    wide = next(k for k in fingerprint_trace(path).kernels if k.name == "gemm")
+    assert _calls(wide.configs) == [(4, 0, 3), (8, 0, 3), (8, 1 << 62, 1)]
+    # A scoped read counts the launches in its scope only.
+    scoped = fingerprint_trace(path, ScopeOptions(window="0ns:350ns"))
+    assert _calls(next(k for k in scoped.kernels if k.name == "gemm").configs) == [(4, 0, 3), (8, 0, 1)]
 
 
 # --- memory operations and API calls ------------------------------------------------
