@@ -6,6 +6,7 @@ the launches in SQLite.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -82,13 +83,15 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
 
 
 def _config_key(c: LaunchConfig) -> tuple[int, ...]:
-    # A kernel's configurations are distinct in these fields (their launches are summed
-    # over devices and processes), so the order is total. Local memory unknown sorts first.
-    local = (
-        -1 if c.local_mem_per_thread is None else c.local_mem_per_thread,
-        -1 if c.local_mem_total is None else c.local_mem_total,
-    )
-    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem, *local)
+    # Every field but the launches, in their order: a kernel's configurations are distinct
+    # in them (their launches are summed over devices and processes), so the order is
+    # total, and a field added to LaunchConfig joins it. Unknown (None) sorts first.
+    key: list[int] = []
+    for f in dataclasses.fields(c):
+        if f.name != "calls":
+            value = getattr(c, f.name)
+            key.extend(value if isinstance(value, tuple) else (-1 if value is None else value,))
+    return tuple(key)
 
 
 def reduce_devices(groups: KernelGroups) -> tuple[DeviceStats, ...]:
