@@ -806,6 +806,7 @@ def phases(path: Path) -> dict[str, float]:
     """Seconds of each reader call and of the reduction, in-process (one cold-ish run)."""
     from nsysdiff.fingerprint.reduce import assemble
     from nsysdiff.trace.reader import open_trace
+    from nsysdiff.trace.records import Tables
 
     spent: dict[str, float] = {}
 
@@ -818,9 +819,11 @@ def phases(path: Path) -> dict[str, float]:
     with open_trace(path) as r:
         groups = timed("kernels", r.kernels)
         meta = timed("metadata", r.metadata)
-        parts = [timed(n, getattr(r, n)) for n in ("memcpy", "memset", "sync_calls", "nvtx_summary")]
-        has = r.has_kernels()
-    timed("reduce", lambda: assemble(path, meta, groups, has, *parts))
+        memcpy, memset, sync, nvtx = (
+            timed(n, getattr(r, n)) for n in ("memcpy", "memset", "sync_calls", "nvtx_summary")
+        )
+        tables = Tables(meta, groups, r.has_kernels(), memcpy, memset, sync, nvtx, None)
+    timed("reduce", lambda: assemble(path, tables))
     return spent
 
 

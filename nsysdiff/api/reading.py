@@ -5,22 +5,20 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysdiff.compare import ranks
 from nsysdiff.errors import UsageError
-from nsysdiff.fingerprint import runset, scope
+from nsysdiff.fingerprint import read, runset, scope
 from nsysdiff.fingerprint.model import Fingerprint, fingerprint_from_json
-from nsysdiff.fingerprint.reduce import assemble
 from nsysdiff.fingerprint.scope import ScopeOptions
 from nsysdiff.trace import inputs
 from nsysdiff.trace import ranks as trace_ranks
 from nsysdiff.trace.launches import Grouping
 from nsysdiff.trace.progress import Step, silent
 from nsysdiff.trace.reader import TraceReader, open_trace
-from nsysdiff.trace.records import GraphMode, JobIdentity, RangeRow, RankStats
+from nsysdiff.trace.records import JobIdentity, RankStats
 from nsysdiff.trace.schema import check_stopped
 
 if TYPE_CHECKING:  # the noise model and pandas load only where they are used
@@ -55,56 +53,7 @@ def fingerprint_trace(
         if options is not None and options.active:
             progress(side, "scoping (kernels, NVTX ranges, launches)")
             return scope.fingerprint(r, options)
-        # The NVTX table is often the largest: it is read on a connection of its own
-        # beside the kernel scans (SQLite releases the GIL while it works).
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # Looking for the steps grouped the range names already: the summary is that
-            # same pass, kept by this reader, so a trace with many ranges is grouped once.
-            ranges = None if looked else pool.submit(_nvtx_summary, path)
-            progress(side, "kernels")
-            # First: the kernel scan also learns the graph mode that metadata reports.
-            groups = r.kernels(shapes=by is Grouping.name_launch)
-            progress(side, "metadata")
-            meta, has = r.metadata(), r.has_kernels()
-            progress(side, "memcpy")
-            memcpy = r.memcpy()
-            progress(side, "memset")
-            memset = r.memset()
-            progress(side, "host API calls")
-            census = r.api_census()
-            sync = r.sync_of(census)
-            progress(side, "NVTX ranges")
-            nvtx = r.nvtx_summary() if ranges is None else ranges.result()
-            # A read keyed by name and shape (--by name+launch) keeps no tail counts.
-            progress(side, "kernel tails")
-            tails = r.kernel_tails() if by is Grouping.name else None
-        progress(side, "reducing to a fingerprint")
-        fp = assemble(path, meta, groups, has, memcpy, memset, sync, nvtx, api=census)
-        fp = dataclasses.replace(fp, tails=tails)
-        if len(groups.devices) > 1:
-            # Several GPUs in one trace: its (process, device) pairs are the ranks of a job.
-            progress(side, "ranks")
-            fp = dataclasses.replace(fp, ranks=_ranks(r, fp))
-        if meta.graph_mode in (GraphMode.GRAPH, GraphMode.MIXED):
-            # Graph-mode replays have no kernel rows: their launches are what can be compared.
-            progress(side, "graph launches")
-            fp = dataclasses.replace(fp, graphs=r.graph_launches())
-        return fp
-
-
-def _ranks(r: TraceReader, fp: Fingerprint) -> tuple[RankStats, ...]:
-    """The ranks of a multi-GPU trace. One process per device (the usual shape) needs only
-    the pairs: the figures are the devices'; else each pair is scanned for its own."""
-    pairs = trace_ranks.pairs(r)
-    pids = dict(pairs)
-    if len(pids) == len(pairs):
-        return ranks.per_device(fp, pids)
-    return trace_ranks.read(r)
-
-
-def _nvtx_summary(path: str | Path) -> tuple[RangeRow, ...]:
-    with open_trace(path) as r:
-        return r.nvtx_summary()
+        return read.whole(r, shapes=by is Grouping.name_launch, grouped=looked, progress=progress, side=side)
 
 
 def _auto_steps(r: TraceReader, options: ScopeOptions, progress: Step, side: str) -> Fingerprint | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from nsysdiff.fingerprint.model import Fingerprint
-from nsysdiff.trace.collectives import collective_op, label
+from nsysdiff.trace.collectives import collective_op
 from nsysdiff.trace.records import CollectiveShare, JobIdentity, RankStats
 
 
@@ -110,40 +110,6 @@ def view(ranks: Sequence[RankStats]) -> RankView | None:
         collective=spread(rs, lambda r: r.collective_ns) if ops else None,
         ops=tuple(skews),
     )
-
-
-def per_device(fp: Fingerprint, pids: dict[int, int | None]) -> tuple[RankStats, ...]:
-    """The ranks of a trace in which every device ran the kernels of one process (``pids``:
-    that process per device), from the fingerprint alone: a rank's figures are then its
-    device's, and its collectives the per-device shares of the NCCL kernels. The same
-    numbers as :func:`nsysdiff.trace.ranks.read`, without its scan."""
-    acc: dict[int, dict[str, list[int]]] = {}
-    for k in fp.kernels:
-        op = collective_op(k.name)
-        if op is None:
-            continue
-        for share in k.devices:
-            a = acc.setdefault(share.device, {}).setdefault(op, [0, 0])
-            a[0] += share.calls
-            a[1] += share.total_ns
-    out = []
-    for n, d in enumerate(sorted(fp.devices, key=lambda x: x.device)):
-        device = None if d.device == -1 else d.device
-        pid = pids.get(d.device)
-        out.append(
-            RankStats(
-                rank=n,
-                label=label(device, pid),
-                pid=pid,
-                device=device,
-                kernels=d.kernels,
-                kernel_ns=d.kernel_ns,
-                busy_ns=d.busy_ns,
-                span_ns=d.span_ns,
-                collectives=tuple(CollectiveShare(op, c, t) for op, (c, t) in sorted(acc.get(d.device, {}).items())),
-            )
-        )
-    return tuple(out)
 
 
 def whole_rank(fp: Fingerprint, number: int) -> RankStats:

@@ -6,6 +6,7 @@ the launches in SQLite.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,8 @@ from nsysdiff.fingerprint.model import (
     Scope,
     TraceMeta,
 )
-from nsysdiff.trace.records import ApiStats, CopyStats, HostApiStats, KernelGroups, LaunchConfig, Metadata, RangeRow
+from nsysdiff.trace.collectives import collective_op, label
+from nsysdiff.trace.records import CollectiveShare, KernelGroups, LaunchConfig, RangeRow, RankStats, Tables
 
 # PyTorch's emit_nvtx / record_function append per-call ids ("aten::mm, seq = 12,
 # op_id = 345, sizes = [...]"); without folding every call is its own range name.
@@ -81,13 +83,15 @@ def reduce_kernels(groups: KernelGroups) -> tuple[KernelStats, ...]:
 
 
 def _config_key(c: LaunchConfig) -> tuple[int, ...]:
-    # A kernel's configurations are distinct in these fields (their launches are summed
-    # over devices and processes), so the order is total. Local memory unknown sorts first.
-    local = (
-        -1 if c.local_mem_per_thread is None else c.local_mem_per_thread,
-        -1 if c.local_mem_total is None else c.local_mem_total,
-    )
-    return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem, *local)
+    # Every field but the launches, in their order: a kernel's configurations are distinct
+    # in them (their launches are summed over devices and processes), so the order is
+    # total, and a field added to LaunchConfig joins it. Unknown (None) sorts first.
+    key: list[int] = []
+    for f in dataclasses.fields(c):
+        if f.name != "calls":
+            value = getattr(c, f.name)
+            key.extend(value if isinstance(value, tuple) else (-1 if value is None else value,))
+    return tuple(key)
 
 
 def reduce_devices(groups: KernelGroups) -> tuple[DeviceStats, ...]:
@@ -134,18 +138,9 @@ def reduce_nvtx(rows: Sequence[RangeRow]) -> tuple[RangeStats, ...]:
     )
 
 
-def assemble(
-    source: str | Path,
-    meta: Metadata,
-    groups: KernelGroups,
-    has_kernels: bool,
-    memcpy: Sequence[CopyStats],
-    memset: Sequence[CopyStats],
-    sync: Sequence[ApiStats],
-    nvtx: Sequence[RangeRow],
-    scope: Scope | None = None,
-    api: tuple[HostApiStats, ...] | None = None,
-) -> Fingerprint:
+def assemble(source: str | Path, tables: Tables, scope: Scope | None = None) -> Fingerprint:
+    """The fingerprint of what one read returned (:func:`nsysdiff.fingerprint.read.read`)."""
+    meta, groups = tables.meta, tables.groups
     kernels = reduce_kernels(groups)
     start, end = meta.capture_start_ns, meta.capture_end_ns
     if start is None and groups.devices:
@@ -159,7 +154,7 @@ def assemble(
             gpus=meta.gpus,
             capture_start_ns=start,
             capture_end_ns=end,
-            has_kernels=has_kernels,
+            has_kernels=tables.has_kernels,
             graph_mode=meta.graph_mode,
             graph_launches=meta.graph_launches,
             graph_total_ns=meta.graph_total_ns,
@@ -168,11 +163,46 @@ def assemble(
         ),
         kernels=kernels,
         categories=group_by(kernels, "category"),
-        memcpy=tuple(memcpy),
-        memset=tuple(memset),
-        sync=tuple(sync),
-        nvtx=reduce_nvtx(nvtx),
+        memcpy=tables.memcpy,
+        memset=tables.memset,
+        sync=tables.sync,
+        nvtx=reduce_nvtx(tables.nvtx),
         devices=reduce_devices(groups),
         scope=scope or Scope(),
-        api=api,
+        api=tables.api,
+        tails=tables.tails,
     )
+
+
+def per_device(fp: Fingerprint, pids: dict[int, int | None]) -> tuple[RankStats, ...]:
+    """The ranks of a trace in which every device ran the kernels of one process (``pids``:
+    that process per device), from the fingerprint alone: a rank's figures are then its
+    device's, and its collectives the per-device shares of the NCCL kernels. The same
+    numbers as :func:`nsysdiff.trace.ranks.read`, without its scan."""
+    acc: dict[int, dict[str, list[int]]] = {}
+    for k in fp.kernels:
+        op = collective_op(k.name)
+        if op is None:
+            continue
+        for share in k.devices:
+            a = acc.setdefault(share.device, {}).setdefault(op, [0, 0])
+            a[0] += share.calls
+            a[1] += share.total_ns
+    out = []
+    for n, d in enumerate(sorted(fp.devices, key=lambda x: x.device)):
+        device = None if d.device == -1 else d.device
+        pid = pids.get(d.device)
+        out.append(
+            RankStats(
+                rank=n,
+                label=label(device, pid),
+                pid=pid,
+                device=device,
+                kernels=d.kernels,
+                kernel_ns=d.kernel_ns,
+                busy_ns=d.busy_ns,
+                span_ns=d.span_ns,
+                collectives=tuple(CollectiveShare(op, c, t) for op, (c, t) in sorted(acc.get(d.device, {}).items())),
+            )
+        )
+    return tuple(out)

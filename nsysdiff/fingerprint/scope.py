@@ -38,6 +38,7 @@ from nsysdiff import units
 from nsysdiff.errors import UsageError
 from nsysdiff.fingerprint import step_figures
 from nsysdiff.fingerprint.model import Fingerprint, Phase, Scope
+from nsysdiff.fingerprint.read import Part, read
 from nsysdiff.fingerprint.reduce import assemble, fold_nvtx
 from nsysdiff.fingerprint.steps import Steps
 from nsysdiff.safe import yamldoc
@@ -424,10 +425,16 @@ class _Scoper:
         r, o = self.r, self.o
         att = self._att(within)
         # The census counts every call of the window: a host call has no NVTX range to be
-        # attributed through unless it launched something. Read first: its pass checks the
-        # calls that the selection below attributes the GPU work through.
-        api = None if phase else r.api_census(self.census_window, launches=filtered)
-        sel = r.select_launches(att, name=table) if filtered else Selection(window=self.window)
+        # attributed through unless it launched something.
+        part = Part(
+            window=self.window,
+            calls=att if filtered else None,
+            ranges=self._att(ranges) if filtered else None,
+            table=table,
+            census=not phase,
+            census_window=self.census_window,
+        )
+        tables = read(r, part, meta=lambda: self.meta)
         steps = None
         if self.per is not None:
             steps = r.count_ranges(self.per, att)
@@ -439,24 +446,9 @@ class _Scoper:
             steps = steps or None
         elif self.found is not None:
             steps = len(self.found)
-        groups = r.kernels(sel)
-        launches, graph_ns = r.graph_work(self.meta.graph_mode, sel)
-        meta = replace(self.meta, graph_launches=launches, graph_total_ns=graph_ns)
-        kernel_ns = int(groups.total_ns.sum())
+        kernel_ns = int(tables.groups.total_ns.sum())
         coverage = kernel_ns / total if (filtered or self.auto) and total else None
-        fp = assemble(
-            r.path,
-            meta,
-            groups,
-            r.has_kernels(),
-            r.memcpy(sel),
-            r.memset(sel),
-            r.sync_calls_in(att) if filtered else r.sync_calls(self.window),
-            r.nvtx_summary_in(self._att(ranges)) if filtered else r.nvtx_summary(self.window),
-            scope=o.scope(steps, coverage),
-            api=api,
-        )
-        return replace(fp, tails=r.kernel_tails(sel))
+        return assemble(r.path, tables, scope=o.scope(steps, coverage))
 
 
 def find_steps(r: TraceReader, options: ScopeOptions, notify: Callable[[str], None]) -> ScopeOptions:

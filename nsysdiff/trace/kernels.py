@@ -146,16 +146,10 @@ class KernelReader(TraceConnection):
         mangled_ids = [None if g[6] is None else int(g[6]) for g in groups]  # type: ignore[call-overload]
         strings = self.strings([k[0] for k in keys] + shorts + [i for i in mangled_ids if i is not None])
         demangled = tuple(strings[n] + shape_suffix(sh) for n, sh in keys)
-        configs = self._configs(config_rows, whole=sel == Selection())
-        if shapes:
-            # A configuration belongs to the kernel of its own shape.
-            known = set(demangled)
-            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
-            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in known))
         calls: dict[str, int] = {}
         for key, g in zip(demangled, groups, strict=True):
             calls[key] = calls.get(key, 0) + int(g[4])  # type: ignore[call-overload]
-        configs = self._counted(configs, calls, (source, where, name_col), shapes)
+        configs = self._kernel_configs(config_rows, sel == Selection(), calls, (source, where, name_col), shapes)
         return KernelGroups(
             short=tuple(strings[i] for i in shorts),
             demangled=demangled,
@@ -381,6 +375,18 @@ class KernelReader(TraceConnection):
             out.add((strings[int(r[0])], _config([int(x) for x in r[_SHAPE]])))  # type: ignore[call-overload]
         return tuple(out)
 
+    def _kernel_configs(
+        self, rows: _Rows, whole: bool, calls: dict[str, int], scan: tuple[str, str, str], shapes: bool
+    ) -> tuple[tuple[str, LaunchConfig], ...]:
+        """The configurations of the kernels (by key) whose launches ``calls`` counts, each
+        with its own launches counted."""
+        configs = self._configs(rows, whole=whole)
+        if shapes:
+            # A configuration belongs to the kernel of its own shape.
+            named = ((name + suffix(cfg.grid, cfg.block), cfg) for name, cfg in configs)
+            configs = tuple(dict.fromkeys((k, cfg) for k, cfg in named if k in calls))
+        return self._counted(configs, calls, scan, shapes)
+
     def _counted(
         self,
         configs: tuple[tuple[str, LaunchConfig], ...],
@@ -402,12 +408,9 @@ class KernelReader(TraceConnection):
     def _count_several(
         self, by_kernel: dict[str, list[LaunchConfig]], scan: tuple[str, str, str], shapes: bool
     ) -> dict[tuple[str, LaunchConfig], int]:
-        """The launches of each configuration of the kernels of several, from one ``GROUP
-        BY`` of those kernels' launches on the columns that tell their configurations apart,
-        packed into one integer where their ranges allow: a GROUP BY sorts every row it
-        reads (where the configuration scan's DISTINCT keeps a b-tree of its few rows), so
-        the sort is kept to the launches, and the width, that need it."""
-        source, where, name_col = scan
+        """The launches of each configuration of the kernels of several, from one pass over
+        those kernels' launches on the columns that tell their configurations apart
+        (:meth:`_tally`)."""
 
         def base(key: str, cfgs: list[LaunchConfig]) -> str:  # the name without the shape's suffix
             return key[: len(key) - len(suffix(cfgs[0].grid, cfgs[0].block))] if shapes else key
@@ -415,44 +418,17 @@ class KernelReader(TraceConnection):
         several = {key: [_values(c) for c in cfgs] for key, cfgs in by_kernel.items() if len(cfgs) > 1}
         names = {base(key, by_kernel[key]) for key in several}
         # Every launch of these names has one of their configurations (the DISTINCT saw them
-        # all, in the same selection), so these bounds hold every value the GROUP BY meets.
+        # all, in the same selection), so these bounds hold every value the pass meets.
         seen = [_values(c) for key, cfgs in by_kernel.items() if base(key, cfgs) in names for c in cfgs]
-        have = self.schema.tables[s.KERNEL]
-        # The columns that differ within a kernel; with ``shapes`` the grid and block name
-        # the kernel, so they are grouped on too.
-        apart = [
-            i
-            for i, c in enumerate(CONFIG_COLS)
-            if c in have
-            and ((shapes and c in SHAPE_COLS) or any(len({v[i] for v in vs}) > 1 for vs in several.values()))
-        ]
+        apart = self._apart(list(several.values()), shapes)
         strings = self.strings([])  # every configuration's name id was resolved by _configs
         ids = sorted(i for i, text in strings.items() if text in names)
+        source, where, name_col = scan
         digits = [(f"coalesce({name_col}, -1)", ids[0], ids[-1])] + [
             (f'coalesce("{CONFIG_COLS[i]}", 0)', min(v[i] for v in seen), max(v[i] for v in seen)) for i in apart
         ]
-        widths = [hi - lo + 1 for _, lo, hi in digits]
-        chosen = f"coalesce({name_col}, -1) IN ({', '.join(map(str, ids))})"
-        if math.prod(widths) <= 1 << 62 and not self.without_rowid(s.KERNEL):
-            # One integer per launch, counted in numpy chunk by chunk (in rowid ranges):
-            # no sort at all.
-            packed = "0"
-            for (col, lo, _), w in zip(digits, widths, strict=True):
-                packed = f"({packed}) * {w} + ({col} - {lo})"
-            counts: dict[int, int] = {}
-            with self.scanning(RowRules(s.KERNEL), where):
-                for (keys,), _ in text_scan.chunks(
-                    self.con, source, where, [f"CASE WHEN {chosen} THEN {packed} ELSE -1 END"]
-                ):
-                    for k, n in zip(*(ints(a) for a in np.unique(keys[keys >= 0], return_counts=True)), strict=True):
-                        counts[k] = counts.get(k, 0) + n
-            rows = [(*_unpack(k, digits, widths), n) for k, n in counts.items()]
-        else:
-            cols = ", ".join(col for col, _, _ in digits)
-            found = self.query(f"SELECT {cols}, count(*) FROM {source} WHERE ({where}) AND {chosen} GROUP BY {cols}")
-            rows = [tuple(int(x) for x in r) for r in found]  # type: ignore[call-overload]
         out: dict[tuple[str, LaunchConfig], int] = {}
-        for name, *got, n in rows:
+        for name, *got, n in self._tally(source, where, digits, f"coalesce({name_col}, -1) IN ({_ints(ids)})"):
             at = dict(zip(apart, got, strict=True))
             key = strings[name] + (suffix((at[0], at[1], at[2]), (at[3], at[4], at[5])) if shapes else "")
             for cfg, values in zip(by_kernel.get(key, ()), several.get(key, ()), strict=False):
@@ -460,6 +436,34 @@ class KernelReader(TraceConnection):
                     out[(key, cfg)] = out.get((key, cfg), 0) + n
                     break
         return out
+
+    def _apart(self, several: list[list[tuple[int, ...]]], shapes: bool) -> list[int]:
+        """The CONFIG_COLS (by index) that differ within a kernel of ``several`` (their
+        values); with ``shapes`` the grid and block name the kernel, so they count too."""
+        have = self.schema.tables[s.KERNEL]
+        differ = {i for values in several for i in range(len(CONFIG_COLS)) if len({v[i] for v in values}) > 1}
+        return [i for i, c in enumerate(CONFIG_COLS) if c in have and (i in differ or (shapes and c in SHAPE_COLS))]
+
+    def _tally(self, source: str, where: str, digits: list[tuple[str, int, int]], chosen: str) -> list[tuple[int, ...]]:
+        """(the values of ``digits``' columns..., launches) of the launches ``chosen`` keeps.
+        A GROUP BY sorts every row it reads (where the configuration scan's DISTINCT keeps a
+        b-tree of its few rows): where the columns' ranges (``digits``: column, least, most)
+        pack into one integer, a chunked pass counts that integer in numpy instead."""
+        widths = [hi - lo + 1 for _, lo, hi in digits]
+        if math.prod(widths) > 1 << 62 or self.without_rowid(s.KERNEL):
+            cols = ", ".join(col for col, _, _ in digits)
+            found = self.query(f"SELECT {cols}, count(*) FROM {source} WHERE ({where}) AND {chosen} GROUP BY {cols}")
+            return [tuple(int(x) for x in r) for r in found]  # type: ignore[call-overload]
+        packed = "0"
+        for (col, lo, _), w in zip(digits, widths, strict=True):
+            packed = f"({packed}) * {w} + ({col} - {lo})"
+        counts: dict[int, int] = {}
+        with self.scanning(RowRules(s.KERNEL), where):
+            column = f"CASE WHEN {chosen} THEN {packed} ELSE -1 END"
+            for (keys,), _ in text_scan.chunks(self.con, source, where, [column]):
+                for k, n in zip(*(ints(a) for a in np.unique(keys[keys >= 0], return_counts=True)), strict=True):
+                    counts[k] = counts.get(k, 0) + n
+        return [(*_unpack(k, digits, widths), n) for k, n in counts.items()]
 
     def kernel_time_ns(self, sel: Selection = WHOLE) -> int:
         """Summed kernel duration of the selection (the denominator of coverage)."""
@@ -585,6 +589,10 @@ def _values(c: LaunchConfig) -> tuple[int, ...]:
     """A configuration's CONFIG_COLS values, as :func:`_config` was given them."""
     local = (c.local_mem_per_thread or 0, c.local_mem_total or 0)
     return (*c.grid, *c.block, c.registers, c.static_smem, c.dynamic_smem, *local)
+
+
+def _ints(values: Sequence[int]) -> str:
+    return ", ".join(str(v) for v in values)
 
 
 def _unpack(key: int, digits: Sequence[tuple[str, int, int]], widths: Sequence[int]) -> list[int]:

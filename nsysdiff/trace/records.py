@@ -332,6 +332,23 @@ class RangeKey:
 
 
 @dataclass(frozen=True, slots=True)
+class Tables:
+    """The tables a fingerprint is made of, as one read of a trace returns them
+    (:func:`nsysdiff.fingerprint.read.read`)."""
+
+    meta: Metadata
+    groups: KernelGroups
+    has_kernels: bool
+    memcpy: tuple[CopyStats, ...]
+    memset: tuple[CopyStats, ...]
+    sync: tuple[ApiStats, ...]
+    nvtx: tuple[RangeRow, ...]
+    api: tuple[HostApiStats, ...] | None
+    # The exact tail counts per kernel and launch shape; None for a read keyed by shape.
+    tails: tuple[ShapeTail, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Attribution:
     """Which events a scope keeps (the rules are in ``nsysdiff/fingerprint/scope.py``).
 
