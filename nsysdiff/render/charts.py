@@ -232,6 +232,35 @@ def _stack(parts: Sequence[Any], upto: str, *, positive: bool) -> list[float]:
 # --- every family against the scale ---------------------------------------------------------
 
 
+def _size(r: Row) -> float:
+    """A row's larger side, in ns: what its marker's size weighs."""
+    return max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0)
+
+
+def _band_keys(rows: Sequence[tuple[str, Row, str]], factor: float) -> tuple[str, str]:
+    """The legend's words for the marks the band shows: rings, and green triangles."""
+    flagged = any(m == "family" for _, _, m in rows)
+    faster = any(m == "outlier" and (r.ratio or 1.0) < factor for _, r, m in rows)
+    return (
+        "; rings: families flagged as a whole (red slower than the scale, green faster)" if flagged else "",
+        "; green triangles: faster than the scale (an improvement)" if faster else "",
+    )
+
+
+def _band_point(ax: Any, r: Row, y: int, mark: str, weight: float, factor: float) -> str:
+    """One row's marker on the band; its colour, for the annotation beside it. Faster than
+    the scale is an improvement: green, and a marker of its own shape."""
+    improved = (r.ratio or 1.0) < factor
+    colour = BETTER if improved else WORSE
+    if mark == "outlier":
+        ax.scatter([r.ratio or 1.0], [y], s=70, marker="v" if improved else "D", color=colour, zorder=3)
+    elif mark == "family":
+        ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), facecolors="none", edgecolors=colour, lw=1.5)
+    else:
+        ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
+    return colour
+
+
 def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     """Every family's ratio on a log axis, the scale and its band, the outlier thresholds,
     and the outlier kernels marked: abnormal, not merely large, at a glance."""
@@ -258,16 +287,7 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
     s = diff.settings
     lo_thr, hi_thr = i.factor / s.min_deviation, i.factor * s.min_deviation
     ratios = [r.ratio for _, r, _ in rows if r.ratio] + [lo_thr, hi_thr]
-    flagged = (
-        "; rings: families flagged as a whole (red slower than the scale, green faster)"
-        if any(m == "family" for _, _, m in rows)
-        else ""
-    )
-    faster = (
-        "; green triangles: faster than the scale (an improvement)"
-        if any(m == "outlier" and (r.ratio or 1.0) < i.factor for _, r, m in rows)
-        else ""
-    )
+    flagged, faster = _band_keys(rows, i.factor)
     shown = (
         f"the {len(fams)} largest of {len(pool)} {many}"
         if len(fams) < len(pool)
@@ -280,26 +300,9 @@ def scale_band(diff: Diff, named: Mapping[str, str]) -> Chart | None:
         for x in (lo_thr, hi_thr):
             ax.axvline(x, color=WORSE, lw=0.8, ls="--")
         ax.axvline(1.0, color="black", lw=0.6, ls=":")
-        total = (
-            max(
-                (max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) for _, r, _ in rows),
-                default=1,
-            )
-            or 1
-        )
+        total = max((_size(r) for _, r, _ in rows), default=1) or 1
         for y, (_, r, mark) in enumerate(rows):
-            weight = max(r.base.total_ns if r.base else 0, r.candidate.total_ns if r.candidate else 0) / total
-            # Faster than the scale is an improvement: green, and a marker of its own shape.
-            improved = (r.ratio or 1.0) < i.factor
-            colour = BETTER if improved else WORSE
-            if mark == "outlier":
-                ax.scatter([r.ratio or 1.0], [y], s=70, marker="v" if improved else "D", color=colour, zorder=3)
-            elif mark == "family":
-                ax.scatter(
-                    [r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), facecolors="none", edgecolors=colour, lw=1.5
-                )
-            else:
-                ax.scatter([r.ratio or 1.0], [y], s=12 + 80 * math.sqrt(weight), color=NEUTRAL, zorder=3)
+            colour = _band_point(ax, r, y, mark, _size(r) / total, i.factor)
             if mark:
                 ax.annotate(
                     f"{'outlier' if mark == 'outlier' else 'outlier family'} {u.ratio(r.ratio)}",
