@@ -226,3 +226,18 @@ def test_the_sync_budgets_judge_the_steps_sync(order: tuple[str, str]) -> None:
     unmatched = [part for part in note.split("; ") if "nothing matched its selector" in part]
     assert not any("sync-calls" in part or "sync-time" in part for part in unmatched), out
     assert "sync-calls" not in note, out
+
+
+def test_the_same_finding_against_either_repeat_has_the_same_subject(tmp_path: Path) -> None:
+    """A finding's subject holds no measured value: the fp32 head's GPU time per step is
+    the same subject against each of two runs of the base build, so a waiver copied from
+    one run's report matches the next (the growth per step is in the finding's cause)."""
+    fp32 = ps.fp32_head(real_trace("h100/llm_bs16"), tmp_path / "fp32.sqlite")
+    subjects = []
+    for base in ("h100/llm_bs16", "h100/llm_bs16_r2"):
+        report = api.diff(real_trace(base), fp32, "tpot")
+        (gpu,) = [f for f in report.findings if f.rule_id == "step-gpu-time"]
+        assert "per step in sm80_xmma_gemm_f32f32" in gpu.message
+        subjects.append(gpu.subject)
+    assert subjects[0] == subjects[1], subjects
+    assert subjects[0].startswith("decode_step GPU time per step: sm80_xmma_gemm_f32f32") and "us" not in subjects[0]

@@ -249,9 +249,9 @@ def _cause(o: StepOptions, bv: float, cv: float) -> str:
     return f"{o.subject} {o.quantity.fmt(bv)} -> {o.quantity.fmt(cv)}"
 
 
-def top_kernel(diff: Diff, sd: StepsDiff) -> str | None:
+def top_kernel(diff: Diff, sd: StepsDiff) -> tuple[str, float] | None:
     """The kernel whose time per step grew the most (a kernel new in the candidate counts
-    from zero), as ``+91.44 us per step in sm80_xmma_gemm_f32f32… (new)``."""
+    from zero), as its label (``sm80_xmma_gemm_f32f32… (new)``) and that growth in ns."""
     base = {k.name: k.total_ns / sd.base.steps for k in diff.base.kernels}
     cand = {k.name: k.total_ns / sd.candidate.steps for k in diff.candidate.kernels}
     if not cand:
@@ -261,7 +261,7 @@ def top_kernel(diff: Diff, sd: StepsDiff) -> str | None:
     if delta <= 0:
         return None
     new = " (new)" if name not in base else ""
-    return f"{u.signed_ns(delta)} per step in {diff.labels.get(name, name)}{new}"
+    return f"{diff.labels.get(name, name)}{new}", delta
 
 
 def check(diff: Diff, rule: Rule) -> Iterator[Finding]:
@@ -312,9 +312,11 @@ def _judge(diff: Diff, rule: Rule, sd: StepsDiff, bv: float | None, cv: float) -
     subject = f"{sd.name} {o.subject}"
     if o.metric is StepMetric.GPU and cv > base:
         # The kernel that moved it is what a reader looks for first.
+        # The subject names the kernel, never the growth measured: a waiver copied from
+        # one run's report matches the next run's finding (the growth is in the cause).
         top = top_kernel(diff, sd)
-        cause += f", most {top}" if top else ""
-        subject = f"{sd.name} GPU time per step" + (f": {top}" if top else "")
+        cause += f", most {u.signed_ns(top[1])} per step in {top[0]}" if top else ""
+        subject = f"{sd.name} GPU time per step" + (f": {top[0]}" if top else "")
     runs = _per_run(diff)
     interval = _interval(o, runs) if runs is not None and not o.counted else None
     if interval is not None:
